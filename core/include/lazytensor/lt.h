@@ -1,0 +1,278 @@
+/* lt.h — LazyTensor application C API: runtime, devices, lazy tensors, ops, sync, metrics.
+ *
+ * Every op only records a node of a lazy graph; values are computed when read
+ * (lt_tensor_to_host, lt_tensor_materialize) or when lt_sync materialises everything
+ * pending on a device as one graph. Compiled graphs are cached by structure.
+ *
+ * Conventions
+ * - Fallible calls return lt_error*: NULL on success; otherwise an error the caller owns
+ *   and frees with lt_error_destroy. On error no output parameter is written.
+ * - Handles are opaque. lt_runtime and lt_tensor are owned by the caller; lt_device is
+ *   borrowed from its runtime and valid as long as any handle of that runtime lives.
+ * - Shapes are arrays of int64_t dims, row-major (C order), `rank` entries; rank 0 is a
+ *   scalar. Host data is dense row-major with no padding.
+ * - Op semantics, attribute names and dtype rules: docs/ops.md.
+ * - Thread safety: a runtime may be used from many threads at once; each lt_tensor
+ *   handle must be used by one thread at a time (see docs/threads.md).
+ * C11; includes only <stddef.h> and <stdint.h>. */
+#ifndef LAZYTENSOR_LT_H
+#define LAZYTENSOR_LT_H
+
+#include "lazytensor/lt_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define LT_API __declspec(dllimport)
+#elif defined(__GNUC__)
+#define LT_API __attribute__((visibility("default")))
+#else
+#define LT_API
+#endif
+
+/* Library version: LT_VERSION_MAJOR changes on incompatible C API changes. */
+#define LT_VERSION_MAJOR 0
+#define LT_VERSION_MINOR 1
+#define LT_VERSION_PATCH 0
+
+typedef struct lt_error lt_error;
+typedef struct lt_runtime lt_runtime;
+typedef struct lt_device lt_device;
+typedef struct lt_tensor lt_tensor;
+
+/* ---- version and errors ------------------------------------------------------------ */
+
+/* "MAJOR.MINOR.PATCH" of the loaded library; static storage. */
+LT_API const char* lt_version_string(void);
+/* (MAJOR << 16) | (MINOR << 8) | PATCH of the loaded library. */
+LT_API uint32_t lt_version(void);
+
+/* Message of an error, e.g. "add: shapes [2,3] and [4] do not broadcast". Lives as
+ * long as the error. */
+LT_API const char* lt_error_message(const lt_error* error);
+LT_API lt_status_code lt_error_code(const lt_error* error);
+/* Frees an error; NULL is ignored. */
+LT_API void lt_error_destroy(lt_error* error);
+
+/* Frees a string returned by this library (lt_metrics_report, ...); NULL is ignored. */
+LT_API void lt_string_free(char* s);
+
+/* ---- runtime ----------------------------------------------------------------------- */
+
+/* Options for lt_runtime_create. Zero-initialise, set struct_size to
+ * LT_RUNTIME_OPTIONS_STRUCT_SIZE, set what you need: NULL fields mean "from the
+ * config file / environment / default", in that order of precedence:
+ * explicit field > environment variable > config file > built-in default. */
+typedef struct lt_runtime_options {
+  size_t struct_size;
+  const char* config_path; /* TOML or JSON file; else $LT_CONFIG; else none */
+  const char* device;      /* "cpu_jit", "cpu_jit:0"; else $LT_DEVICE; else config;
+                              else the first of cpu_jit, gpu_opencl, tpu_sim, cpu_eager
+                              that loaded */
+  const char* plugin_path; /* ':'-separated directories; else $LT_PLUGIN_PATH, config,
+                              and always the install plugin directory */
+  const char* fallback;    /* "silent" | "warn" | "error"; else $LT_FALLBACK; else "warn" */
+  const char* log_level;   /* "trace".."off"; else $LT_LOG_LEVEL; else "warn" */
+  const char* dump_dir;    /* where compiled graphs are dumped; else $LT_DUMP_DIR */
+} lt_runtime_options;
+#define LT_RUNTIME_OPTIONS_STRUCT_SIZE \
+  (offsetof(lt_runtime_options, dump_dir) + sizeof(const char*))
+
+/* Creates a runtime: reads config, loads plugins, creates devices. `options` may be NULL.
+ * Plugins that fail to load are reported in lt_runtime_plugin_report and skipped; the
+ * call fails only when no usable device remains or the requested device is missing. */
+LT_API lt_error* lt_runtime_create(const lt_runtime_options* options, lt_runtime** out);
+/* Drops the application's reference; tensors still alive keep the runtime's internals
+ * alive until they are freed. NULL is ignored. */
+LT_API void lt_runtime_destroy(lt_runtime* runtime);
+
+/* Text report of plugin search paths, plugins loaded (name, version, ABI, devices, ops)
+ * and plugins that failed (path and reason). Caller frees with lt_string_free. */
+LT_API lt_error* lt_runtime_plugin_report(lt_runtime* runtime, int json, char** out);
+
+/* ---- devices ----------------------------------------------------------------------- */
+
+LT_API size_t lt_runtime_device_count(const lt_runtime* runtime);
+/* Borrowed; NULL if index is out of range. */
+LT_API lt_device* lt_runtime_device(lt_runtime* runtime, size_t index);
+/* The configured default device. Borrowed, never NULL for a created runtime. */
+LT_API lt_device* lt_runtime_default_device(lt_runtime* runtime);
+/* Finds "backend" (its first device) or "backend:index". */
+LT_API lt_error* lt_runtime_find_device(lt_runtime* runtime, const char* name, lt_device** out);
+/* "cpu_eager:0" — static for the device's lifetime. */
+LT_API const char* lt_device_name(const lt_device* device);
+/* Backend (plugin) name, "cpu_eager". */
+LT_API const char* lt_device_backend(const lt_device* device);
+LT_API lt_runtime* lt_device_runtime(const lt_device* device);
+
+/* ---- tensors ----------------------------------------------------------------------- */
+
+/* Copies `nbytes` of dense row-major host data (must equal numel * dtype size) into a
+ * new device tensor. `data` may be NULL only when numel is 0. */
+LT_API lt_error* lt_tensor_from_host(lt_device* device, lt_dtype dtype, const int64_t* shape,
+                                     size_t rank, const void* data, size_t nbytes, lt_tensor** out);
+/* A rank-0 tensor holding `value` converted to dtype. Scalars are graph *parameters*:
+ * changing the value between steps does not recompile. */
+LT_API lt_error* lt_scalar(lt_device* device, lt_dtype dtype, double value, lt_tensor** out);
+
+/* Materialises the tensor and copies it out; nbytes must equal numel * dtype size. */
+LT_API lt_error* lt_tensor_to_host(lt_tensor* tensor, void* data, size_t nbytes);
+/* Materialises the tensor (and what it depends on) without copying it out. */
+LT_API lt_error* lt_tensor_materialize(lt_tensor* tensor);
+
+/* Another handle to the same value (reference count + 1). Free each with lt_tensor_free. */
+LT_API lt_tensor* lt_tensor_retain(lt_tensor* tensor);
+/* Releases one handle; the value and its graph are freed with the last one. NULL ignored. */
+LT_API void lt_tensor_free(lt_tensor* tensor);
+
+LT_API lt_dtype lt_tensor_dtype(const lt_tensor* tensor);
+LT_API size_t lt_tensor_rank(const lt_tensor* tensor);
+/* Borrowed array of rank dims; valid as long as the handle. */
+LT_API const int64_t* lt_tensor_shape(const lt_tensor* tensor);
+LT_API int64_t lt_tensor_numel(const lt_tensor* tensor);
+LT_API lt_device* lt_tensor_device(const lt_tensor* tensor);
+/* 1 if the tensor holds a computed buffer, 0 if it is still a pending graph node. */
+LT_API int lt_tensor_is_materialized(const lt_tensor* tensor);
+
+/* Copies the tensor to another device (lazy on the source side: materialises it first). */
+LT_API lt_error* lt_tensor_to_device(lt_tensor* tensor, lt_device* device, lt_tensor** out);
+
+/* ---- sync -------------------------------------------------------------------------- */
+
+/* Materialises every live pending tensor of `device` as ONE graph (a training loop's
+ * "mark step"). Afterwards they hold buffers and their graphs are dropped. */
+LT_API lt_error* lt_sync(lt_device* device);
+
+/* ---- ops --------------------------------------------------------------------------- */
+
+/* Records op `op` (a name from docs/ops.md or a registered custom op) on the inputs.
+ * `device` is required when num_inputs is 0 and ignored otherwise (inputs must share one
+ * device). Dtypes of numeric operands are promoted (bool < i32 < i64 < f32 < f64) and
+ * shapes broadcast as the op's rules say; the error names the op and the offending
+ * shapes or dtypes. */
+LT_API lt_error* lt_apply(lt_device* device, const char* op, lt_tensor* const* inputs,
+                          size_t num_inputs, const lt_attr* attrs, size_t num_attrs,
+                          lt_tensor** out);
+
+/* Unary, elementwise. Float-only: exp log sqrt rsqrt tanh sigmoid gelu sin cos floor.
+ * Numeric: neg abs relu. Bool: not. */
+LT_API lt_error* lt_neg(lt_tensor* a, lt_tensor** out);
+LT_API lt_error* lt_abs(lt_tensor* a, lt_tensor** out);
+LT_API lt_error* lt_exp(lt_tensor* a, lt_tensor** out);
+LT_API lt_error* lt_log(lt_tensor* a, lt_tensor** out);
+LT_API lt_error* lt_sqrt(lt_tensor* a, lt_tensor** out);
+LT_API lt_error* lt_rsqrt(lt_tensor* a, lt_tensor** out);
+LT_API lt_error* lt_tanh(lt_tensor* a, lt_tensor** out);
+LT_API lt_error* lt_sigmoid(lt_tensor* a, lt_tensor** out);
+LT_API lt_error* lt_relu(lt_tensor* a, lt_tensor** out);
+LT_API lt_error* lt_gelu(lt_tensor* a, lt_tensor** out);
+LT_API lt_error* lt_sin(lt_tensor* a, lt_tensor** out);
+LT_API lt_error* lt_cos(lt_tensor* a, lt_tensor** out);
+LT_API lt_error* lt_floor(lt_tensor* a, lt_tensor** out);
+LT_API lt_error* lt_not(lt_tensor* a, lt_tensor** out);
+
+/* Binary, elementwise with NumPy broadcasting. Comparisons return bool; and/or take bool. */
+LT_API lt_error* lt_add(lt_tensor* a, lt_tensor* b, lt_tensor** out);
+LT_API lt_error* lt_sub(lt_tensor* a, lt_tensor* b, lt_tensor** out);
+LT_API lt_error* lt_mul(lt_tensor* a, lt_tensor* b, lt_tensor** out);
+LT_API lt_error* lt_div(lt_tensor* a, lt_tensor* b, lt_tensor** out);
+LT_API lt_error* lt_pow(lt_tensor* a, lt_tensor* b, lt_tensor** out);
+LT_API lt_error* lt_maximum(lt_tensor* a, lt_tensor* b, lt_tensor** out);
+LT_API lt_error* lt_minimum(lt_tensor* a, lt_tensor* b, lt_tensor** out);
+LT_API lt_error* lt_eq(lt_tensor* a, lt_tensor* b, lt_tensor** out);
+LT_API lt_error* lt_ne(lt_tensor* a, lt_tensor* b, lt_tensor** out);
+LT_API lt_error* lt_lt(lt_tensor* a, lt_tensor* b, lt_tensor** out);
+LT_API lt_error* lt_le(lt_tensor* a, lt_tensor* b, lt_tensor** out);
+LT_API lt_error* lt_gt(lt_tensor* a, lt_tensor* b, lt_tensor** out);
+LT_API lt_error* lt_ge(lt_tensor* a, lt_tensor* b, lt_tensor** out);
+LT_API lt_error* lt_and(lt_tensor* a, lt_tensor* b, lt_tensor** out);
+LT_API lt_error* lt_or(lt_tensor* a, lt_tensor* b, lt_tensor** out);
+
+/* cond ? a : b, broadcasting all three; cond must be bool. */
+LT_API lt_error* lt_where(lt_tensor* cond, lt_tensor* a, lt_tensor* b, lt_tensor** out);
+LT_API lt_error* lt_cast(lt_tensor* a, lt_dtype dtype, lt_tensor** out);
+
+/* Creation. */
+LT_API lt_error* lt_full(lt_device* device, const int64_t* shape, size_t rank, double value,
+                         lt_dtype dtype, lt_tensor** out);
+/* [start, stop) by step (step != 0), length ceil((stop - start) / step). */
+LT_API lt_error* lt_arange(lt_device* device, double start, double stop, double step,
+                           lt_dtype dtype, lt_tensor** out);
+/* Counter-based (lt_random.h): the same seed gives the same values on every backend.
+ * The seed is a graph parameter: a new seed per step does not recompile. */
+LT_API lt_error* lt_random_uniform(lt_device* device, const int64_t* shape, size_t rank,
+                                   uint64_t seed, double low, double high, lt_dtype dtype,
+                                   lt_tensor** out);
+LT_API lt_error* lt_random_normal(lt_device* device, const int64_t* shape, size_t rank,
+                                  uint64_t seed, double mean, double stddev, lt_dtype dtype,
+                                  lt_tensor** out);
+
+/* Reductions over `axes` (negative counts from the end; num_axes 0 = all axes). */
+LT_API lt_error* lt_sum(lt_tensor* a, const int64_t* axes, size_t num_axes, int keepdims,
+                        lt_tensor** out);
+LT_API lt_error* lt_mean(lt_tensor* a, const int64_t* axes, size_t num_axes, int keepdims,
+                         lt_tensor** out);
+LT_API lt_error* lt_max(lt_tensor* a, const int64_t* axes, size_t num_axes, int keepdims,
+                        lt_tensor** out);
+LT_API lt_error* lt_min(lt_tensor* a, const int64_t* axes, size_t num_axes, int keepdims,
+                        lt_tensor** out);
+/* Index (i64) of the first maximum along `axis`. */
+LT_API lt_error* lt_argmax(lt_tensor* a, int64_t axis, int keepdims, lt_tensor** out);
+
+/* NumPy matmul: 1-D operands are promoted and squeezed, batch dims broadcast. */
+LT_API lt_error* lt_matmul(lt_tensor* a, lt_tensor* b, lt_tensor** out);
+
+/* Layout. One dim of a reshape may be -1. */
+LT_API lt_error* lt_reshape(lt_tensor* a, const int64_t* shape, size_t rank, lt_tensor** out);
+LT_API lt_error* lt_permute(lt_tensor* a, const int64_t* perm, size_t rank, lt_tensor** out);
+LT_API lt_error* lt_broadcast_to(lt_tensor* a, const int64_t* shape, size_t rank, lt_tensor** out);
+/* Python slicing per axis (rank entries each): negative start/stop count from the end and
+ * are clamped; step != 0 (negative steps reverse). */
+LT_API lt_error* lt_slice(lt_tensor* a, const int64_t* starts, const int64_t* stops,
+                          const int64_t* steps, size_t rank, lt_tensor** out);
+LT_API lt_error* lt_concat(lt_tensor* const* inputs, size_t num_inputs, int64_t axis,
+                           lt_tensor** out);
+/* Constant padding: before/after per axis (rank entries each, >= 0). */
+LT_API lt_error* lt_pad(lt_tensor* a, const int64_t* before, const int64_t* after, size_t rank,
+                        double value, lt_tensor** out);
+/* np.take(a, indices, axis): out shape a.shape[:axis] + indices.shape + a.shape[axis+1:].
+ * indices are i32/i64; out-of-range indices are clamped to [0, dim-1]. */
+LT_API lt_error* lt_gather(lt_tensor* a, lt_tensor* indices, int64_t axis, lt_tensor** out);
+/* a with `updates` added at `indices` along axis (the adjoint of gather); updates has
+ * gather's output shape; updates at out-of-range indices are dropped. */
+LT_API lt_error* lt_scatter_add(lt_tensor* a, lt_tensor* indices, lt_tensor* updates, int64_t axis,
+                                lt_tensor** out);
+
+/* nn. x: [N, C, H, W]; weight: [O, C/groups, KH, KW]; bias: [O] or NULL.
+ * stride, padding, dilation: 2 entries each (H, W). */
+LT_API lt_error* lt_conv2d(lt_tensor* x, lt_tensor* weight, lt_tensor* bias, const int64_t* stride,
+                           const int64_t* padding, const int64_t* dilation, int64_t groups,
+                           lt_tensor** out);
+/* kernel, stride, padding: 2 entries each. max pads with -inf; avg divides by the full
+ * kernel area (padding counts as zeros). */
+LT_API lt_error* lt_max_pool2d(lt_tensor* x, const int64_t* kernel, const int64_t* stride,
+                               const int64_t* padding, lt_tensor** out);
+LT_API lt_error* lt_avg_pool2d(lt_tensor* x, const int64_t* kernel, const int64_t* stride,
+                               const int64_t* padding, lt_tensor** out);
+LT_API lt_error* lt_softmax(lt_tensor* a, int64_t axis, lt_tensor** out);
+LT_API lt_error* lt_log_softmax(lt_tensor* a, int64_t axis, lt_tensor** out);
+
+/* ---- metrics ----------------------------------------------------------------------- */
+
+/* The metrics report as text (json = 0) or JSON (json = 1): traced ops, graphs, cache
+ * hits/misses, compile/execute time, fallbacks per op, host<->device bytes, allocator
+ * size and hit rate, recompilation reasons, plugin stats. Free with lt_string_free. */
+LT_API lt_error* lt_metrics_report(lt_runtime* runtime, int json, char** out);
+/* One metric by name (names as in the JSON report, e.g. "cache_hits", "compiles",
+ * "fallback.gelu", "plugin.cpu_jit.kernels"); NOT_FOUND if it does not exist. */
+LT_API lt_error* lt_metric_get(lt_runtime* runtime, const char* name, double* out);
+/* Zeroes every counter (the compile cache itself is kept). */
+LT_API void lt_metrics_reset(lt_runtime* runtime);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* LAZYTENSOR_LT_H */

@@ -1,0 +1,232 @@
+/* lt_plugin.h — the backend plugin ABI: the one C function table a backend shared object
+ * exports, and the plain-C graph and argument structs that cross it.
+ *
+ * Versioning
+ * - LT_PLUGIN_ABI_MAJOR changes only when a struct or call changes incompatibly; the core
+ *   refuses a plugin of another major and names both versions.
+ * - LT_PLUGIN_ABI_MINOR grows when fields are APPENDED to a struct (never inserted,
+ *   reordered or removed). The core loads a plugin of a lower minor version and never
+ *   reads a field or calls a function pointer that the plugin's struct_size does not
+ *   cover or that is NULL. A plugin reading an args struct from the core must likewise
+ *   check args->struct_size before reading fields newer than its own header.
+ * - Every table and argument struct starts with `size_t struct_size`, set by whoever fills
+ *   it to the LT_*_STRUCT_SIZE macro of its header (offset of its last field + its size).
+ *   lt_graph_node, lt_attr and lt_plugin_option are element structs: frozen for a major.
+ *
+ * Errors
+ * - Every fallible call returns lt_plugin_error*: NULL = success, otherwise an error the
+ *   plugin created and the core destroys with the table's error_destroy, after reading
+ *   error_message / error_code. No C++ exception, abort() or exit() may leave a call.
+ *
+ * Ownership ("borrowed" = valid only during the call unless stated otherwise)
+ * - Contexts, buffers and executables are created by the plugin and destroyed through it.
+ * - Graphs, options, host pointers passed in are borrowed; copy what you keep.
+ *
+ * Threads
+ * - The core may call any function of one context from several threads at once, except
+ *   that it never frees a buffer or destroys an executable while another call uses it.
+ *   Plugins must therefore make create-once state immutable or lock it.
+ *
+ * Discovery: the core opens lt_plugin_*.so files on the plugin path and calls the one
+ * exported symbol LT_PLUGIN_ENTRY_SYMBOL. C11; includes only stddef.h/stdint.h. */
+#ifndef LAZYTENSOR_LT_PLUGIN_H
+#define LAZYTENSOR_LT_PLUGIN_H
+
+#include "lazytensor/lt_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LT_PLUGIN_ABI_MAJOR 1
+#define LT_PLUGIN_ABI_MINOR 0
+
+#define LT_PLUGIN_ENTRY_SYMBOL "lt_plugin_get_api"
+
+#if defined(__GNUC__)
+#define LT_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define LT_PLUGIN_EXPORT
+#endif
+
+/* Size of `type` up to and including `last_field`. */
+#define LT_STRUCT_SIZE(type, last_field) \
+  (offsetof(type, last_field) + sizeof(((type*)0)->last_field))
+
+typedef struct lt_plugin_error lt_plugin_error;           /* plugin-defined */
+typedef struct lt_plugin_context lt_plugin_context;       /* plugin-defined */
+typedef struct lt_plugin_buffer lt_plugin_buffer;         /* plugin-defined */
+typedef struct lt_plugin_executable lt_plugin_executable; /* plugin-defined */
+
+/* ---- graphs ------------------------------------------------------------------------ */
+
+/* One node of a graph region. Element struct (frozen for the major version). The op is a
+ * stable name from docs/ops.md ("add", "matmul", ...) or a custom op's name; the special
+ * op "input" marks a leaf bound to an input buffer. dtype/shape describe the output.
+ * Operands are indices of earlier nodes. Attributes as docs/ops.md lists them. */
+typedef struct lt_graph_node {
+  const char* op;
+  lt_dtype dtype;
+  size_t rank;
+  const int64_t* shape;
+  size_t num_operands;
+  const int32_t* operands;
+  size_t num_attrs;
+  const lt_attr* attrs;
+} lt_graph_node;
+
+/* A graph region in topological order (operands precede users). All pointers are borrowed
+ * for the duration of the call that receives the graph. Buffers are dense row-major. */
+typedef struct lt_graph {
+  size_t struct_size;
+  size_t num_nodes;
+  const lt_graph_node* nodes;
+  size_t num_inputs;
+  const int32_t* inputs; /* node index of input k (an "input" node), k = 0..num_inputs-1 */
+  size_t num_outputs;
+  const int32_t* outputs; /* node index of output k; a node may appear more than once */
+  uint64_t hash;          /* the core's structural hash of this region */
+} lt_graph;
+#define LT_GRAPH_STRUCT_SIZE LT_STRUCT_SIZE(lt_graph, hash)
+
+/* ---- argument structs -------------------------------------------------------------- */
+
+/* A plugin option from the config ([plugins.<name>] table) as strings. */
+typedef struct lt_plugin_option {
+  const char* key;
+  const char* value;
+} lt_plugin_option;
+
+/* Log levels match spdlog's: 0 trace, 1 debug, 2 info, 3 warn, 4 error. */
+typedef void (*lt_plugin_log_fn)(void* user, int level, const char* message);
+
+typedef struct lt_plugin_create_args {
+  size_t struct_size;
+  uint32_t core_abi_major; /* the core's LT_PLUGIN_ABI_MAJOR/MINOR */
+  uint32_t core_abi_minor;
+  size_t num_options;
+  const lt_plugin_option* options; /* borrowed */
+  lt_plugin_log_fn log;            /* may be NULL; callable from any thread */
+  void* log_user;
+  lt_plugin_context* context; /* out */
+} lt_plugin_create_args;
+#define LT_PLUGIN_CREATE_ARGS_STRUCT_SIZE LT_STRUCT_SIZE(lt_plugin_create_args, context)
+
+typedef struct lt_plugin_device_info_args {
+  size_t struct_size;
+  lt_plugin_context* context;
+  size_t device; /* 0..device_count-1 */
+  /* out; strings have the context's lifetime */
+  const char* name;        /* short, e.g. "pocl-cpu" */
+  const char* kind;        /* "cpu", "gpu", "tpu", "accelerator" */
+  const char* description; /* one line: model, driver, memory, ... */
+  uint64_t memory_bytes;   /* 0 if unknown */
+  int host_addressable;    /* 1: buffer_host_ptr works for this device's buffers */
+} lt_plugin_device_info_args;
+#define LT_PLUGIN_DEVICE_INFO_ARGS_STRUCT_SIZE \
+  LT_STRUCT_SIZE(lt_plugin_device_info_args, host_addressable)
+
+typedef struct lt_plugin_buffer_args {
+  size_t struct_size;
+  lt_plugin_context* context;
+  size_t device;
+  size_t nbytes;            /* alloc: size; upload/download: bytes to copy */
+  size_t offset;            /* upload/download: byte offset in the buffer */
+  const void* src;          /* upload: host source (borrowed) */
+  void* dst;                /* download: host destination (borrowed) */
+  lt_plugin_buffer* buffer; /* alloc: out; others: in */
+  void* host_ptr;           /* buffer_host_ptr: out, or NULL if not host-addressable */
+} lt_plugin_buffer_args;
+#define LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE LT_STRUCT_SIZE(lt_plugin_buffer_args, host_ptr)
+
+typedef struct lt_plugin_supports_args {
+  size_t struct_size;
+  lt_plugin_context* context;
+  size_t device;
+  const lt_graph* graph; /* borrowed; the node's operands are visible through it */
+  size_t node;           /* index of the node asked about */
+  int supported;         /* out: 1 if this backend can compile and run the node */
+} lt_plugin_supports_args;
+#define LT_PLUGIN_SUPPORTS_ARGS_STRUCT_SIZE LT_STRUCT_SIZE(lt_plugin_supports_args, supported)
+
+typedef struct lt_plugin_compile_args {
+  size_t struct_size;
+  lt_plugin_context* context;
+  size_t device;
+  const lt_graph* graph;            /* borrowed: copy what the executable needs */
+  lt_plugin_executable* executable; /* out */
+} lt_plugin_compile_args;
+#define LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE LT_STRUCT_SIZE(lt_plugin_compile_args, executable)
+
+/* Inputs and outputs are buffers of this plugin on the executable's device, sized exactly
+ * for the graph's input/output nodes; the core allocates outputs. Outputs never alias
+ * inputs or each other. */
+typedef struct lt_plugin_execute_args {
+  size_t struct_size;
+  lt_plugin_context* context;
+  lt_plugin_executable* executable;
+  size_t num_inputs;
+  lt_plugin_buffer* const* inputs;
+  size_t num_outputs;
+  lt_plugin_buffer* const* outputs;
+} lt_plugin_execute_args;
+#define LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE LT_STRUCT_SIZE(lt_plugin_execute_args, outputs)
+
+/* Receives one named statistic: "kernels", "compile_ms", "simulated_ns", ... */
+typedef void (*lt_plugin_stat_fn)(void* user, const char* name, double value);
+
+typedef struct lt_plugin_stats_args {
+  size_t struct_size;
+  lt_plugin_context* context;
+  lt_plugin_executable* executable; /* NULL: context-wide stats */
+  lt_plugin_stat_fn emit;
+  void* user;
+} lt_plugin_stats_args;
+#define LT_PLUGIN_STATS_ARGS_STRUCT_SIZE LT_STRUCT_SIZE(lt_plugin_stats_args, user)
+
+/* ---- the function table ------------------------------------------------------------ */
+
+typedef struct lt_plugin_api {
+  size_t struct_size;
+  uint32_t abi_major; /* LT_PLUGIN_ABI_MAJOR the plugin was built with */
+  uint32_t abi_minor;
+  const char* name;    /* backend name, [a-z0-9_]+, e.g. "cpu_jit"; static */
+  const char* version; /* the plugin's own version string; static */
+
+  /* errors (required) */
+  const char* (*error_message)(const lt_plugin_error* error);
+  lt_status_code (*error_code)(const lt_plugin_error* error);
+  void (*error_destroy)(lt_plugin_error* error);
+
+  /* lifecycle (required) */
+  lt_plugin_error* (*create)(lt_plugin_create_args* args);
+  void (*destroy)(lt_plugin_context* context);
+
+  /* devices (required) */
+  lt_plugin_error* (*device_count)(lt_plugin_context* context, size_t* out);
+  lt_plugin_error* (*device_info)(lt_plugin_device_info_args* args);
+
+  /* buffers (required except buffer_host_ptr) */
+  lt_plugin_error* (*buffer_alloc)(lt_plugin_buffer_args* args);
+  void (*buffer_free)(lt_plugin_context* context, lt_plugin_buffer* buffer);
+  lt_plugin_error* (*buffer_upload)(lt_plugin_buffer_args* args);
+  lt_plugin_error* (*buffer_download)(lt_plugin_buffer_args* args);
+  lt_plugin_error* (*buffer_host_ptr)(lt_plugin_buffer_args* args);
+
+  /* graphs (required except stats) */
+  lt_plugin_error* (*supports)(lt_plugin_supports_args* args);
+  lt_plugin_error* (*compile)(lt_plugin_compile_args* args);
+  lt_plugin_error* (*execute)(lt_plugin_execute_args* args);
+  void (*executable_destroy)(lt_plugin_context* context, lt_plugin_executable* executable);
+  lt_plugin_error* (*stats)(lt_plugin_stats_args* args);
+} lt_plugin_api;
+#define LT_PLUGIN_API_STRUCT_SIZE LT_STRUCT_SIZE(lt_plugin_api, stats)
+
+/* The one symbol a plugin exports. Returns a table with static lifetime. */
+typedef const lt_plugin_api* (*lt_plugin_get_api_fn)(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* LAZYTENSOR_LT_PLUGIN_H */

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages LazyTensor builds, tests and runs with; idempotent and quick
+# when everything is already present. Run as root (or with sudo available).
+set -euo pipefail
+
+PKGS=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config
+  # core: plugin loading, logging, config parsing, JSON metrics, CLI parsing
+  libboost-dev libboost-filesystem-dev libspdlog-dev libfmt-dev
+  libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
+  # cpu_eager: dense kernels, BLAS, parallel loops
+  libeigen3-dev libopenblas-dev libtbb-dev
+  # cpu_jit: LLVM ORC
+  llvm-19-dev libzstd-dev zlib1g-dev libxml2-dev libedit-dev libffi-dev
+  # gpu_opencl: ICD loader, headers and PoCL (OpenCL on the CPU)
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev valgrind
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
