@@ -271,6 +271,54 @@ LT_API lt_error* lt_metric_get(lt_runtime* runtime, const char* name, double* ou
 /* Zeroes every counter (the compile cache itself is kept). */
 LT_API void lt_metrics_reset(lt_runtime* runtime);
 
+/* ---- autograd ---------------------------------------------------------------------- */
+
+/* Reverse-mode automatic differentiation, recorded as ops are applied and replayed as more
+ * lazy ops: the backward pass is itself a lazy graph, so it is compiled, fused and cached
+ * together with the forward pass and the optimizer update (one lt_sync per step).
+ *
+ * - Only float tensors (f32, f64) can require gradients. An op's output requires gradients
+ *   when any float input does and no no-grad scope is open on the calling thread.
+ * - Gradients accumulate (add) into leaf tensors across lt_backward calls until
+ *   lt_tensor_zero_grad.
+ * - lt_backward frees the recorded graph it walked (like PyTorch's default): a second
+ *   lt_backward through the same ops is an error; run the forward pass again.
+ * - The autograd state of a value is dropped when its last handle is freed.
+ * Every gradient rule uses only ops of docs/ops.md, so every backend runs the backward. */
+
+/* Marks a tensor (a leaf: not the output of a recorded op) as needing gradients (1) or
+ * not (0). Errors: non-float dtype; clearing it on a non-leaf (use lt_tensor_detach). */
+LT_API lt_error* lt_tensor_set_requires_grad(lt_tensor* tensor, int requires_grad);
+/* 1 if the tensor requires gradients (set on a leaf or inherited through ops), else 0. */
+LT_API int lt_tensor_requires_grad(const lt_tensor* tensor);
+
+/* Back-propagates from `loss` into every leaf that requires gradients, accumulating into
+ * their gradients. `seed` is d(result)/d(loss), loss's shape; may be NULL only when loss
+ * has one element (the seed is then 1). Errors: loss does not require gradients, a
+ * non-scalar loss without seed, a seed of another shape, an op without gradient rule. */
+LT_API lt_error* lt_backward(lt_tensor* loss, lt_tensor* seed);
+
+/* The gradient accumulated in a leaf: a new handle (free it), or *out = NULL (success)
+ * when none has been accumulated since the last lt_tensor_zero_grad. */
+LT_API lt_error* lt_tensor_grad(lt_tensor* tensor, lt_tensor** out);
+/* Drops the accumulated gradient (the next lt_backward starts from none). */
+LT_API lt_error* lt_tensor_zero_grad(lt_tensor* tensor);
+
+/* Functional form: d(sum_k seeds[k] . outputs[k]) / d(inputs[j]) into grads[j] (new
+ * handles, caller frees). Nothing is accumulated into leaves and the recorded graph is
+ * kept. `seeds` may be NULL, and so may each seeds[k] when outputs[k] has one element.
+ * An input that no output depends on gets zeros of its shape. */
+LT_API lt_error* lt_grad(lt_tensor* const* outputs, lt_tensor* const* seeds, size_t num_outputs,
+                         lt_tensor* const* inputs, size_t num_inputs, lt_tensor** grads);
+
+/* A new handle on the same values that does not require gradients and has no history. */
+LT_API lt_error* lt_tensor_detach(lt_tensor* tensor, lt_tensor** out);
+
+/* No-grad scopes (nestable, per thread): while one is open, ops record no history. */
+LT_API void lt_no_grad_begin(void);
+/* Closes the innermost no-grad scope of the calling thread; extra calls are ignored. */
+LT_API void lt_no_grad_end(void);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
