@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The whole test suite: installs dependencies, builds everything (tests, benchmarks,
+# examples included) and runs every test with CTest.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${LT_BUILD_DIR:-$root/build}"
+bash "$root/tools/build.sh"
+cd "$build"
+ctest --output-on-failure -j "${LT_JOBS:-$(nproc)}" --timeout 300
