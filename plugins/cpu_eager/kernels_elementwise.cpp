@@ -1,0 +1,697 @@
+// kernels_elementwise.cpp — unary, binary, where, cast, creation (full, arange) and the
+// counter-based random ops. One span instantiation per (op, dtype); broadcasting lives once
+// in elementwise() (kernels_common.cpp).
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "kernels.h"
+#include "lazytensor/lt_random.h"
+
+namespace lt::eager {
+namespace {
+
+// ---- conversions (cast semantics) ----
+
+template <class D, class S>
+inline D convert(S v) {
+  if constexpr (std::is_same_v<D, uint8_t>) {
+    return v != S(0) ? 1 : 0;
+  } else if constexpr (std::is_same_v<S, uint8_t>) {
+    return v != 0 ? D(1) : D(0);
+  } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<S>) {
+    if (v != v) return 0;
+    constexpr S hi = -static_cast<S>(std::numeric_limits<D>::min());  // 2^31 or 2^63, exact
+    if (v >= hi) return std::numeric_limits<D>::max();
+    if (v <= -hi) return std::numeric_limits<D>::min();
+    return static_cast<D>(v);
+  } else {
+    return static_cast<D>(v);  // int->int is modular in C++20; others round to nearest
+  }
+}
+
+template <class T>
+inline T wrap_neg(T a) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(std::make_unsigned_t<T>(0) - static_cast<std::make_unsigned_t<T>>(a));
+  } else {
+    return -a;
+  }
+}
+
+// ---- unary ops ----
+
+struct Neg {
+  template <class T>
+  static T f(T a) {
+    return wrap_neg(a);
+  }
+};
+struct Abs {
+  template <class T>
+  static T f(T a) {
+    if constexpr (std::is_integral_v<T>)
+      return a < 0 ? wrap_neg(a) : a;
+    else
+      return std::fabs(a);
+  }
+};
+struct Relu {
+  template <class T>
+  static T f(T a) {
+    return a < T(0) ? T(0) : a;
+  }  // NaN < 0 is false: NaN stays
+};
+struct Exp {
+  template <class T>
+  static T f(T a) {
+    return std::exp(a);
+  }
+};
+struct Log {
+  template <class T>
+  static T f(T a) {
+    return std::log(a);
+  }
+};
+struct Sqrt {
+  template <class T>
+  static T f(T a) {
+    return std::sqrt(a);
+  }
+};
+struct Rsqrt {
+  template <class T>
+  static T f(T a) {
+    return T(1) / std::sqrt(a);
+  }
+};
+struct Sin {
+  template <class T>
+  static T f(T a) {
+    return std::sin(a);
+  }
+};
+struct Cos {
+  template <class T>
+  static T f(T a) {
+    return std::cos(a);
+  }
+};
+struct Tanh {
+  template <class T>
+  static T f(T a) {
+    return std::tanh(a);
+  }
+};
+struct Floor {
+  template <class T>
+  static T f(T a) {
+    return std::floor(a);
+  }
+};
+struct Sigmoid {
+  template <class T>
+  static T f(T a) {
+    return T(1) / (T(1) + std::exp(-a));
+  }
+};
+struct Gelu {
+  template <class T>
+  static T f(T a) {
+    const T k = T(0.7978845608028654);  // sqrt(2/pi)
+    return T(0.5) * a * (T(1) + std::tanh(k * (a + T(0.044715) * a * a * a)));
+  }
+};
+struct Not {
+  template <class T>
+  static T f(T a) {
+    return a == 0 ? 1 : 0;
+  }
+};
+
+template <class T, class Op>
+void unary_span(char* out, const char* const* in, const int64_t* st, int64_t n, const int64_t*) {
+  T* o = reinterpret_cast<T*>(out);
+  const T* a = reinterpret_cast<const T*>(in[0]);
+  const int64_t s = st[0];
+  if (s == 1) {
+    for (int64_t i = 0; i < n; ++i) o[i] = Op::f(a[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) o[i] = Op::f(a[i * s]);
+  }
+}
+
+// ---- binary ops ----
+
+template <class T>
+using U = std::make_unsigned_t<T>;
+
+struct Add {
+  template <class T>
+  static T f(T a, T b) {
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<T>(U<T>(a) + U<T>(b));
+    else
+      return a + b;
+  }
+};
+struct Sub {
+  template <class T>
+  static T f(T a, T b) {
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<T>(U<T>(a) - U<T>(b));
+    else
+      return a - b;
+  }
+};
+struct Mul {
+  template <class T>
+  static T f(T a, T b) {
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<T>(U<T>(a) * U<T>(b));
+    else
+      return a * b;
+  }
+};
+struct Div {
+  template <class T>
+  static T f(T a, T b) {
+    if constexpr (std::is_integral_v<T>) {
+      if (b == 0) return 0;
+      if (b == -1) return wrap_neg(a);  // INT_MIN / -1 = INT_MIN, without the trap
+      return a / b;
+    } else {
+      return a / b;
+    }
+  }
+};
+struct Pow {
+  template <class T>
+  static T f(T a, T b) {
+    return std::pow(a, b);
+  }
+};
+struct Maximum {
+  template <class T>
+  static T f(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (a != a || b != b) return std::numeric_limits<T>::quiet_NaN();
+    }
+    return a < b ? b : a;
+  }
+};
+struct Minimum {
+  template <class T>
+  static T f(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (a != a || b != b) return std::numeric_limits<T>::quiet_NaN();
+    }
+    return b < a ? b : a;
+  }
+};
+struct Eq {
+  template <class T>
+  static uint8_t f(T a, T b) {
+    return a == b;
+  }
+};
+struct Ne {
+  template <class T>
+  static uint8_t f(T a, T b) {
+    return a != b;
+  }
+};
+struct Lt {
+  template <class T>
+  static uint8_t f(T a, T b) {
+    return a < b;
+  }
+};
+struct Le {
+  template <class T>
+  static uint8_t f(T a, T b) {
+    return a <= b;
+  }
+};
+struct Gt {
+  template <class T>
+  static uint8_t f(T a, T b) {
+    return a > b;
+  }
+};
+struct Ge {
+  template <class T>
+  static uint8_t f(T a, T b) {
+    return a >= b;
+  }
+};
+struct And {
+  template <class T>
+  static uint8_t f(T a, T b) {
+    return (a != 0) & (b != 0);
+  }
+};
+struct Or {
+  template <class T>
+  static uint8_t f(T a, T b) {
+    return (a != 0) | (b != 0);
+  }
+};
+
+template <class T, class Op>
+void binary_span(char* out, const char* const* in, const int64_t* st, int64_t n, const int64_t*) {
+  using R = decltype(Op::f(T(), T()));
+  R* o = reinterpret_cast<R*>(out);
+  const T* a = reinterpret_cast<const T*>(in[0]);
+  const T* b = reinterpret_cast<const T*>(in[1]);
+  const int64_t sa = st[0], sb = st[1];
+  if (sa == 1 && sb == 1) {
+    for (int64_t i = 0; i < n; ++i) o[i] = Op::f(a[i], b[i]);
+  } else if (sa == 1 && sb == 0) {
+    const T y = b[0];
+    for (int64_t i = 0; i < n; ++i) o[i] = Op::f(a[i], y);
+  } else if (sa == 0 && sb == 1) {
+    const T x = a[0];
+    for (int64_t i = 0; i < n; ++i) o[i] = Op::f(x, b[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) o[i] = Op::f(a[i * sa], b[i * sb]);
+  }
+}
+
+// Span tables: index by dtype; nullptr = dtype not accepted by the op.
+struct SpanSet {
+  SpanFn f32 = nullptr, f64 = nullptr, i32 = nullptr, i64 = nullptr, b = nullptr;
+  SpanFn get(lt_dtype d) const {
+    switch (d) {
+      case LT_DTYPE_F32:
+        return f32;
+      case LT_DTYPE_F64:
+        return f64;
+      case LT_DTYPE_I32:
+        return i32;
+      case LT_DTYPE_I64:
+        return i64;
+      case LT_DTYPE_BOOL:
+        return b;
+      default:
+        return nullptr;
+    }
+  }
+};
+
+enum Cat { kFloat = 1, kInt = 2, kBool = 4 };
+
+template <class Op>
+SpanSet unary_spans(int cats) {
+  SpanSet s;
+  if (cats & kFloat) {
+    s.f32 = &unary_span<float, Op>;
+    s.f64 = &unary_span<double, Op>;
+  }
+  if constexpr (!std::is_same_v<Op, Exp> && !std::is_same_v<Op, Log> && !std::is_same_v<Op, Sqrt> &&
+                !std::is_same_v<Op, Rsqrt> && !std::is_same_v<Op, Sin> &&
+                !std::is_same_v<Op, Cos> && !std::is_same_v<Op, Tanh> &&
+                !std::is_same_v<Op, Floor> && !std::is_same_v<Op, Sigmoid> &&
+                !std::is_same_v<Op, Gelu>) {
+    if (cats & kInt) {
+      s.i32 = &unary_span<int32_t, Op>;
+      s.i64 = &unary_span<int64_t, Op>;
+    }
+    if (cats & kBool) s.b = &unary_span<uint8_t, Op>;
+  }
+  return s;
+}
+
+template <class Op>
+SpanSet binary_spans(int cats) {
+  SpanSet s;
+  if constexpr (!std::is_same_v<Op, And> && !std::is_same_v<Op, Or>) {
+    if (cats & kFloat) {
+      s.f32 = &binary_span<float, Op>;
+      s.f64 = &binary_span<double, Op>;
+    }
+  }
+  if constexpr (!std::is_same_v<Op, Pow> && !std::is_same_v<Op, And> && !std::is_same_v<Op, Or>) {
+    if (cats & kInt) {
+      s.i32 = &binary_span<int32_t, Op>;
+      s.i64 = &binary_span<int64_t, Op>;
+    }
+  }
+  if constexpr (std::is_same_v<decltype(Op::f(0, 0)), uint8_t>) {
+    if (cats & kBool) s.b = &binary_span<uint8_t, Op>;
+  }
+  return s;
+}
+
+struct SpanOp {
+  const char* name;
+  SpanSet set;
+  bool bool_out;
+};
+
+const SpanOp* find_span_op(const std::vector<SpanOp>& ops, std::string_view name) {
+  for (const SpanOp& o : ops) {
+    if (name == o.name) return &o;
+  }
+  return nullptr;
+}
+
+const std::vector<SpanOp>& unary_ops() {
+  static const std::vector<SpanOp> ops = {
+      {"neg", unary_spans<Neg>(kFloat | kInt), false},
+      {"abs", unary_spans<Abs>(kFloat | kInt), false},
+      {"relu", unary_spans<Relu>(kFloat | kInt), false},
+      {"exp", unary_spans<Exp>(kFloat), false},
+      {"log", unary_spans<Log>(kFloat), false},
+      {"sqrt", unary_spans<Sqrt>(kFloat), false},
+      {"rsqrt", unary_spans<Rsqrt>(kFloat), false},
+      {"sin", unary_spans<Sin>(kFloat), false},
+      {"cos", unary_spans<Cos>(kFloat), false},
+      {"tanh", unary_spans<Tanh>(kFloat), false},
+      {"floor", unary_spans<Floor>(kFloat), false},
+      {"sigmoid", unary_spans<Sigmoid>(kFloat), false},
+      {"gelu", unary_spans<Gelu>(kFloat), false},
+      {"not", unary_spans<Not>(kBool), false},
+  };
+  return ops;
+}
+
+const std::vector<SpanOp>& binary_ops() {
+  static const std::vector<SpanOp> ops = {
+      {"add", binary_spans<Add>(kFloat | kInt), false},
+      {"sub", binary_spans<Sub>(kFloat | kInt), false},
+      {"mul", binary_spans<Mul>(kFloat | kInt), false},
+      {"div", binary_spans<Div>(kFloat | kInt), false},
+      {"pow", binary_spans<Pow>(kFloat), false},
+      {"maximum", binary_spans<Maximum>(kFloat | kInt), false},
+      {"minimum", binary_spans<Minimum>(kFloat | kInt), false},
+      {"eq", binary_spans<Eq>(kFloat | kInt | kBool), true},
+      {"ne", binary_spans<Ne>(kFloat | kInt | kBool), true},
+      {"lt", binary_spans<Lt>(kFloat | kInt | kBool), true},
+      {"le", binary_spans<Le>(kFloat | kInt | kBool), true},
+      {"gt", binary_spans<Gt>(kFloat | kInt | kBool), true},
+      {"ge", binary_spans<Ge>(kFloat | kInt | kBool), true},
+      {"and", binary_spans<And>(kBool), true},
+      {"or", binary_spans<Or>(kBool), true},
+  };
+  return ops;
+}
+
+// The span to run is chosen at compile time and stored as params[0].
+void push_span(PrepareCall& c, SpanFn fn) {
+  c.params->push_back(reinterpret_cast<int64_t>(reinterpret_cast<void*>(fn)));
+}
+SpanFn span_of(const KernelCall& c) {
+  return reinterpret_cast<SpanFn>(reinterpret_cast<void*>(c.params[0]));
+}
+void run_unary(const KernelCall& c) {
+  elementwise(c, 1, span_of(c));
+}
+void run_binary(const KernelCall& c) {
+  elementwise(c, 2, span_of(c));
+}
+void run_ternary(const KernelCall& c) {
+  elementwise(c, 3, span_of(c));
+}
+
+// Checks that every operand in [first, first+count) broadcasts exactly to out's shape.
+void expect_broadcast(const PrepareCall& c, size_t first, size_t count) {
+  const ValueDesc& out = c.out;
+  auto mismatch = [&] {
+    std::string s = std::string(c.op) + ": shapes";
+    for (size_t k = first; k < first + count; ++k) s += " " + shape_str(c.in[k]);
+    fail(LT_STATUS_SHAPE_MISMATCH, s + " do not broadcast to output " + shape_str(out));
+  };
+  for (size_t k = first; k < first + count; ++k) {
+    if (c.in[k].rank > out.rank) mismatch();
+  }
+  for (int i = 0; i < out.rank; ++i) {
+    int64_t r = 1;
+    for (size_t k = first; k < first + count; ++k) {
+      int ai = i - (out.rank - c.in[k].rank);
+      int64_t d = ai >= 0 ? c.in[k].shape[ai] : 1;
+      if (d == 1) continue;
+      if (r == 1)
+        r = d;
+      else if (r != d)
+        mismatch();
+    }
+    if (r != out.shape[i]) mismatch();
+  }
+}
+
+void prepare_unary(PrepareCall& c) {
+  expect_operands(c, 1, 1);
+  const SpanOp* op = find_span_op(unary_ops(), c.op);
+  SpanFn fn = op->set.get(c.in[0].dtype);
+  if (!fn) expect_dtype_in(c, c.in[0].dtype, false, false, false, "operand");
+  if (c.out.dtype != c.in[0].dtype) {
+    fail(LT_STATUS_DTYPE_MISMATCH, std::string(c.op) + ": output dtype " +
+                                       lt_dtype_name(c.out.dtype) + " != operand dtype " +
+                                       lt_dtype_name(c.in[0].dtype));
+  }
+  if (!same_shape(c.in[0], c.out)) {
+    fail(LT_STATUS_SHAPE_MISMATCH, std::string(c.op) + ": output shape " + shape_str(c.out) +
+                                       " != operand shape " + shape_str(c.in[0]));
+  }
+  push_span(c, fn);
+  c.fn = run_unary;
+}
+
+void prepare_binary(PrepareCall& c) {
+  expect_operands(c, 2, 2);
+  const SpanOp* op = find_span_op(binary_ops(), c.op);
+  if (c.in[0].dtype != c.in[1].dtype) {
+    fail(LT_STATUS_DTYPE_MISMATCH, std::string(c.op) + ": operand dtypes " +
+                                       lt_dtype_name(c.in[0].dtype) + " and " +
+                                       lt_dtype_name(c.in[1].dtype) + " differ");
+  }
+  SpanFn fn = op->set.get(c.in[0].dtype);
+  if (!fn) expect_dtype_in(c, c.in[0].dtype, false, false, false, "operands");
+  lt_dtype want = op->bool_out ? LT_DTYPE_BOOL : c.in[0].dtype;
+  if (c.out.dtype != want) {
+    fail(LT_STATUS_DTYPE_MISMATCH, std::string(c.op) + ": output dtype " +
+                                       lt_dtype_name(c.out.dtype) + ", expected " +
+                                       lt_dtype_name(want));
+  }
+  expect_broadcast(c, 0, 2);
+  push_span(c, fn);
+  c.fn = run_binary;
+}
+
+// where copies bytes, so one instantiation per element size covers every dtype.
+template <class E>
+void where_span(char* out, const char* const* in, const int64_t* st, int64_t n, const int64_t*) {
+  E* o = reinterpret_cast<E*>(out);
+  const uint8_t* cond = reinterpret_cast<const uint8_t*>(in[0]);
+  const E* a = reinterpret_cast<const E*>(in[1]);
+  const E* b = reinterpret_cast<const E*>(in[2]);
+  for (int64_t i = 0; i < n; ++i) o[i] = cond[i * st[0]] ? a[i * st[1]] : b[i * st[2]];
+}
+
+void prepare_where(PrepareCall& c) {
+  expect_operands(c, 3, 3);
+  if (c.in[0].dtype != LT_DTYPE_BOOL) {
+    fail(LT_STATUS_DTYPE_MISMATCH,
+         std::string("where: condition dtype ") + lt_dtype_name(c.in[0].dtype) + " is not bool");
+  }
+  if (c.in[1].dtype != c.out.dtype || c.in[2].dtype != c.out.dtype) {
+    fail(LT_STATUS_DTYPE_MISMATCH,
+         std::string("where: value dtypes ") + lt_dtype_name(c.in[1].dtype) + ", " +
+             lt_dtype_name(c.in[2].dtype) + " must equal output " + lt_dtype_name(c.out.dtype));
+  }
+  expect_dtype_in(c, c.out.dtype, true, true, true, "output");
+  expect_broadcast(c, 0, 3);
+  switch (lt_dtype_size(c.out.dtype)) {
+    case 1:
+      push_span(c, &where_span<uint8_t>);
+      break;
+    case 4:
+      push_span(c, &where_span<uint32_t>);
+      break;
+    default:
+      push_span(c, &where_span<uint64_t>);
+      break;
+  }
+  c.fn = run_ternary;
+}
+
+// ---- cast ----
+
+template <class S, class D>
+void cast_span(char* out, const char* const* in, const int64_t* st, int64_t n, const int64_t*) {
+  D* o = reinterpret_cast<D*>(out);
+  const S* a = reinterpret_cast<const S*>(in[0]);
+  const int64_t s = st[0];
+  for (int64_t i = 0; i < n; ++i) o[i] = convert<D>(a[i * s]);
+}
+
+template <class S>
+SpanFn cast_from(lt_dtype dst) {
+  switch (dst) {
+    case LT_DTYPE_F32:
+      return &cast_span<S, float>;
+    case LT_DTYPE_F64:
+      return &cast_span<S, double>;
+    case LT_DTYPE_I32:
+      return &cast_span<S, int32_t>;
+    case LT_DTYPE_I64:
+      return &cast_span<S, int64_t>;
+    case LT_DTYPE_BOOL:
+      return &cast_span<S, uint8_t>;
+    default:
+      return nullptr;
+  }
+}
+
+void prepare_cast(PrepareCall& c) {
+  expect_operands(c, 1, 1);
+  expect_dtype_in(c, c.in[0].dtype, true, true, true, "operand");
+  expect_dtype_in(c, c.out.dtype, true, true, true, "output");
+  if (!same_shape(c.in[0], c.out)) {
+    fail(LT_STATUS_SHAPE_MISMATCH, std::string("cast: output shape ") + shape_str(c.out) +
+                                       " != operand shape " + shape_str(c.in[0]));
+  }
+  SpanFn fn = nullptr;
+  switch (c.in[0].dtype) {
+    case LT_DTYPE_F32:
+      fn = cast_from<float>(c.out.dtype);
+      break;
+    case LT_DTYPE_F64:
+      fn = cast_from<double>(c.out.dtype);
+      break;
+    case LT_DTYPE_I32:
+      fn = cast_from<int32_t>(c.out.dtype);
+      break;
+    case LT_DTYPE_I64:
+      fn = cast_from<int64_t>(c.out.dtype);
+      break;
+    default:
+      fn = cast_from<uint8_t>(c.out.dtype);
+      break;
+  }
+  push_span(c, fn);
+  c.fn = run_unary;
+}
+
+// ---- creation ----
+
+// params: [0] = value as double bits
+template <class D>
+void full_kernel(const KernelCall& c) {
+  const D v = convert<D>(read_double(c.params));
+  D* o = reinterpret_cast<D*>(c.out.data);
+  parallel_for(c.out.numel, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) o[i] = v;
+  });
+}
+
+// params: [0] start, [1] step (double bits)
+template <class D>
+void arange_kernel(const KernelCall& c) {
+  const double start = read_double(c.params), step = read_double(c.params + 1);
+  D* o = reinterpret_cast<D*>(c.out.data);
+  parallel_for(c.out.numel, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) o[i] = convert<D>(start + static_cast<double>(i) * step);
+  });
+}
+
+template <class D>
+void full_k(const KernelCall& c) {
+  full_kernel<D>(c);
+}
+template <class D>
+void arange_k(const KernelCall& c) {
+  arange_kernel<D>(c);
+}
+
+void prepare_full(PrepareCall& c) {
+  expect_operands(c, 0, 0);
+  expect_dtype_in(c, c.out.dtype, true, true, true, "output");
+  push_double(*c.params, attr_float(c, "value"));
+  c.fn = LT_EAGER_PICK_ALL(c.out.dtype, full_k);
+}
+
+void prepare_arange(PrepareCall& c) {
+  expect_operands(c, 0, 0);
+  expect_dtype_in(c, c.out.dtype, true, true, false, "output");
+  if (c.out.rank != 1) {
+    fail(LT_STATUS_SHAPE_MISMATCH, "arange: output must be 1-D, got " + shape_str(c.out));
+  }
+  push_double(*c.params, attr_float(c, "start"));
+  push_double(*c.params, attr_float(c, "step"));
+  c.fn = LT_EAGER_PICK_ALL(c.out.dtype, arange_k);
+}
+
+// ---- random (lt_random.h; identical streams on every backend) ----
+
+uint64_t seed_of(const KernelCall& c) {
+  int64_t s;
+  std::memcpy(&s, c.in[0].data, sizeof s);
+  return static_cast<uint64_t>(s);
+}
+
+template <class T>
+void uniform_kernel(const KernelCall& c) {
+  const uint64_t seed = seed_of(c);
+  const T low = static_cast<T>(read_double(c.params));
+  const T high = static_cast<T>(read_double(c.params + 1));
+  T* o = reinterpret_cast<T*>(c.out.data);
+  parallel_for(c.out.numel, 4, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      T u = static_cast<T>(lt_random_unit_f32(seed, static_cast<uint64_t>(i)));
+      o[i] = low + (high - low) * u;
+    }
+  });
+}
+
+template <class T>
+void normal_kernel(const KernelCall& c) {
+  const uint64_t seed = seed_of(c);
+  const T mean = static_cast<T>(read_double(c.params));
+  const T stdv = static_cast<T>(read_double(c.params + 1));
+  const T two_pi = static_cast<T>(6.283185307179586476925286766559);
+  T* o = reinterpret_cast<T*>(c.out.data);
+  parallel_for(c.out.numel, 8, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const uint64_t k = static_cast<uint64_t>(i);
+      T u1 = T(1) - static_cast<T>(lt_random_unit_f32(seed, 2 * k));
+      T u2 = static_cast<T>(lt_random_unit_f32(seed, 2 * k + 1));
+      T z = std::sqrt(T(-2) * std::log(u1)) * std::cos(two_pi * u2);
+      o[i] = mean + stdv * z;
+    }
+  });
+}
+
+void prepare_random(PrepareCall& c) {
+  expect_operands(c, 1, 1);
+  const bool normal = c.op == "random_normal";
+  if (c.in[0].dtype != LT_DTYPE_I64 || c.in[0].numel != 1) {
+    fail(LT_STATUS_INVALID_ARGUMENT, std::string(c.op) + ": seed must be an i64 scalar, got " +
+                                         lt_dtype_name(c.in[0].dtype) + " " + shape_str(c.in[0]));
+  }
+  expect_dtype_in(c, c.out.dtype, true, false, false, "output");
+  push_double(*c.params, attr_float(c, normal ? "mean" : "low"));
+  push_double(*c.params, attr_float(c, normal ? "std" : "high"));
+  if (normal) {
+    c.fn = c.out.dtype == LT_DTYPE_F32 ? &normal_kernel<float> : &normal_kernel<double>;
+  } else {
+    c.fn = c.out.dtype == LT_DTYPE_F32 ? &uniform_kernel<float> : &uniform_kernel<double>;
+  }
+}
+
+}  // namespace
+
+void append_elementwise_ops(std::vector<OpDef>& ops) {
+  for (const SpanOp& o : unary_ops()) ops.push_back({o.name, prepare_unary});
+  for (const SpanOp& o : binary_ops()) ops.push_back({o.name, prepare_binary});
+  ops.push_back({"where", prepare_where});
+  ops.push_back({"cast", prepare_cast});
+  ops.push_back({"full", prepare_full});
+  ops.push_back({"arange", prepare_arange});
+  ops.push_back({"random_uniform", prepare_random});
+  ops.push_back({"random_normal", prepare_random});
+}
+
+}  // namespace lt::eager
