@@ -98,7 +98,9 @@ MachineConfig parse_machine_options(const std::vector<std::pair<std::string, std
   for (const auto& [key, value] : opts) {
     if (key == "preset") m = preset_config(value);
   }
+  bool custom = false;
   for (const auto& [key, value] : opts) {
+    custom = custom || key != "preset";
     if (key == "preset") {
       continue;
     } else if (key == "systolic_array") {
@@ -126,6 +128,7 @@ MachineConfig parse_machine_options(const std::vector<std::pair<std::string, std
                "hbm_gbps, vmem_mib, vector_lanes, launch_overhead_us)");
     }
   }
+  if (custom) m.preset += " (customised)";
   return m;
 }
 
