@@ -1,0 +1,233 @@
+// data.hpp — header-only loader for small labelled CSV data sets (the shipped digits set:
+// 64 pixel values 0..16 then a label 0..9 per row), plain or gzip-compressed (zlib: link
+// ZLIB::ZLIB), with validation, normalisation, seeded shuffling, train/test split and
+// static-shape batching. Owned by the train engineer.
+#ifndef LAZYTENSOR_DATA_HPP
+#define LAZYTENSOR_DATA_HPP
+
+#include "lazytensor/lazytensor.hpp"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace lt::data {
+
+// Rows of `features` floats and one integer label each.
+struct Dataset {
+  int64_t features = 0;
+  int64_t classes = 0;
+  std::vector<float> x;  // rows * features, row-major
+  std::vector<int64_t> y;
+  int64_t rows() const { return static_cast<int64_t>(y.size()); }
+};
+
+namespace detail {
+// The stateless generator of lt_random.h (splitmix64), so shuffles are reproducible
+// across standard libraries (std::shuffle's algorithm is unspecified).
+inline uint64_t mix(uint64_t seed, uint64_t i) {
+  uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+[[noreturn]] inline void fail_at(const std::string& path, int64_t line, const std::string& what) {
+  throw Error(LT_STATUS_IO_ERROR, path + ":" + std::to_string(line) + ": " + what);
+}
+}  // namespace detail
+
+// Reads `path` (gzip or plain; gzread passes plain files through). Each non-blank line must
+// hold features + 1 comma-separated numbers, the last an integer label in [0, classes).
+// Errors (lt::Error, IO_ERROR) name the file and line: missing file, empty file, wrong
+// column count, a non-numeric cell, a label out of range.
+inline Dataset load_csv(const std::string& path, int64_t features, int64_t classes) {
+  if (features <= 0 || classes <= 0) {
+    throw Error(LT_STATUS_INVALID_ARGUMENT, "load_csv: features and classes must be positive");
+  }
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) {
+    throw Error(LT_STATUS_NOT_FOUND,
+                path + ": cannot open (" + std::string(std::strerror(errno)) + ")");
+  }
+  std::string text;
+  char buf[1 << 16];
+  int n = 0;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  int errnum = 0;
+  const char* zmsg = n < 0 ? gzerror(f, &errnum) : nullptr;
+  std::string zerr = zmsg ? zmsg : "";
+  gzclose(f);
+  if (n < 0) throw Error(LT_STATUS_IO_ERROR, path + ": read error (" + zerr + ")");
+
+  Dataset d;
+  d.features = features;
+  d.classes = classes;
+  size_t pos = 0;
+  int64_t line_no = 0;
+  std::vector<double> cells;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    cells.clear();
+    size_t c = 0;
+    while (true) {
+      size_t comma = line.find(',', c);
+      std::string cell = line.substr(c, comma == std::string::npos ? std::string::npos : comma - c);
+      size_t a = cell.find_first_not_of(" \t"), b = cell.find_last_not_of(" \t");
+      cell = a == std::string::npos ? "" : cell.substr(a, b - a + 1);
+      char* stop = nullptr;
+      errno = 0;
+      double v = cell.empty() ? 0.0 : std::strtod(cell.c_str(), &stop);
+      if (cell.empty() || *stop != '\0' || errno == ERANGE || !std::isfinite(v)) {
+        detail::fail_at(
+            path, line_no,
+            "column " + std::to_string(cells.size() + 1) + ": '" + cell + "' is not a number");
+      }
+      cells.push_back(v);
+      if (comma == std::string::npos) break;
+      c = comma + 1;
+    }
+    if (static_cast<int64_t>(cells.size()) != features + 1) {
+      detail::fail_at(path, line_no,
+                      "expected " + std::to_string(features + 1) + " columns (" +
+                          std::to_string(features) + " features and a label), got " +
+                          std::to_string(cells.size()));
+    }
+    double label = cells.back();
+    if (label != std::floor(label) || label < 0 || label >= static_cast<double>(classes)) {
+      detail::fail_at(path, line_no,
+                      "label " + std::to_string(label) + " is not an integer in [0, " +
+                          std::to_string(classes) + ")");
+    }
+    for (int64_t k = 0; k < features; ++k) d.x.push_back(static_cast<float>(cells[k]));
+    d.y.push_back(static_cast<int64_t>(label));
+  }
+  if (d.y.empty()) throw Error(LT_STATUS_IO_ERROR, path + ": empty (no data rows)");
+  return d;
+}
+
+// The shipped digits set: 64 features, 10 classes.
+inline Dataset load_digits(const std::string& path) {
+  return load_csv(path, 64, 10);
+}
+
+// A seeded permutation of 0..n-1 (Fisher-Yates over splitmix64).
+inline std::vector<int64_t> permutation(int64_t n, uint64_t seed) {
+  std::vector<int64_t> p(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) p[static_cast<size_t>(i)] = i;
+  for (int64_t i = n - 1; i > 0; --i) {
+    int64_t j = static_cast<int64_t>(detail::mix(seed, static_cast<uint64_t>(i)) %
+                                     static_cast<uint64_t>(i + 1));
+    std::swap(p[static_cast<size_t>(i)], p[static_cast<size_t>(j)]);
+  }
+  return p;
+}
+
+inline Dataset select(const Dataset& d, const std::vector<int64_t>& rows) {
+  Dataset out;
+  out.features = d.features;
+  out.classes = d.classes;
+  out.x.reserve(rows.size() * static_cast<size_t>(d.features));
+  for (int64_t r : rows) {
+    auto first = d.x.begin() + r * d.features;
+    out.x.insert(out.x.end(), first, first + d.features);
+    out.y.push_back(d.y[static_cast<size_t>(r)]);
+  }
+  return out;
+}
+
+// Shuffles with `seed`, then puts round(test_fraction * rows) rows in the test set.
+inline std::pair<Dataset, Dataset> train_test_split(const Dataset& d, double test_fraction,
+                                                    uint64_t seed) {
+  if (!(test_fraction > 0.0 && test_fraction < 1.0)) {
+    throw Error(LT_STATUS_INVALID_ARGUMENT, "train_test_split: test_fraction must be in (0, 1)");
+  }
+  auto p = permutation(d.rows(), seed);
+  auto n_test = static_cast<int64_t>(std::llround(test_fraction * static_cast<double>(d.rows())));
+  std::vector<int64_t> test(p.begin(), p.begin() + n_test), train(p.begin() + n_test, p.end());
+  return {select(d, train), select(d, test)};
+}
+
+// Per-feature standardisation fitted on one set and applied to others.
+struct Standardizer {
+  std::vector<float> mean, inv_std;
+  static Standardizer fit(const Dataset& d) {
+    Standardizer s;
+    auto f = static_cast<size_t>(d.features);
+    std::vector<double> sum(f, 0.0), sq(f, 0.0);
+    for (size_t i = 0; i < d.x.size(); ++i) {
+      sum[i % f] += d.x[i];
+      sq[i % f] += static_cast<double>(d.x[i]) * d.x[i];
+    }
+    double n = static_cast<double>(d.rows());
+    for (size_t k = 0; k < f; ++k) {
+      double m = sum[k] / n, var = sq[k] / n - m * m;
+      s.mean.push_back(static_cast<float>(m));
+      // Constant features (always-0 border pixels) are left centred, not blown up.
+      s.inv_std.push_back(static_cast<float>(var > 1e-12 ? 1.0 / std::sqrt(var) : 1.0));
+    }
+    return s;
+  }
+  void apply(Dataset& d) const {
+    auto f = mean.size();
+    for (size_t i = 0; i < d.x.size(); ++i) d.x[i] = (d.x[i] - mean[i % f]) * inv_std[i % f];
+  }
+};
+
+// Fixed-size batches over a data set, reshuffled per epoch. The last partial batch is
+// dropped so every step has the same shapes (and hits the compile cache).
+class Batcher {
+ public:
+  Batcher(const Dataset& d, int64_t batch, uint64_t seed) : d_(d), batch_(batch), seed_(seed) {
+    if (batch <= 0 || batch > d.rows()) {
+      throw Error(LT_STATUS_INVALID_ARGUMENT, "Batcher: batch size " + std::to_string(batch) +
+                                                  " must be in [1, " + std::to_string(d.rows()) +
+                                                  "]");
+    }
+    order_ = permutation(d.rows(), seed_);
+  }
+  int64_t batches() const { return d_.rows() / batch_; }
+  // Reshuffles for epoch `epoch` (same seed and epoch: same order).
+  void shuffle(int64_t epoch) {
+    order_ = permutation(d_.rows(), detail::mix(seed_, static_cast<uint64_t>(epoch)));
+  }
+  // Batch b as x [batch, features] f32 and y [batch] i64 tensors on `device`.
+  std::pair<Tensor, Tensor> batch(const Device& device, int64_t b) const {
+    std::vector<float> x;
+    std::vector<int64_t> y;
+    x.reserve(static_cast<size_t>(batch_ * d_.features));
+    for (int64_t i = b * batch_; i < (b + 1) * batch_; ++i) {
+      int64_t r = order_[static_cast<size_t>(i)];
+      auto first = d_.x.begin() + r * d_.features;
+      x.insert(x.end(), first, first + d_.features);
+      y.push_back(d_.y[static_cast<size_t>(r)]);
+    }
+    return {Tensor::from(device, x, {batch_, d_.features}), Tensor::from(device, y, {batch_})};
+  }
+
+ private:
+  const Dataset& d_;
+  int64_t batch_;
+  uint64_t seed_;
+  std::vector<int64_t> order_;
+};
+
+// A whole set as tensors (x [rows, features] f32, y [rows] i64).
+inline std::pair<Tensor, Tensor> to_tensors(const Device& device, const Dataset& d) {
+  return {Tensor::from(device, d.x, {d.rows(), d.features}), Tensor::from(device, d.y, {d.rows()})};
+}
+
+}  // namespace lt::data
+
+#endif  // LAZYTENSOR_DATA_HPP

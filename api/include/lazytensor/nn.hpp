@@ -1,0 +1,312 @@
+// nn.hpp — header-only neural-network building blocks over lt::Tensor and autograd: Module
+// with named parameters, Linear, Conv2d, MaxPool2d, LayerNorm, Embedding, LSTMCell,
+// Dropout, ReLU/GELU, losses and seeded initialisation. Owned by the train engineer.
+//
+// Parameters are leaves that require gradients. Optimizers replace them with new tensors
+// each step (lazy values are immutable), through the Tensor* slots parameters() returns, so
+// a Module must not move after construction (copy and move are deleted).
+#ifndef LAZYTENSOR_NN_HPP
+#define LAZYTENSOR_NN_HPP
+
+#include "lazytensor/autograd.hpp"
+#include "lazytensor/lazytensor.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace lt::nn {
+
+// ---- initialisation (seeded: the same values on every backend) -----------------------------
+
+// Uniform in [-bound, bound] with bound = gain * sqrt(3 / fan_in); gain sqrt(2) suits ReLU.
+inline Tensor kaiming_uniform(const Device& device, IntList shape, int64_t fan_in, uint64_t seed,
+                              double gain = std::sqrt(2.0)) {
+  double bound = gain * std::sqrt(3.0 / static_cast<double>(fan_in));
+  return random_uniform(device, shape, seed, -bound, bound);
+}
+// Uniform in [-b, b] with b = gain * sqrt(6 / (fan_in + fan_out)).
+inline Tensor xavier_uniform(const Device& device, IntList shape, int64_t fan_in, int64_t fan_out,
+                             uint64_t seed, double gain = 1.0) {
+  double bound = gain * std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
+  return random_uniform(device, shape, seed, -bound, bound);
+}
+
+// ---- Module -----------------------------------------------------------------------------
+
+class Module {
+ public:
+  Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+  virtual ~Module() = default;
+
+  // Parameters of this module and its children, named "child.weight"; the pointers are the
+  // module's own slots (an optimizer assigns new values through them).
+  std::vector<std::pair<std::string, Tensor*>> named_parameters() {
+    std::vector<std::pair<std::string, Tensor*>> out;
+    for (auto& [name, t] : params_) out.emplace_back(name, t);
+    for (auto& [name, child] : children_) {
+      for (auto& [sub, t] : child->named_parameters()) out.emplace_back(name + "." + sub, t);
+    }
+    return out;
+  }
+  std::vector<Tensor*> parameters() {
+    std::vector<Tensor*> out;
+    for (auto& [name, t] : named_parameters()) out.push_back(t);
+    return out;
+  }
+  int64_t num_parameters() {
+    int64_t n = 0;
+    for (Tensor* t : parameters()) n += t->numel();
+    return n;
+  }
+  void train(bool on = true) {
+    training_ = on;
+    for (auto& [name, child] : children_) child->train(on);
+  }
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  void zero_grad() {
+    for (Tensor* t : parameters()) lt::zero_grad(*t);
+  }
+  // Computes every pending parameter (e.g. random initialisation) in one graph, so that
+  // the first training step compiles the same graph as every later one.
+  void materialize() {
+    auto ps = parameters();
+    if (!ps.empty()) sync(ps.front()->device());
+  }
+
+ protected:
+  // Registers a parameter slot (a member of the derived class) and marks it trainable.
+  void register_parameter(std::string name, Tensor& slot) {
+    set_requires_grad(slot);
+    params_.emplace_back(std::move(name), &slot);
+  }
+  void register_module(std::string name, Module& child) {
+    children_.emplace_back(std::move(name), &child);
+  }
+
+ private:
+  std::vector<std::pair<std::string, Tensor*>> params_;
+  std::vector<std::pair<std::string, Module*>> children_;
+  bool training_ = true;
+};
+
+// y = x W + b; W [in, out] (so no transpose is traced), b [out].
+class Linear : public Module {
+ public:
+  Linear(const Device& device, int64_t in, int64_t out, uint64_t seed, bool bias = true)
+      : in_(in), out_(out) {
+    if (in <= 0 || out <= 0) {
+      throw Error(LT_STATUS_INVALID_ARGUMENT, "Linear: sizes must be positive, got " +
+                                                  std::to_string(in) + " -> " +
+                                                  std::to_string(out));
+    }
+    weight = kaiming_uniform(device, {in, out}, in, seed);
+    register_parameter("weight", weight);
+    if (bias) {
+      double b = 1.0 / std::sqrt(static_cast<double>(in));
+      this->bias = random_uniform(device, {out}, seed ^ 0x5bd1e995ULL, -b, b);
+      register_parameter("bias", this->bias);
+    }
+  }
+  Tensor forward(const Tensor& x) const {
+    if (x.rank() == 0 || x.dim(-1) != in_) {
+      throw Error(LT_STATUS_SHAPE_MISMATCH, "Linear(" + std::to_string(in_) + " -> " +
+                                                std::to_string(out_) + "): input of shape " +
+                                                detail::shape_string(x.shape_span()) +
+                                                " does not end in " + std::to_string(in_));
+    }
+    Tensor y = matmul(x, weight);
+    return bias.defined() ? y + bias : y;
+  }
+  Tensor operator()(const Tensor& x) const { return forward(x); }
+  Tensor weight, bias;
+
+ private:
+  int64_t in_, out_;
+};
+
+// NCHW convolution; weight [out, in/groups, k, k], bias [out].
+class Conv2d : public Module {
+ public:
+  Conv2d(const Device& device, int64_t in, int64_t out, int64_t kernel, uint64_t seed,
+         int64_t stride = 1, int64_t padding = 0, int64_t groups = 1, bool bias = true)
+      : stride_(stride), padding_(padding), groups_(groups) {
+    if (groups <= 0 || in % groups || out % groups) {
+      throw Error(LT_STATUS_INVALID_ARGUMENT,
+                  "Conv2d: channels " + std::to_string(in) + " -> " + std::to_string(out) +
+                      " are not divisible by groups " + std::to_string(groups));
+    }
+    int64_t fan_in = in / groups * kernel * kernel;
+    weight = kaiming_uniform(device, {out, in / groups, kernel, kernel}, fan_in, seed);
+    register_parameter("weight", weight);
+    if (bias) {
+      double b = 1.0 / std::sqrt(static_cast<double>(fan_in));
+      this->bias = random_uniform(device, {out}, seed ^ 0x5bd1e995ULL, -b, b);
+      register_parameter("bias", this->bias);
+    }
+  }
+  Tensor forward(const Tensor& x) const {
+    return conv2d(x, weight, bias, {stride_, stride_}, {padding_, padding_}, {1, 1}, groups_);
+  }
+  Tensor operator()(const Tensor& x) const { return forward(x); }
+  Tensor weight, bias;
+
+ private:
+  int64_t stride_, padding_, groups_;
+};
+
+class MaxPool2d : public Module {
+ public:
+  explicit MaxPool2d(int64_t kernel, int64_t stride = 0, int64_t padding = 0)
+      : k_(kernel), s_(stride ? stride : kernel), p_(padding) {}
+  Tensor forward(const Tensor& x) const { return max_pool2d(x, {k_, k_}, {s_, s_}, {p_, p_}); }
+  Tensor operator()(const Tensor& x) const { return forward(x); }
+
+ private:
+  int64_t k_, s_, p_;
+};
+
+// Normalises the last dim: (x - mean) / sqrt(var + eps) * gamma + beta.
+class LayerNorm : public Module {
+ public:
+  LayerNorm(const Device& device, int64_t dim, double eps = 1e-5) : dim_(dim), eps_(eps) {
+    gamma = ones(device, {dim});
+    beta = zeros(device, {dim});
+    register_parameter("gamma", gamma);
+    register_parameter("beta", beta);
+  }
+  Tensor forward(const Tensor& x) const {
+    if (x.rank() == 0 || x.dim(-1) != dim_) {
+      throw Error(LT_STATUS_SHAPE_MISMATCH, "LayerNorm(" + std::to_string(dim_) +
+                                                "): input of shape " +
+                                                detail::shape_string(x.shape_span()));
+    }
+    Tensor mu = x.mean({-1}, true);
+    Tensor d = x - mu;
+    Tensor var = (d * d).mean({-1}, true);
+    return d * (var + eps_).rsqrt() * gamma + beta;
+  }
+  Tensor operator()(const Tensor& x) const { return forward(x); }
+  Tensor gamma, beta;
+
+ private:
+  int64_t dim_;
+  double eps_;
+};
+
+// Rows of a [num, dim] table picked by integer indices: out shape indices.shape + [dim].
+class Embedding : public Module {
+ public:
+  Embedding(const Device& device, int64_t num, int64_t dim, uint64_t seed) {
+    weight = random_normal(device, {num, dim}, seed, 0.0, 1.0);
+    register_parameter("weight", weight);
+  }
+  Tensor forward(const Tensor& indices) const { return weight.gather(indices, 0); }
+  Tensor operator()(const Tensor& indices) const { return forward(indices); }
+  Tensor weight;
+};
+
+// One LSTM step: gates = x W_ih + h W_hh + b, in order input, forget, cell, output.
+class LSTMCell : public Module {
+ public:
+  LSTMCell(const Device& device, int64_t in, int64_t hidden, uint64_t seed) : hidden_(hidden) {
+    double b = 1.0 / std::sqrt(static_cast<double>(hidden));
+    w_ih = random_uniform(device, {in, 4 * hidden}, seed, -b, b);
+    w_hh = random_uniform(device, {hidden, 4 * hidden}, seed + 1, -b, b);
+    bias = random_uniform(device, {4 * hidden}, seed + 2, -b, b);
+    register_parameter("w_ih", w_ih);
+    register_parameter("w_hh", w_hh);
+    register_parameter("bias", bias);
+  }
+  // Returns {h', c'}.
+  std::pair<Tensor, Tensor> forward(const Tensor& x, const Tensor& h, const Tensor& c) const {
+    Tensor gates = matmul(x, w_ih) + matmul(h, w_hh) + bias;
+    auto part = [&](int64_t k) { return gates.slice(-1, k * hidden_, (k + 1) * hidden_); };
+    Tensor i = part(0).sigmoid(), f = part(1).sigmoid(), g = part(2).tanh(), o = part(3).sigmoid();
+    Tensor c2 = f * c + i * g;
+    return {o * c2.tanh(), c2};
+  }
+  Tensor w_ih, w_hh, bias;
+
+ private:
+  int64_t hidden_;
+};
+
+// Inverted dropout with the counter-based generator: identical masks on every backend. The
+// seed advances per call and is a graph parameter, so it never recompiles.
+class Dropout : public Module {
+ public:
+  explicit Dropout(double p, uint64_t seed) : p_(p), seed_(seed) {
+    if (p < 0.0 || p >= 1.0) {
+      throw Error(LT_STATUS_INVALID_ARGUMENT,
+                  "Dropout: p must be in [0, 1), got " + std::to_string(p));
+    }
+  }
+  Tensor forward(const Tensor& x) {
+    if (!is_training() || p_ == 0.0) return x;
+    Tensor u = random_uniform(x.device(), x.shape(), seed_ + calls_++, 0.0, 1.0, x.dtype());
+    Tensor keep = (u >= p_).cast(x.dtype());
+    return x * keep * (1.0 / (1.0 - p_));
+  }
+  Tensor operator()(const Tensor& x) { return forward(x); }
+
+ private:
+  double p_;
+  uint64_t seed_, calls_ = 0;
+};
+
+class ReLU : public Module {
+ public:
+  Tensor operator()(const Tensor& x) const { return x.relu(); }
+};
+class GELU : public Module {
+ public:
+  Tensor operator()(const Tensor& x) const { return x.gelu(); }
+};
+
+// ---- losses ------------------------------------------------------------------------------
+
+// Mean negative log-likelihood of integer labels [N] under logits [N, K] (log_softmax and a
+// one-hot mask: elementwise, so it fuses).
+inline Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
+  if (logits.rank() != 2 || labels.rank() != 1 || labels.dim(0) != logits.dim(0)) {
+    throw Error(LT_STATUS_SHAPE_MISMATCH,
+                "cross_entropy: expected logits [N, K] and labels [N], got " +
+                    detail::shape_string(logits.shape_span()) + " and " +
+                    detail::shape_string(labels.shape_span()));
+  }
+  if (labels.dtype() != i32 && labels.dtype() != i64) {
+    throw Error(
+        LT_STATUS_DTYPE_MISMATCH,
+        std::string("cross_entropy: labels must be i32 or i64, got ") + dtype_name(labels.dtype()));
+  }
+  int64_t n = logits.dim(0), k = logits.dim(1);
+  Tensor classes = arange(logits.device(), 0, static_cast<double>(k), 1, labels.dtype());
+  Tensor onehot = labels.reshape({n, 1}).eq(classes.reshape({1, k})).cast(logits.dtype());
+  Tensor logp = logits.log_softmax(1);
+  return -(onehot * logp).sum() * (1.0 / static_cast<double>(n));
+}
+
+inline Tensor mse_loss(const Tensor& pred, const Tensor& target) {
+  if (pred.shape() != target.shape()) {
+    throw Error(LT_STATUS_SHAPE_MISMATCH,
+                "mse_loss: prediction " + detail::shape_string(pred.shape_span()) + " and target " +
+                    detail::shape_string(target.shape_span()) + " differ in shape");
+  }
+  Tensor d = pred - target;
+  return (d * d).mean();
+}
+
+// Number of rows whose argmax equals the label (computed lazily; read with item<int64_t>).
+inline Tensor correct_count(const Tensor& logits, const Tensor& labels) {
+  return logits.argmax(1).eq(labels.cast(i64)).cast(i64).sum();
+}
+
+}  // namespace lt::nn
+
+#endif  // LAZYTENSOR_NN_HPP
