@@ -1,0 +1,564 @@
+// CpuEagerPluginTest.cpp — drives the cpu_eager plugin through its C table without the core:
+// table/version checks, buffers, hand-built graphs against plain loops, error values, and a
+// 1,000,000-node chain.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lazytensor/lt_plugin.h"
+#include "lazytensor/lt_random.h"
+
+namespace {
+
+// Owns the storage of a hand-built lt_graph; nodes point into the deques, which never move.
+class GraphBuilder {
+ public:
+  int input(lt_dtype dtype, std::vector<int64_t> shape) {
+    int id = add("input", dtype, std::move(shape), {}, {});
+    inputs_.push_back(id);
+    return id;
+  }
+  int op(const char* name, lt_dtype dtype, std::vector<int64_t> shape,
+         std::vector<int32_t> operands, std::vector<lt_attr> attrs = {}) {
+    return add(name, dtype, std::move(shape), std::move(operands), std::move(attrs));
+  }
+  lt_attr ints(const char* name, std::vector<int64_t> v) {
+    ints_.push_back(std::move(v));
+    lt_attr a{};
+    a.name = name;
+    a.kind = LT_ATTR_INTS;
+    a.ints = ints_.back().data();
+    a.ints_len = ints_.back().size();
+    return a;
+  }
+  static lt_attr i(const char* name, int64_t v) {
+    lt_attr a{};
+    a.name = name;
+    a.kind = LT_ATTR_INT;
+    a.i = v;
+    return a;
+  }
+  static lt_attr f(const char* name, double v) {
+    lt_attr a{};
+    a.name = name;
+    a.kind = LT_ATTR_FLOAT;
+    a.f = v;
+    return a;
+  }
+  void output(int id) { outputs_.push_back(id); }
+  lt_graph graph() const {
+    lt_graph g{};
+    g.struct_size = LT_GRAPH_STRUCT_SIZE;
+    g.num_nodes = nodes_.size();
+    g.nodes = nodes_.data();
+    g.num_inputs = inputs_.size();
+    g.inputs = inputs_.data();
+    g.num_outputs = outputs_.size();
+    g.outputs = outputs_.data();
+    return g;
+  }
+  void reserve(size_t n) { nodes_.reserve(n); }
+  std::vector<lt_graph_node>& nodes() { return nodes_; }
+
+ private:
+  int add(const char* name, lt_dtype dtype, std::vector<int64_t> shape,
+          std::vector<int32_t> operands, std::vector<lt_attr> attrs) {
+    shapes_.push_back(std::move(shape));
+    operands_.push_back(std::move(operands));
+    attrs_.push_back(std::move(attrs));
+    lt_graph_node n{};
+    n.op = name;
+    n.dtype = dtype;
+    n.rank = shapes_.back().size();
+    n.shape = shapes_.back().data();
+    n.num_operands = operands_.back().size();
+    n.operands = operands_.back().data();
+    n.num_attrs = attrs_.back().size();
+    n.attrs = attrs_.back().data();
+    nodes_.push_back(n);
+    return static_cast<int>(nodes_.size() - 1);
+  }
+  std::deque<std::vector<int64_t>> shapes_, ints_;
+  std::deque<std::vector<int32_t>> operands_;
+  std::deque<std::vector<lt_attr>> attrs_;
+  std::vector<lt_graph_node> nodes_;
+  std::vector<int32_t> inputs_, outputs_;
+};
+
+class CpuEager : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    handle_ = dlopen(LT_CPU_EAGER_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(handle_, nullptr) << dlerror();
+    auto get = reinterpret_cast<lt_plugin_get_api_fn>(dlsym(handle_, LT_PLUGIN_ENTRY_SYMBOL));
+    ASSERT_NE(get, nullptr);
+    api_ = get();
+  }
+  void SetUp() override {
+    ASSERT_NE(api_, nullptr);
+    lt_plugin_create_args a{};
+    a.struct_size = LT_PLUGIN_CREATE_ARGS_STRUCT_SIZE;
+    a.core_abi_major = LT_PLUGIN_ABI_MAJOR;
+    a.core_abi_minor = LT_PLUGIN_ABI_MINOR;
+    ASSERT_EQ(check(api_->create(&a)), LT_STATUS_OK) << last_message_;
+    ctx_ = a.context;
+  }
+  void TearDown() override {
+    for (lt_plugin_buffer* b : buffers_) api_->buffer_free(ctx_, b);
+    if (ctx_) api_->destroy(ctx_);
+  }
+
+  // Returns the error's code (OK for NULL) and destroys it, keeping its message.
+  lt_status_code check(lt_plugin_error* e) {
+    if (!e) return LT_STATUS_OK;
+    last_message_ = api_->error_message(e);
+    lt_status_code c = api_->error_code(e);
+    api_->error_destroy(e);
+    return c;
+  }
+
+  lt_plugin_buffer* alloc(size_t nbytes) {
+    lt_plugin_buffer_args a{};
+    a.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
+    a.context = ctx_;
+    a.nbytes = nbytes;
+    EXPECT_EQ(check(api_->buffer_alloc(&a)), LT_STATUS_OK) << last_message_;
+    buffers_.push_back(a.buffer);
+    return a.buffer;
+  }
+  template <class T>
+  lt_plugin_buffer* upload(const std::vector<T>& v) {
+    lt_plugin_buffer* b = alloc(v.size() * sizeof(T));
+    lt_plugin_buffer_args a{};
+    a.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
+    a.context = ctx_;
+    a.buffer = b;
+    a.nbytes = v.size() * sizeof(T);
+    a.src = v.data();
+    EXPECT_EQ(check(api_->buffer_upload(&a)), LT_STATUS_OK) << last_message_;
+    return b;
+  }
+  template <class T>
+  std::vector<T> download(lt_plugin_buffer* b, size_t n) {
+    std::vector<T> v(n);
+    lt_plugin_buffer_args a{};
+    a.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
+    a.context = ctx_;
+    a.buffer = b;
+    a.nbytes = n * sizeof(T);
+    a.dst = v.data();
+    EXPECT_EQ(check(api_->buffer_download(&a)), LT_STATUS_OK) << last_message_;
+    return v;
+  }
+
+  lt_status_code compile(const lt_graph& g, lt_plugin_executable** ex) {
+    lt_plugin_compile_args a{};
+    a.struct_size = LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE;
+    a.context = ctx_;
+    a.graph = &g;
+    lt_status_code c = check(api_->compile(&a));
+    *ex = a.executable;
+    return c;
+  }
+  lt_status_code execute(lt_plugin_executable* ex, std::vector<lt_plugin_buffer*> in,
+                         std::vector<lt_plugin_buffer*> out) {
+    lt_plugin_execute_args a{};
+    a.struct_size = LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE;
+    a.context = ctx_;
+    a.executable = ex;
+    a.num_inputs = in.size();
+    a.inputs = in.data();
+    a.num_outputs = out.size();
+    a.outputs = out.data();
+    return check(api_->execute(&a));
+  }
+  // Compiles, runs once with `in`, and returns output 0 as T (n elements).
+  template <class T>
+  std::vector<T> run(const GraphBuilder& gb, std::vector<lt_plugin_buffer*> in, size_t n) {
+    lt_plugin_executable* ex = nullptr;
+    lt_graph g = gb.graph();
+    EXPECT_EQ(compile(g, &ex), LT_STATUS_OK) << last_message_;
+    if (!ex) return {};
+    lt_plugin_buffer* out = alloc(std::max<size_t>(n, 1) * sizeof(T));
+    EXPECT_EQ(execute(ex, in, {out}), LT_STATUS_OK) << last_message_;
+    api_->executable_destroy(ctx_, ex);
+    return download<T>(out, n);
+  }
+
+  static void* handle_;
+  static const lt_plugin_api* api_;
+  lt_plugin_context* ctx_ = nullptr;
+  std::vector<lt_plugin_buffer*> buffers_;
+  std::string last_message_;
+};
+void* CpuEager::handle_ = nullptr;
+const lt_plugin_api* CpuEager::api_ = nullptr;
+
+TEST_F(CpuEager, TableHasVersionNameAndEveryFunction) {
+  EXPECT_EQ(api_->struct_size, LT_PLUGIN_API_STRUCT_SIZE);
+  EXPECT_EQ(api_->abi_major, static_cast<uint32_t>(LT_PLUGIN_ABI_MAJOR));
+  EXPECT_EQ(api_->abi_minor, static_cast<uint32_t>(LT_PLUGIN_ABI_MINOR));
+  EXPECT_STREQ(api_->name, "cpu_eager");
+  EXPECT_NE(api_->version, nullptr);
+  const void* fns[] = {(void*)api_->error_message,
+                       (void*)api_->error_code,
+                       (void*)api_->error_destroy,
+                       (void*)api_->create,
+                       (void*)api_->destroy,
+                       (void*)api_->device_count,
+                       (void*)api_->device_info,
+                       (void*)api_->buffer_alloc,
+                       (void*)api_->buffer_free,
+                       (void*)api_->buffer_upload,
+                       (void*)api_->buffer_download,
+                       (void*)api_->buffer_host_ptr,
+                       (void*)api_->supports,
+                       (void*)api_->compile,
+                       (void*)api_->execute,
+                       (void*)api_->executable_destroy,
+                       (void*)api_->stats};
+  for (const void* f : fns) EXPECT_NE(f, nullptr);
+}
+
+TEST_F(CpuEager, DescribesOneHostAddressableCpuDevice) {
+  size_t n = 0;
+  ASSERT_EQ(check(api_->device_count(ctx_, &n)), LT_STATUS_OK);
+  EXPECT_EQ(n, 1u);
+  lt_plugin_device_info_args a{};
+  a.struct_size = LT_PLUGIN_DEVICE_INFO_ARGS_STRUCT_SIZE;
+  a.context = ctx_;
+  ASSERT_EQ(check(api_->device_info(&a)), LT_STATUS_OK);
+  EXPECT_STREQ(a.name, "cpu");
+  EXPECT_STREQ(a.kind, "cpu");
+  EXPECT_EQ(a.host_addressable, 1);
+  EXPECT_NE(std::string(a.description).find("OpenBLAS"), std::string::npos) << a.description;
+  a.device = 1;
+  EXPECT_EQ(check(api_->device_info(&a)), LT_STATUS_NOT_FOUND);
+}
+
+TEST_F(CpuEager, BufferRoundTripWithOffsetsAndAlignment) {
+  std::vector<int32_t> v(1000);
+  for (int i = 0; i < 1000; ++i) v[i] = i * 7 - 3;
+  lt_plugin_buffer* b = upload(v);
+  EXPECT_EQ(download<int32_t>(b, 1000), v);
+
+  lt_plugin_buffer_args a{};
+  a.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
+  a.context = ctx_;
+  a.buffer = b;
+  ASSERT_EQ(check(api_->buffer_host_ptr(&a)), LT_STATUS_OK);
+  ASSERT_NE(a.host_ptr, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a.host_ptr) % 64, 0u);
+  EXPECT_EQ(static_cast<int32_t*>(a.host_ptr)[10], v[10]);
+
+  int32_t patch[2] = {-1, -2};
+  a.offset = 4 * 998;
+  a.nbytes = 8;
+  a.src = patch;
+  ASSERT_EQ(check(api_->buffer_upload(&a)), LT_STATUS_OK);
+  EXPECT_EQ(download<int32_t>(b, 1000)[999], -2);
+
+  a.offset = 4 * 999;  // 8 bytes from here run past the end
+  EXPECT_EQ(check(api_->buffer_upload(&a)), LT_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(last_message_.find("exceeds"), std::string::npos) << last_message_;
+}
+
+TEST_F(CpuEager, MatmulAddReluMatchesPlainLoop) {
+  const int M = 7, K = 5, N = 6;
+  std::vector<float> a(M * K), b(K * N), bias(N);
+  for (int i = 0; i < M * K; ++i) a[i] = std::sin(0.3f * i);
+  for (int i = 0; i < K * N; ++i) b[i] = std::cos(0.7f * i);
+  for (int i = 0; i < N; ++i) bias[i] = 0.1f * i - 0.3f;
+  GraphBuilder gb;
+  int ia = gb.input(LT_DTYPE_F32, {M, K});
+  int ib = gb.input(LT_DTYPE_F32, {K, N});
+  int ic = gb.input(LT_DTYPE_F32, {N});
+  int mm = gb.op("matmul", LT_DTYPE_F32, {M, N}, {ia, ib});
+  int ad = gb.op("add", LT_DTYPE_F32, {M, N}, {mm, ic});
+  gb.output(gb.op("relu", LT_DTYPE_F32, {M, N}, {ad}));
+  auto got = run<float>(gb, {upload(a), upload(b), upload(bias)}, M * N);
+  ASSERT_EQ(got.size(), size_t(M * N));
+  for (int i = 0; i < M; ++i) {
+    for (int j = 0; j < N; ++j) {
+      double s = 0;
+      for (int k = 0; k < K; ++k) s += double(a[i * K + k]) * b[k * N + j];
+      s = std::max(s + bias[j], 0.0);
+      EXPECT_NEAR(got[i * N + j], s, 1e-5) << i << "," << j;
+    }
+  }
+}
+
+TEST_F(CpuEager, LargeMatmulUsesBlasPathCorrectly) {
+  const int M = 96, K = 80, N = 72;  // above the BLAS threshold
+  std::vector<double> a(M * K), b(K * N);
+  for (int i = 0; i < M * K; ++i) a[i] = (i % 13) - 6;
+  for (int i = 0; i < K * N; ++i) b[i] = (i % 7) - 3;
+  GraphBuilder gb;
+  int ia = gb.input(LT_DTYPE_F64, {M, K});
+  int ib = gb.input(LT_DTYPE_F64, {K, N});
+  gb.output(gb.op("matmul", LT_DTYPE_F64, {M, N}, {ia, ib}));
+  auto got = run<double>(gb, {upload(a), upload(b)}, M * N);
+  for (int i = 0; i < M; i += 5) {
+    for (int j = 0; j < N; j += 3) {
+      double s = 0;
+      for (int k = 0; k < K; ++k) s += a[i * K + k] * b[k * N + j];
+      EXPECT_EQ(got[i * N + j], s);
+    }
+  }
+}
+
+TEST_F(CpuEager, IntegerDivisionAndSaturatingCastsAreDefined) {
+  const int32_t mn = std::numeric_limits<int32_t>::min();
+  GraphBuilder gb;
+  int ia = gb.input(LT_DTYPE_I32, {4});
+  int ib = gb.input(LT_DTYPE_I32, {4});
+  gb.output(gb.op("div", LT_DTYPE_I32, {4}, {ia, ib}));
+  auto got =
+      run<int32_t>(gb, {upload<int32_t>({7, mn, -7, 5}), upload<int32_t>({0, -1, 2, -2})}, 4);
+  EXPECT_EQ(got, (std::vector<int32_t>{0, mn, -3, -2}));
+
+  GraphBuilder gc;
+  int x = gc.input(LT_DTYPE_F32, {5});
+  gc.output(gc.op("cast", LT_DTYPE_I32, {5}, {x}));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto c = run<int32_t>(gc, {upload<float>({nan, 1e10f, -1e10f, -2.9f, 2.9f})}, 5);
+  EXPECT_EQ(c, (std::vector<int32_t>{0, std::numeric_limits<int32_t>::max(), mn, -2, 2}));
+}
+
+TEST_F(CpuEager, BroadcastReduceAndArgmaxOverAxisSubsets) {
+  // x [2,3,4] = i; sum over axes {0,2} keepdims -> [1,3,1]
+  std::vector<float> x(24);
+  for (int i = 0; i < 24; ++i) x[i] = float(i);
+  GraphBuilder gb;
+  int ix = gb.input(LT_DTYPE_F32, {2, 3, 4});
+  gb.output(gb.op("sum", LT_DTYPE_F32, {1, 3, 1}, {ix},
+                  {gb.ints("axes", {0, 2}), GraphBuilder::i("keepdims", 1)}));
+  auto s = run<float>(gb, {upload(x)}, 3);
+  for (int j = 0; j < 3; ++j) {
+    float want = 0;
+    for (int i = 0; i < 2; ++i)
+      for (int k = 0; k < 4; ++k) want += x[i * 12 + j * 4 + k];
+    EXPECT_EQ(s[j], want);
+  }
+  GraphBuilder ga;
+  int iy = ga.input(LT_DTYPE_F32, {2, 3});
+  ga.output(ga.op("argmax", LT_DTYPE_I64, {3}, {iy}, {GraphBuilder::i("axis", 0)}));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto am = run<int64_t>(ga, {upload<float>({1, 5, nan, 2, 5, 3})}, 3);
+  EXPECT_EQ(am, (std::vector<int64_t>{1, 0, 0}));
+}
+
+TEST_F(CpuEager, SliceNegativeStepGatherClampScatterDrop) {
+  GraphBuilder gb;
+  int ia = gb.input(LT_DTYPE_I64, {6});
+  gb.output(
+      gb.op("slice", LT_DTYPE_I64, {3}, {ia}, {gb.ints("starts", {5}), gb.ints("steps", {-2})}));
+  EXPECT_EQ(run<int64_t>(gb, {upload<int64_t>({0, 1, 2, 3, 4, 5})}, 3),
+            (std::vector<int64_t>{5, 3, 1}));
+
+  GraphBuilder gg;
+  int a = gg.input(LT_DTYPE_F32, {2, 3});
+  int idx = gg.input(LT_DTYPE_I32, {3});
+  gg.output(gg.op("gather", LT_DTYPE_F32, {2, 3}, {a, idx}, {GraphBuilder::i("axis", 1)}));
+  EXPECT_EQ(run<float>(gg, {upload<float>({1, 2, 3, 4, 5, 6}), upload<int32_t>({-5, 9, 1})}, 6),
+            (std::vector<float>{1, 3, 2, 4, 6, 5}));
+
+  GraphBuilder gs;
+  int b = gs.input(LT_DTYPE_I32, {4});
+  int si = gs.input(LT_DTYPE_I64, {4});
+  int up = gs.input(LT_DTYPE_I32, {4});
+  gs.output(gs.op("scatter_add", LT_DTYPE_I32, {4}, {b, si, up}, {GraphBuilder::i("axis", 0)}));
+  EXPECT_EQ(run<int32_t>(gs,
+                         {upload<int32_t>({0, 0, 0, 0}), upload<int64_t>({1, 1, -1, 4}),
+                          upload<int32_t>({10, 20, 30, 40})},
+                         4),
+            (std::vector<int32_t>{0, 30, 0, 0}));
+}
+
+TEST_F(CpuEager, Conv2dWithStridePaddingDilationGroupsBiasMatchesLoop) {
+  const int N = 2, C = 4, H = 7, W = 6, O = 6, G = 2, KH = 3, KW = 2;
+  const int sh = 2, sw = 1, ph = 1, pw = 2, dh = 1, dw = 2;
+  const int OH = (H + 2 * ph - dh * (KH - 1) - 1) / sh + 1;
+  const int OW = (W + 2 * pw - dw * (KW - 1) - 1) / sw + 1;
+  std::vector<float> x(N * C * H * W), w(O * (C / G) * KH * KW), bias(O);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.1f * i);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.2f * i);
+  for (int i = 0; i < O; ++i) bias[i] = 0.5f * i;
+  GraphBuilder gb;
+  int ix = gb.input(LT_DTYPE_F32, {N, C, H, W});
+  int iw = gb.input(LT_DTYPE_F32, {O, C / G, KH, KW});
+  int ib = gb.input(LT_DTYPE_F32, {O});
+  gb.output(gb.op("conv2d", LT_DTYPE_F32, {N, O, OH, OW}, {ix, iw, ib},
+                  {gb.ints("stride", {sh, sw}), gb.ints("padding", {ph, pw}),
+                   gb.ints("dilation", {dh, dw}), GraphBuilder::i("groups", G)}));
+  auto got = run<float>(gb, {upload(x), upload(w), upload(bias)}, N * O * OH * OW);
+  const int Cg = C / G, Og = O / G;
+  for (int n = 0; n < N; ++n)
+    for (int o = 0; o < O; ++o)
+      for (int oh = 0; oh < OH; ++oh)
+        for (int ow = 0; ow < OW; ++ow) {
+          double s = bias[o];
+          for (int c = 0; c < Cg; ++c)
+            for (int kh = 0; kh < KH; ++kh)
+              for (int kw = 0; kw < KW; ++kw) {
+                int ih = oh * sh - ph + kh * dh, iw2 = ow * sw - pw + kw * dw;
+                if (ih < 0 || ih >= H || iw2 < 0 || iw2 >= W) continue;
+                s += double(x[((n * C + (o / Og) * Cg + c) * H + ih) * W + iw2]) *
+                     w[((o * Cg + c) * KH + kh) * KW + kw];
+              }
+          EXPECT_NEAR(got[((n * O + o) * OH + oh) * OW + ow], s, 1e-4);
+        }
+}
+
+TEST_F(CpuEager, RandomUniformFollowsLtRandom) {
+  GraphBuilder gb;
+  int seed = gb.input(LT_DTYPE_I64, {});
+  gb.output(gb.op("random_uniform", LT_DTYPE_F32, {100}, {seed},
+                  {GraphBuilder::f("low", -2.0), GraphBuilder::f("high", 3.0)}));
+  auto got = run<float>(gb, {upload<int64_t>({1234})}, 100);
+  for (int i = 0; i < 100; ++i) {
+    float u = lt_random_unit_f32(1234, i);
+    EXPECT_EQ(got[i], -2.0f + 5.0f * u);
+  }
+}
+
+TEST_F(CpuEager, SupportsKnownOpsOnlyWithHandledDtypes) {
+  GraphBuilder gb;
+  int a = gb.input(LT_DTYPE_F32, {3});
+  int b = gb.input(LT_DTYPE_BF16, {3});
+  gb.op("add", LT_DTYPE_F32, {3}, {a, a});
+  gb.op("frobnicate", LT_DTYPE_F32, {3}, {a});
+  gb.op("add", LT_DTYPE_BF16, {3}, {b, b});
+  gb.op("exp", LT_DTYPE_I32, {3}, {a});
+  lt_graph g = gb.graph();
+  lt_plugin_supports_args s{};
+  s.struct_size = LT_PLUGIN_SUPPORTS_ARGS_STRUCT_SIZE;
+  s.context = ctx_;
+  s.graph = &g;
+  const int want[] = {1, 0, 1, 0, 0, 0};  // bf16 is rejected even as an input
+  for (size_t i = 0; i < 6; ++i) {
+    s.node = i;
+    s.supported = -1;
+    ASSERT_EQ(check(api_->supports(&s)), LT_STATUS_OK) << last_message_;
+    EXPECT_EQ(s.supported, want[i]) << "node " << i;
+  }
+  s.node = 6;
+  EXPECT_EQ(check(api_->supports(&s)), LT_STATUS_INVALID_ARGUMENT);
+}
+
+TEST_F(CpuEager, BadCallsReturnErrorValuesNamingTheProblem) {
+  lt_plugin_executable* ex = nullptr;
+  {
+    GraphBuilder gb;
+    int a = gb.input(LT_DTYPE_F32, {3});
+    gb.output(gb.op("frobnicate", LT_DTYPE_F32, {3}, {a}));
+    EXPECT_EQ(compile(gb.graph(), &ex), LT_STATUS_UNKNOWN_OP);
+    EXPECT_NE(last_message_.find("frobnicate"), std::string::npos) << last_message_;
+  }
+  {
+    GraphBuilder gb;
+    int a = gb.input(LT_DTYPE_F32, {2, 3});
+    int b = gb.input(LT_DTYPE_F32, {4});
+    gb.output(gb.op("add", LT_DTYPE_F32, {2, 3}, {a, b}));
+    EXPECT_EQ(compile(gb.graph(), &ex), LT_STATUS_SHAPE_MISMATCH);
+    EXPECT_NE(last_message_.find("[2,3]"), std::string::npos) << last_message_;
+  }
+  {
+    GraphBuilder gb;
+    int a = gb.input(LT_DTYPE_F32, {3});
+    gb.output(gb.op("neg", LT_DTYPE_F32, {3}, {a + 5}));  // operand does not precede the node
+    EXPECT_EQ(compile(gb.graph(), &ex), LT_STATUS_INVALID_ARGUMENT);
+  }
+  {
+    GraphBuilder gb;
+    int a = gb.input(LT_DTYPE_F32, {3});
+    gb.output(gb.op("neg", LT_DTYPE_F32, {3}, {a}));
+    lt_graph g = gb.graph();
+    g.struct_size = 8;
+    EXPECT_EQ(compile(g, &ex), LT_STATUS_ABI_MISMATCH);
+    ASSERT_EQ(compile(gb.graph(), &ex), LT_STATUS_OK);
+    lt_plugin_buffer* small = alloc(4);
+    lt_plugin_buffer* ok = alloc(12);
+    EXPECT_EQ(execute(ex, {}, {ok}), LT_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(execute(ex, {small}, {ok}), LT_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(last_message_.find("needs 12"), std::string::npos) << last_message_;
+    EXPECT_EQ(execute(ex, {ok}, {nullptr}), LT_STATUS_INVALID_ARGUMENT);
+    api_->executable_destroy(ctx_, ex);
+  }
+  lt_plugin_create_args c{};
+  c.struct_size = LT_PLUGIN_CREATE_ARGS_STRUCT_SIZE;
+  c.core_abi_major = LT_PLUGIN_ABI_MAJOR + 1;
+  EXPECT_EQ(check(api_->create(&c)), LT_STATUS_ABI_MISMATCH);
+  EXPECT_EQ(check(api_->create(nullptr)), LT_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(check(api_->compile(nullptr)), LT_STATUS_INVALID_ARGUMENT);
+}
+
+TEST_F(CpuEager, StatsReportKernelsAndExecutions) {
+  GraphBuilder gb;
+  int a = gb.input(LT_DTYPE_F32, {3});
+  int n = gb.op("neg", LT_DTYPE_F32, {3}, {a});
+  gb.op("exp", LT_DTYPE_F32, {3}, {n});  // dead: not an output, never run
+  gb.output(gb.op("abs", LT_DTYPE_F32, {3}, {n}));
+  gb.output(a);  // an input returned as an output is copied
+  lt_plugin_executable* ex = nullptr;
+  ASSERT_EQ(compile(gb.graph(), &ex), LT_STATUS_OK) << last_message_;
+  lt_plugin_buffer* in = upload<float>({1, -2, 3});
+  lt_plugin_buffer* o0 = alloc(12);
+  lt_plugin_buffer* o1 = alloc(12);
+  ASSERT_EQ(execute(ex, {in}, {o0, o1}), LT_STATUS_OK) << last_message_;
+  ASSERT_EQ(execute(ex, {in}, {o0, o1}), LT_STATUS_OK) << last_message_;
+  EXPECT_EQ(download<float>(o0, 3), (std::vector<float>{1, 2, 3}));
+  EXPECT_EQ(download<float>(o1, 3), (std::vector<float>{1, -2, 3}));
+  std::map<std::string, double> stats;
+  lt_plugin_stats_args s{};
+  s.struct_size = LT_PLUGIN_STATS_ARGS_STRUCT_SIZE;
+  s.context = ctx_;
+  s.executable = ex;
+  s.user = &stats;
+  s.emit = [](void* u, const char* name, double v) {
+    (*static_cast<std::map<std::string, double>*>(u))[name] = v;
+  };
+  ASSERT_EQ(check(api_->stats(&s)), LT_STATUS_OK);
+  EXPECT_EQ(stats["kernels"], 2);
+  EXPECT_EQ(stats["executions"], 2);
+  api_->executable_destroy(ctx_, ex);
+}
+
+TEST_F(CpuEager, MillionNodeChainCompilesAndRuns) {
+  const int kNodes = 1000000;
+  GraphBuilder gb;
+  gb.reserve(kNodes + 2);
+  // Shared operand/shape storage keeps the hand-built graph itself small.
+  static const int64_t shape[1] = {4};
+  int x = gb.input(LT_DTYPE_F32, {4});
+  int one = gb.input(LT_DTYPE_F32, {4});
+  std::vector<int32_t> ops(2 * static_cast<size_t>(kNodes));
+  auto& nodes = gb.nodes();
+  int prev = x;
+  for (int i = 0; i < kNodes; ++i) {
+    ops[2 * i] = prev;
+    ops[2 * i + 1] = one;
+    lt_graph_node n{};
+    n.op = "add";
+    n.dtype = LT_DTYPE_F32;
+    n.rank = 1;
+    n.shape = shape;
+    n.num_operands = 2;
+    n.operands = &ops[2 * i];
+    nodes.push_back(n);
+    prev = static_cast<int>(nodes.size() - 1);
+  }
+  gb.output(prev);
+  auto got = run<float>(gb, {upload<float>({0, 1, 2, 3}), upload<float>({1, 1, 1, 1})}, 4);
+  EXPECT_EQ(got, (std::vector<float>{1e6f, 1e6f + 1, 1e6f + 2, 1e6f + 3}));
+}
+
+}  // namespace
