@@ -1,0 +1,453 @@
+// CpuJitTest.cpp — cpu_jit through its plugin table: one kernel per fused chain, softmax in
+// one kernel, plugin compile cache, numerics vs plain loops, exp/log/tanh/sigmoid/gelu
+// accuracy sweeps against double-precision libm.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "lazytensor/fusion.hpp"
+#include "lazytensor/lt_plugin.h"
+
+namespace {
+
+using lt::fusion::OwnedGraph;
+
+class CpuJit : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    handle_ = dlopen(LT_CPU_JIT_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(handle_, nullptr) << dlerror();
+    auto get = reinterpret_cast<lt_plugin_get_api_fn>(dlsym(handle_, LT_PLUGIN_ENTRY_SYMBOL));
+    ASSERT_NE(get, nullptr);
+    api_ = get();
+    lt_plugin_create_args a{};
+    a.struct_size = LT_PLUGIN_CREATE_ARGS_STRUCT_SIZE;
+    a.core_abi_major = LT_PLUGIN_ABI_MAJOR;
+    a.core_abi_minor = LT_PLUGIN_ABI_MINOR;
+    lt_plugin_error* e = api_->create(&a);
+    ASSERT_EQ(e, nullptr) << api_->error_message(e);
+    ctx_ = a.context;
+  }
+  static void TearDownTestSuite() {
+    if (api_ && ctx_) api_->destroy(ctx_);
+  }
+
+  std::string err(lt_plugin_error* e) {
+    if (!e) return "";
+    std::string m = api_->error_message(e);
+    api_->error_destroy(e);
+    return m;
+  }
+
+  lt_plugin_buffer* upload(const void* data, size_t n) {
+    lt_plugin_buffer_args b{};
+    b.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
+    b.context = ctx_;
+    b.nbytes = n;
+    EXPECT_EQ(err(api_->buffer_alloc(&b)), "");
+    b.src = data;
+    EXPECT_EQ(err(api_->buffer_upload(&b)), "");
+    return b.buffer;
+  }
+
+  std::map<std::string, double> stats(lt_plugin_executable* ex) {
+    std::map<std::string, double> m;
+    lt_plugin_stats_args s{};
+    s.struct_size = LT_PLUGIN_STATS_ARGS_STRUCT_SIZE;
+    s.context = ctx_;
+    s.executable = ex;
+    s.user = &m;
+    s.emit = [](void* u, const char* name, double v) {
+      (*static_cast<std::map<std::string, double>*>(u))[name] = v;
+    };
+    EXPECT_EQ(err(api_->stats(&s)), "");
+    return m;
+  }
+
+  // Compiles g, runs it on float inputs, returns float outputs and the kernel count.
+  std::vector<std::vector<float>> run(OwnedGraph& og, const std::vector<std::vector<float>>& in,
+                                      double* kernels = nullptr) {
+    const lt_graph& g = og.view();
+    for (size_t i = 0; i < g.num_nodes; ++i) {
+      lt_plugin_supports_args s{};
+      s.struct_size = LT_PLUGIN_SUPPORTS_ARGS_STRUCT_SIZE;
+      s.context = ctx_;
+      s.graph = &g;
+      s.node = i;
+      EXPECT_EQ(err(api_->supports(&s)), "");
+      EXPECT_EQ(s.supported, 1) << "node " << i << " " << g.nodes[i].op;
+    }
+    lt_plugin_compile_args c{};
+    c.struct_size = LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE;
+    c.context = ctx_;
+    c.graph = &g;
+    std::string e = err(api_->compile(&c));
+    EXPECT_EQ(e, "");
+    if (!e.empty()) return {};
+    if (kernels) *kernels = stats(c.executable)["kernels"];
+    std::vector<lt_plugin_buffer*> ins, outs;
+    for (auto& v : in) ins.push_back(upload(v.data(), v.size() * 4));
+    std::vector<std::vector<float>> res;
+    for (size_t k = 0; k < g.num_outputs; ++k) {
+      const lt_graph_node& n = g.nodes[g.outputs[k]];
+      size_t numel = 1;
+      for (size_t d = 0; d < n.rank; ++d) numel *= n.shape[d];
+      res.emplace_back(numel);
+      lt_plugin_buffer_args b{};
+      b.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
+      b.context = ctx_;
+      b.nbytes = numel * 4;
+      EXPECT_EQ(err(api_->buffer_alloc(&b)), "");
+      outs.push_back(b.buffer);
+    }
+    lt_plugin_execute_args x{};
+    x.struct_size = LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE;
+    x.context = ctx_;
+    x.executable = c.executable;
+    x.num_inputs = ins.size();
+    x.inputs = ins.data();
+    x.num_outputs = outs.size();
+    x.outputs = outs.data();
+    EXPECT_EQ(err(api_->execute(&x)), "");
+    for (size_t k = 0; k < outs.size(); ++k) {
+      lt_plugin_buffer_args b{};
+      b.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
+      b.context = ctx_;
+      b.buffer = outs[k];
+      b.nbytes = res[k].size() * 4;
+      b.dst = res[k].data();
+      EXPECT_EQ(err(api_->buffer_download(&b)), "");
+      api_->buffer_free(ctx_, outs[k]);
+    }
+    for (auto* b : ins) api_->buffer_free(ctx_, b);
+    api_->executable_destroy(ctx_, c.executable);
+    return res;
+  }
+
+  static std::vector<float> random(size_t n, float lo, float hi, unsigned seed = 1) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> d(lo, hi);
+    std::vector<float> v(n);
+    for (auto& x : v) x = d(rng);
+    return v;
+  }
+
+  static void* handle_;
+  static const lt_plugin_api* api_;
+  static lt_plugin_context* ctx_;
+};
+void* CpuJit::handle_ = nullptr;
+const lt_plugin_api* CpuJit::api_ = nullptr;
+lt_plugin_context* CpuJit::ctx_ = nullptr;
+
+TEST_F(CpuJit, ElementwiseChainOfEightCompilesToOneKernel) {
+  const int64_t R = 300, C = 70;
+  OwnedGraph g;
+  int32_t x = g.add("input", LT_DTYPE_F32, {R, C}, {});
+  int32_t b = g.add("input", LT_DTYPE_F32, {C}, {});
+  int32_t v = g.add("exp", LT_DTYPE_F32, {R, C}, {x});
+  v = g.add("add", LT_DTYPE_F32, {R, C}, {v, b});
+  v = g.add("tanh", LT_DTYPE_F32, {R, C}, {v});
+  v = g.add("mul", LT_DTYPE_F32, {R, C}, {v, x});
+  v = g.add("sigmoid", LT_DTYPE_F32, {R, C}, {v});
+  v = g.add("sub", LT_DTYPE_F32, {R, C}, {v, b});
+  v = g.add("relu", LT_DTYPE_F32, {R, C}, {v});
+  v = g.add("neg", LT_DTYPE_F32, {R, C}, {v});
+  g.set_inputs({x, b});
+  g.set_outputs({v});
+  auto xs = random(R * C, -3, 3), bs = random(C, -1, 1, 2);
+  double kernels = 0;
+  auto out = run(g, {xs, bs}, &kernels);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(kernels, 1.0);
+  for (int64_t i = 0; i < R * C; ++i) {
+    double xv = xs[i], bv = bs[i % C];
+    double r = std::tanh(std::exp(xv) + bv) * xv;
+    r = 1 / (1 + std::exp(-r)) - bv;
+    r = -(r > 0 ? r : 0);
+    ASSERT_NEAR(out[0][i], r, 1e-5 * (1 + std::fabs(r))) << i;
+  }
+}
+
+TEST_F(CpuJit, SoftmaxIsOneKernelAndCorrect) {
+  const int64_t R = 37, C = 1000;
+  OwnedGraph g;
+  lt_attr axis{"axis", LT_ATTR_INT, 1, 0.0, nullptr, 0, nullptr};
+  int32_t x = g.add("input", LT_DTYPE_F32, {R, C}, {});
+  int32_t s = g.add("softmax", LT_DTYPE_F32, {R, C}, {x}, &axis, 1);
+  int32_t l = g.add("log_softmax", LT_DTYPE_F32, {R, C}, {x}, &axis, 1);
+  g.set_inputs({x});
+  g.set_outputs({s, l});
+  auto xs = random(R * C, -20, 20);
+  double kernels = 0;
+  auto out = run(g, {xs}, &kernels);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_LE(kernels, 2.0);
+  for (int64_t r = 0; r < R; ++r) {
+    double m = -INFINITY, z = 0;
+    for (int64_t c = 0; c < C; ++c) m = std::max(m, (double)xs[r * C + c]);
+    for (int64_t c = 0; c < C; ++c) z += std::exp(xs[r * C + c] - m);
+    for (int64_t c = 0; c < C; ++c) {
+      double ref = std::exp(xs[r * C + c] - m) / z;
+      ASSERT_NEAR(out[0][r * C + c], ref, 1e-6 + 1e-5 * ref);
+      ASSERT_NEAR(out[1][r * C + c], xs[r * C + c] - m - std::log(z), 1e-4);
+    }
+  }
+}
+
+TEST_F(CpuJit, LayerNormGeluIsOneKernel) {
+  const int64_t R = 16, C = 768;
+  int64_t ax = 1;
+  lt_attr at[2] = {{"axes", LT_ATTR_INTS, 0, 0.0, &ax, 1, nullptr},
+                   {"keepdims", LT_ATTR_INT, 1, 0.0, nullptr, 0, nullptr}};
+  OwnedGraph g;
+  int32_t x = g.add("input", LT_DTYPE_F32, {R, C}, {});
+  int32_t gamma = g.add("input", LT_DTYPE_F32, {C}, {});
+  int32_t eps = g.add("input", LT_DTYPE_F32, {}, {});
+  int32_t mu = g.add("mean", LT_DTYPE_F32, {R, 1}, {x}, at, 2);
+  int32_t d = g.add("sub", LT_DTYPE_F32, {R, C}, {x, mu});
+  int32_t d2 = g.add("mul", LT_DTYPE_F32, {R, C}, {d, d});
+  int32_t var = g.add("mean", LT_DTYPE_F32, {R, 1}, {d2}, at, 2);
+  int32_t ve = g.add("add", LT_DTYPE_F32, {R, 1}, {var, eps});
+  int32_t rs = g.add("rsqrt", LT_DTYPE_F32, {R, 1}, {ve});
+  int32_t y = g.add("mul", LT_DTYPE_F32, {R, C}, {d, rs});
+  int32_t o = g.add("mul", LT_DTYPE_F32, {R, C}, {y, gamma});
+  int32_t ge = g.add("gelu", LT_DTYPE_F32, {R, C}, {o});
+  g.set_inputs({x, gamma, eps});
+  g.set_outputs({ge, var});
+  auto xs = random(R * C, -2, 5), gs = random(C, 0.5, 1.5, 3);
+  std::vector<float> e = {1e-5f};
+  double kernels = 0;
+  auto out = run(g, {xs, gs, e}, &kernels);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(kernels, 1.0);
+  for (int64_t r = 0; r < R; ++r) {
+    double m = 0, v = 0;
+    for (int64_t c = 0; c < C; ++c) m += xs[r * C + c];
+    m /= C;
+    for (int64_t c = 0; c < C; ++c) v += (xs[r * C + c] - m) * (xs[r * C + c] - m);
+    v /= C;
+    ASSERT_NEAR(out[1][r], v, 1e-4 * v);
+    for (int64_t c = 0; c < C; ++c) {
+      double t = (xs[r * C + c] - m) / std::sqrt(v + 1e-5) * gs[c];
+      double ref = 0.5 * t * (1 + std::tanh(0.7978845608028654 * (t + 0.044715 * t * t * t)));
+      ASSERT_NEAR(out[0][r * C + c], ref, 1e-4 * (1 + std::fabs(ref)));
+    }
+  }
+}
+
+TEST_F(CpuJit, MatmulBiasReluMatchesLoops) {
+  const int64_t M = 33, K = 70, N = 45;
+  OwnedGraph g;
+  int32_t a = g.add("input", LT_DTYPE_F32, {M, K}, {});
+  int32_t b = g.add("input", LT_DTYPE_F32, {K, N}, {});
+  int32_t bias = g.add("input", LT_DTYPE_F32, {N}, {});
+  int32_t mm = g.add("matmul", LT_DTYPE_F32, {M, N}, {a, b});
+  int32_t ad = g.add("add", LT_DTYPE_F32, {M, N}, {mm, bias});
+  int32_t r = g.add("relu", LT_DTYPE_F32, {M, N}, {ad});
+  g.set_inputs({a, b, bias});
+  g.set_outputs({r});
+  auto as = random(M * K, -1, 1), bs = random(K * N, -1, 1, 5), cs = random(N, -1, 1, 6);
+  double kernels = 0;
+  auto out = run(g, {as, bs, cs}, &kernels);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(kernels, 1.0);  // the epilogue; the gemm itself is OpenBLAS
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = cs[j];
+      for (int64_t k = 0; k < K; ++k) s += (double)as[i * K + k] * bs[k * N + j];
+      ASSERT_NEAR(out[0][i * N + j], s > 0 ? s : 0, 1e-4);
+    }
+}
+
+TEST_F(CpuJit, ReductionOverLeadingAxisAndMaxWithNaN) {
+  const int64_t R = 50, C = 9;
+  int64_t ax = 0;
+  lt_attr at[2] = {{"axes", LT_ATTR_INTS, 0, 0.0, &ax, 1, nullptr},
+                   {"keepdims", LT_ATTR_INT, 0, 0.0, nullptr, 0, nullptr}};
+  OwnedGraph g;
+  int32_t x = g.add("input", LT_DTYPE_F32, {R, C}, {});
+  int32_t s = g.add("sum", LT_DTYPE_F32, {C}, {x}, at, 2);
+  int32_t m = g.add("max", LT_DTYPE_F32, {C}, {x}, at, 2);
+  g.set_inputs({x});
+  g.set_outputs({s, m});
+  auto xs = random(R * C, -1, 1);
+  xs[7 * C + 3] = NAN;
+  auto out = run(g, {xs});
+  ASSERT_EQ(out.size(), 2u);
+  for (int64_t c = 0; c < C; ++c) {
+    double sum = 0, mx = -INFINITY;
+    for (int64_t r = 0; r < R; ++r) {
+      sum += xs[r * C + c];
+      mx = std::max(mx, (double)xs[r * C + c]);
+    }
+    if (c == 3) {
+      EXPECT_TRUE(std::isnan(out[0][c]));
+      EXPECT_TRUE(std::isnan(out[1][c]));
+    } else {
+      EXPECT_NEAR(out[0][c], sum, 1e-4);
+      EXPECT_EQ(out[1][c], (float)mx);
+    }
+  }
+}
+
+TEST_F(CpuJit, IdenticalGraphsCompileOnce) {
+  auto make = [] {
+    OwnedGraph g;
+    int32_t x = g.add("input", LT_DTYPE_F32, {123}, {});
+    int32_t y = g.add("sqrt", LT_DTYPE_F32, {123}, {x});
+    int32_t z = g.add("floor", LT_DTYPE_F32, {123}, {y});
+    g.set_inputs({x});
+    g.set_outputs({z});
+    return g;
+  };
+  double before = stats(nullptr)["compiles"];
+  double hits = stats(nullptr)["cache_hits"];
+  for (int i = 0; i < 3; ++i) {
+    OwnedGraph g = make();
+    auto out = run(g, {random(123, 0, 100)});
+    ASSERT_EQ(out.size(), 1u);
+  }
+  EXPECT_EQ(stats(nullptr)["compiles"], before + 1);
+  EXPECT_EQ(stats(nullptr)["cache_hits"], hits + 2);
+}
+
+TEST_F(CpuJit, DeclinesWhatItCannotLower) {
+  OwnedGraph g;
+  int32_t x = g.add("input", LT_DTYPE_BF16, {4}, {});
+  int32_t i = g.add("input", LT_DTYPE_I64, {2}, {});
+  int32_t y = g.add("input", LT_DTYPE_F32, {4}, {});
+  lt_attr axis{"axis", LT_ATTR_INT, 0, 0.0, nullptr, 0, nullptr};
+  int32_t ga = g.add("gather", LT_DTYPE_F32, {2}, {y, i}, &axis, 1);
+  g.set_inputs({x, i, y});
+  g.set_outputs({ga});
+  const lt_graph& gv = g.view();
+  for (size_t n : {size_t(x), size_t(ga)}) {
+    lt_plugin_supports_args s{};
+    s.struct_size = LT_PLUGIN_SUPPORTS_ARGS_STRUCT_SIZE;
+    s.context = ctx_;
+    s.graph = &gv;
+    s.node = n;
+    s.supported = 1;
+    EXPECT_EQ(err(api_->supports(&s)), "");
+    EXPECT_EQ(s.supported, 0);
+  }
+  lt_plugin_compile_args c{};
+  c.struct_size = LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE;
+  c.context = ctx_;
+  c.graph = &gv;
+  EXPECT_NE(err(api_->compile(&c)).find("gather"), std::string::npos);
+}
+
+TEST_F(CpuJit, MalformedGraphIsAnErrorNotACrash) {
+  OwnedGraph g;
+  g.add("input", LT_DTYPE_F32, {4}, {});
+  g.add("exp", LT_DTYPE_F32, {4}, {3});
+  g.set_inputs({0});
+  g.set_outputs({1});
+  lt_plugin_compile_args c{};
+  c.struct_size = LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE;
+  c.context = ctx_;
+  c.graph = &g.view();
+  EXPECT_NE(err(api_->compile(&c)).find("does not precede"), std::string::npos);
+}
+
+// Accuracy of the vectorised f32 transcendentals vs double libm over a dense sweep.
+// Bounds match docs/backends/cpu_jit.md.
+struct Sweep {
+  const char* op;
+  float lo, hi;
+  double (*ref)(double);
+  double max_rel;
+};
+
+TEST_F(CpuJit, TranscendentalAccuracySweep) {
+  const Sweep sweeps[] = {
+      {"exp", -87.0f, 88.0f, [](double x) { return std::exp(x); }, 3e-7},
+      {"log", 1e-30f, 1e30f, [](double x) { return std::log(x); }, 3e-7},
+      {"tanh", -10.0f, 10.0f, [](double x) { return std::tanh(x); }, 5e-7},
+      {"sigmoid", -80.0f, 80.0f, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, 5e-7},
+      {"gelu", -12.0f, 12.0f,
+       [](double x) {
+         return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+       },
+       1e-6},
+  };
+  const int64_t n = 1 << 18;
+  for (const Sweep& s : sweeps) {
+    std::vector<float> xs(n);
+    for (int64_t i = 0; i < n; ++i) {
+      if (std::string(s.op) == "log") {
+        xs[i] = std::exp(std::log(s.lo) + (std::log(s.hi) - std::log(s.lo)) * i / (n - 1));
+      } else {
+        xs[i] = s.lo + (s.hi - s.lo) * static_cast<float>(i) / (n - 1);
+      }
+    }
+    OwnedGraph g;
+    int32_t x = g.add("input", LT_DTYPE_F32, {n}, {});
+    int32_t y = g.add(s.op, LT_DTYPE_F32, {n}, {x});
+    g.set_inputs({x});
+    g.set_outputs({y});
+    auto out = run(g, {xs});
+    ASSERT_EQ(out.size(), 1u);
+    double worst = 0;
+    float at = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double r = s.ref(xs[i]);
+      if (std::fabs(r) < 1e-30) continue;  // relative error meaningless at 0
+      double e = std::fabs(out[0][i] - r) / std::fabs(r);
+      if (e > worst) {
+        worst = e;
+        at = xs[i];
+      }
+    }
+    EXPECT_LE(worst, s.max_rel) << s.op << " worst at x=" << at;
+    std::printf("[ accuracy ] %-8s max rel err %.3g (%.2f ulp-equiv) at x=%g\n", s.op, worst,
+                worst / 5.96e-8, at);
+  }
+}
+
+TEST_F(CpuJit, TranscendentalSpecialValues) {
+  std::vector<float> xs = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 100.0f, -200.0f};
+  const char* ops[] = {"exp", "log", "tanh", "sigmoid", "gelu"};
+  for (const char* op : ops) {
+    OwnedGraph g;
+    int32_t x = g.add("input", LT_DTYPE_F32, {(int64_t)xs.size()}, {});
+    int32_t y = g.add(op, LT_DTYPE_F32, {(int64_t)xs.size()}, {x});
+    g.set_inputs({x});
+    g.set_outputs({y});
+    auto out = run(g, {xs});
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_TRUE(std::isnan(out[0][0])) << op;
+    std::string o = op;
+    if (o == "exp") {
+      EXPECT_EQ(out[0][1], INFINITY);
+      EXPECT_EQ(out[0][2], 0.0f);
+      EXPECT_EQ(out[0][3], 1.0f);
+      EXPECT_EQ(out[0][5], INFINITY);
+    } else if (o == "log") {
+      EXPECT_EQ(out[0][1], INFINITY);
+      EXPECT_TRUE(std::isnan(out[0][2]));
+      EXPECT_EQ(out[0][3], -INFINITY);
+    } else if (o == "tanh") {
+      EXPECT_EQ(out[0][1], 1.0f);
+      EXPECT_EQ(out[0][2], -1.0f);
+      EXPECT_EQ(out[0][3], 0.0f);
+    } else if (o == "sigmoid") {
+      EXPECT_EQ(out[0][1], 1.0f);
+      EXPECT_EQ(out[0][2], 0.0f);
+      EXPECT_EQ(out[0][3], 0.5f);
+    } else {
+      EXPECT_EQ(out[0][1], INFINITY);
+      EXPECT_EQ(out[0][5], 100.0f);
+      EXPECT_EQ(out[0][6], 0.0f);
+    }
+  }
+}
+
+}  // namespace
