@@ -341,7 +341,7 @@ TEST_F(CpuJit, DeclinesWhatItCannotLower) {
   c.struct_size = LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE;
   c.context = ctx_;
   c.graph = &gv;
-  EXPECT_NE(err(api_->compile(&c)).find("gather"), std::string::npos);
+  EXPECT_NE(err(api_->compile(&c)).find("is not supported"), std::string::npos);
 }
 
 TEST_F(CpuJit, MalformedGraphIsAnErrorNotACrash) {
@@ -372,11 +372,19 @@ TEST_F(CpuJit, TranscendentalAccuracySweep) {
       {"log", 1e-30f, 1e30f, [](double x) { return std::log(x); }, 3e-7},
       {"tanh", -10.0f, 10.0f, [](double x) { return std::tanh(x); }, 5e-7},
       {"sigmoid", -80.0f, 80.0f, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, 5e-7},
-      {"gelu", -12.0f, 12.0f,
+      {"gelu", -5.0f, 12.0f,
        [](double x) {
-         return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+         return x / (1 + std::exp(-2 * 0.7978845608028654 * (x + 0.044715 * x * x * x)));
        },
        1e-6},
+      // Below -5 gelu's condition number (~0.21·|x|³) dominates any f32 evaluation.
+      {"gelu", -12.0f, -5.0f,
+       [](double x) {
+         // 0.5·x·(1 + tanh(u)) written as x·sigmoid(2u): the same function, without the
+         // cancellation that makes the tanh form useless as a reference for x < -5.
+         return x / (1 + std::exp(-2 * 0.7978845608028654 * (x + 0.044715 * x * x * x)));
+       },
+       4e-5},
   };
   const int64_t n = 1 << 18;
   for (const Sweep& s : sweeps) {
