@@ -1,0 +1,650 @@
+// executor.cpp — turns pending roots into one graph, finds or compiles its plan (partitioned
+// between the target backend and the cpu_eager fallback), executes it and cuts the graph.
+#include "executor.h"
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "error.h"
+#include "ops.h"
+
+namespace lt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+std::atomic<uint64_t> g_epoch{0};
+
+uint64_t input_hash(const Node* n) {
+  if (n->is_leaf()) return n->local_hash;
+  uint64_t h = hash_combine(hash_mix(kOpInput + 1), static_cast<uint64_t>(n->dtype));
+  return hash_combine(
+      h, hash_bytes(n->shape.data(), n->shape.size() * sizeof(int64_t), n->shape.size()));
+}
+
+// Plain-C graph (lt_graph) over collected nodes; pointers borrow from the nodes.
+struct GraphBuf {
+  std::vector<lt_graph_node> nodes;
+  std::vector<std::vector<int32_t>> operands;
+  std::vector<int32_t> inputs, outputs;
+  lt_graph g{};
+
+  void add(const Node* n, bool as_input, std::vector<int32_t> ops) {
+    lt_graph_node gn{};
+    gn.op = as_input ? "input" : op_name(n->op);
+    gn.dtype = n->dtype;
+    gn.rank = n->shape.size();
+    gn.shape = n->shape.data();
+    if (!as_input && n->attrs) {
+      gn.num_attrs = n->attrs->view.size();
+      gn.attrs = n->attrs->view.data();
+    }
+    if (as_input) inputs.push_back(static_cast<int32_t>(nodes.size()));
+    nodes.push_back(gn);
+    operands.push_back(std::move(ops));
+  }
+  const lt_graph* finish(uint64_t hash) {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      nodes[i].num_operands = operands[i].size();
+      nodes[i].operands = operands[i].data();
+    }
+    g.struct_size = LT_GRAPH_STRUCT_SIZE;
+    g.num_nodes = nodes.size();
+    g.nodes = nodes.data();
+    g.num_inputs = inputs.size();
+    g.inputs = inputs.data();
+    g.num_outputs = outputs.size();
+    g.outputs = outputs.data();
+    g.hash = hash;
+    return &g;
+  }
+};
+
+void full_graph(const Collected& c, GraphBuf& gb) {
+  for (size_t i = 0; i < c.nodes.size(); ++i) {
+    std::vector<int32_t> ops(c.operand_idx.begin() + c.op_begin[i],
+                             c.operand_idx.begin() + c.op_begin[i + 1]);
+    gb.add(c.nodes[i], c.is_input(i), std::move(ops));
+  }
+  gb.outputs = c.outputs;
+  gb.finish(c.key);
+}
+
+bool ask_supports(Device* dev, const lt_graph* g, size_t node) {
+  Plugin* p = dev->plugin;
+  lt_plugin_supports_args a{};
+  a.struct_size = LT_PLUGIN_SUPPORTS_ARGS_STRUCT_SIZE;
+  a.context = p->ctx;
+  a.device = dev->index;
+  a.graph = g;
+  a.node = node;
+  p->check(p->api->supports(&a), "supports");
+  return a.supported != 0;
+}
+
+std::string node_desc(const Node* n) {
+  return fmt::format("{} {}", lt_dtype_name(n->dtype), dims_str(n->shape));
+}
+
+void dump_graph(Runtime* rt, const lt_graph* g, const std::string& backend, uint64_t key,
+                size_t region) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(rt->config.dump_dir, ec);
+  std::string path =
+      fmt::format("{}/lt_graph_{:016x}_r{}_{}.txt", rt->config.dump_dir, key, region, backend);
+  std::ofstream out(path);
+  if (!out) {
+    rt->log->warn("dump: cannot write {}", path);
+    return;
+  }
+  out << fmt::format("# graph {:016x} region {} backend {}: {} nodes, {} inputs, {} outputs\n", key,
+                     region, backend, g->num_nodes, g->num_inputs, g->num_outputs);
+  for (size_t i = 0; i < g->num_nodes; ++i) {
+    const lt_graph_node& n = g->nodes[i];
+    std::string ops;
+    for (size_t k = 0; k < n.num_operands; ++k)
+      ops += fmt::format("{}%{}", k ? ", " : "", n.operands[k]);
+    std::string attrs;
+    for (size_t k = 0; k < n.num_attrs; ++k) {
+      const lt_attr& a = n.attrs[k];
+      attrs += fmt::format(" {}=", a.name);
+      if (a.kind == LT_ATTR_INT)
+        attrs += std::to_string(a.i);
+      else if (a.kind == LT_ATTR_FLOAT)
+        attrs += fmt::format("{}", a.f);
+      else if (a.kind == LT_ATTR_INTS)
+        attrs += dims_str(a.ints, a.ints_len);
+      else
+        attrs += a.s ? a.s : "";
+    }
+    out << fmt::format("%{} = {}({}) : {} {}{}\n", i, n.op, ops, lt_dtype_name(n.dtype),
+                       dims_str(n.shape, n.rank), attrs);
+  }
+  out << "outputs:";
+  for (size_t k = 0; k < g->num_outputs; ++k) out << " %" << g->outputs[k];
+  out << "\n";
+}
+
+void record_plugin_stats(Runtime* rt, Plugin* p, lt_plugin_executable* exe) {
+  if (!LT_PLUGIN_HAS(p, stats)) return;
+  struct Ctx {
+    Runtime* rt;
+    Plugin* p;
+  } ctx{rt, p};
+  lt_plugin_stats_args a{};
+  a.struct_size = LT_PLUGIN_STATS_ARGS_STRUCT_SIZE;
+  a.context = p->ctx;
+  a.executable = exe;
+  a.user = &ctx;
+  a.emit = [](void* user, const char* name, double v) {
+    if (!name) return;
+    auto* c = static_cast<Ctx*>(user);
+    try {
+      c->rt->metrics.set_named(fmt::format("plugin.{}.{}", c->p->name, name), v);
+    } catch (...) {
+    }
+  };
+  lt_plugin_error* e = p->api->stats(&a);
+  if (e) p->api->error_destroy(e);
+}
+
+lt_plugin_executable* compile_region(Device* dev, const lt_graph* g) {
+  Plugin* p = dev->plugin;
+  lt_plugin_compile_args a{};
+  a.struct_size = LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE;
+  a.context = p->ctx;
+  a.device = dev->index;
+  a.graph = g;
+  p->check(p->api->compile(&a), "compile");
+  if (!a.executable) fail(LT_STATUS_PLUGIN_ERROR, "{}: compile returned no executable", p->name);
+  return a.executable;
+}
+
+// Builds region r's local graph: external values become "input" nodes first.
+void region_graph(const Collected& c, const std::vector<int32_t>& members,
+                  const std::vector<int32_t>& region_of, int32_t r, Region& reg,
+                  const std::vector<uint8_t>& used_outside, GraphBuf& gb) {
+  std::vector<int32_t> local(c.nodes.size(), -1);
+  for (int32_t gi : members) {
+    for (int32_t k = c.op_begin[gi]; k < c.op_begin[gi + 1]; ++k) {
+      int32_t o = c.operand_idx[k];
+      if ((c.is_input(o) || region_of[o] != r) && local[o] < 0) {
+        local[o] = static_cast<int32_t>(gb.nodes.size());
+        reg.in_globals.push_back(o);
+        gb.add(c.nodes[o], true, {});
+      }
+    }
+  }
+  for (int32_t gi : members) {
+    std::vector<int32_t> ops;
+    for (int32_t k = c.op_begin[gi]; k < c.op_begin[gi + 1]; ++k)
+      ops.push_back(local[c.operand_idx[k]]);
+    local[gi] = static_cast<int32_t>(gb.nodes.size());
+    gb.add(c.nodes[gi], false, std::move(ops));
+    if (used_outside[gi]) {
+      reg.out_globals.push_back(gi);
+      gb.outputs.push_back(local[gi]);
+    }
+  }
+  uint64_t h = c.key;
+  for (int32_t gi : members) h = hash_combine(h, static_cast<uint64_t>(gi));
+  gb.finish(h);
+}
+
+std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c) {
+  Runtime* rt = dev->runtime;
+  auto t0 = Clock::now();
+  GraphBuf full;
+  full_graph(c, full);
+  const size_t n = c.nodes.size();
+  Device* fb_dev =
+      rt->fallback && rt->fallback != dev->plugin ? rt->fallback->devices.front() : nullptr;
+  auto plan = std::make_shared<Plan>();
+  plan->num_nodes = n;
+  plan->num_inputs = c.inputs.size();
+  plan->outputs = c.outputs;
+
+  // 1. Capability: each compute node goes to the target or to the fallback.
+  std::vector<Device*> where(n, nullptr);
+  for (size_t i = 0; i < n; ++i) {
+    if (c.is_input(i)) continue;
+    const Node* node = c.nodes[i];
+    if (ask_supports(dev, &full.g, i)) {
+      where[i] = dev;
+      continue;
+    }
+    const char* op = op_name(node->op);
+    if (!fb_dev)
+      fail(LT_STATUS_UNSUPPORTED, "op '{}' ({}) is not supported by backend '{}'{}", op,
+           node_desc(node), dev->plugin->name,
+           rt->fallback ? "" : " and no fallback backend (cpu_eager) is loaded");
+    if (rt->policy == FallbackPolicy::kError)
+      fail(LT_STATUS_FALLBACK_REFUSED,
+           "fallback refused: op '{}' ({}) is not supported by backend '{}' and the fallback "
+           "policy is 'error'",
+           op, node_desc(node), dev->plugin->name);
+    if (!ask_supports(fb_dev, &full.g, i))
+      fail(LT_STATUS_UNSUPPORTED,
+           "op '{}' ({}) is supported neither by '{}' nor by the fallback '{}'", op,
+           node_desc(node), dev->plugin->name, fb_dev->plugin->name);
+    if (rt->policy == FallbackPolicy::kWarn) {
+      std::lock_guard lk(rt->warn_mu);
+      if (std::find(rt->warned_ops.begin(), rt->warned_ops.end(), op) == rt->warned_ops.end()) {
+        rt->warned_ops.push_back(op);
+        rt->log->warn("op '{}' ({}) is not supported by backend '{}'; running it on '{}'", op,
+                      node_desc(node), dev->plugin->name, fb_dev->plugin->name);
+      }
+    }
+    where[i] = fb_dev;
+    plan->fallback_ops.push_back(node->op);
+  }
+
+  // 2. Regions in topological order; a node joins the last region of its device when none of
+  //    its operands lives in a later region of another device (keeps regions acyclic).
+  std::vector<int32_t> region_of(n, -1);
+  std::vector<Device*> region_dev;
+  std::vector<std::vector<int32_t>> members;
+  for (size_t i = 0; i < n; ++i) {
+    if (c.is_input(i)) continue;
+    int32_t need = 0;
+    for (int32_t k = c.op_begin[i]; k < c.op_begin[i + 1]; ++k) {
+      int32_t o = c.operand_idx[k];
+      if (c.is_input(o)) continue;
+      int32_t ro = region_of[o];
+      need = std::max(need, region_dev[ro] == where[i] ? ro : ro + 1);
+    }
+    int32_t pick = -1;
+    for (int32_t r = static_cast<int32_t>(region_dev.size()) - 1; r >= need; --r)
+      if (region_dev[r] == where[i]) {
+        pick = r;
+        break;
+      }
+    if (pick < 0) {
+      pick = static_cast<int32_t>(region_dev.size());
+      region_dev.push_back(where[i]);
+      members.emplace_back();
+    }
+    region_of[i] = pick;
+    members[pick].push_back(static_cast<int32_t>(i));
+  }
+  std::vector<uint8_t> used_outside(n, 0);
+  for (int32_t o : c.outputs) used_outside[o] = 1;
+  for (size_t i = 0; i < n; ++i)
+    for (int32_t k = c.op_begin[i]; k < c.op_begin[i + 1]; ++k) {
+      int32_t o = c.operand_idx[k];
+      if (!c.is_input(o) && region_of[o] != region_of[i]) used_outside[o] = 1;
+    }
+
+  // 3. Compile each region; a failed compile on the target reruns the region on the fallback.
+  for (size_t r = 0; r < members.size(); ++r) {
+    Region reg;
+    reg.dev = region_dev[r];
+    GraphBuf gb;
+    region_graph(c, members[r], region_of, static_cast<int32_t>(r), reg, used_outside, gb);
+    try {
+      reg.exe = compile_region(reg.dev, &gb.g);
+    } catch (const Error& e) {
+      if (!fb_dev || reg.dev == fb_dev) throw;
+      rt->metrics.compile_failures.fetch_add(1);
+      rt->log->warn("compile on '{}' failed ({}); running the region on '{}'",
+                    reg.dev->plugin->name, e.message(), fb_dev->plugin->name);
+      reg.dev = fb_dev;
+      reg.exe = compile_region(reg.dev, &gb.g);
+      for (int32_t gi : members[r]) plan->fallback_ops.push_back(c.nodes[gi]->op);
+    }
+    plan->regions.push_back(std::move(reg));
+    Region& placed = plan->regions.back();
+    record_plugin_stats(rt, placed.dev->plugin, placed.exe);
+    if (!rt->config.dump_dir.empty()) dump_graph(rt, &gb.g, placed.dev->plugin->name, c.key, r);
+  }
+  rt->metrics.compiles.fetch_add(1);
+  rt->metrics.compile_ns.fetch_add(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+  return plan;
+}
+
+std::string miss_reason(Device* dev, const Collected& c) {
+  Device::Signature sig;
+  sig.num_nodes = c.nodes.size();
+  for (size_t i = 0; i < c.nodes.size(); ++i)
+    sig.ops.push_back(c.is_input(i) ? kOpInput : c.nodes[i]->op);
+  for (int32_t k : c.inputs) {
+    sig.input_shapes.push_back(c.nodes[k]->shape);
+    sig.input_dtypes.push_back(c.nodes[k]->dtype);
+  }
+  std::string why;
+  const auto& old = dev->last_sig;
+  if (!dev->has_last_sig) {
+    why = fmt::format("{}: first graph compiled on this device", dev->name);
+  } else if (old.ops == sig.ops) {
+    for (size_t k = 0; k < sig.input_shapes.size() && why.empty(); ++k) {
+      if (old.input_shapes[k] != sig.input_shapes[k])
+        why = fmt::format("input {} shape {} -> {}", k, dims_str(old.input_shapes[k]),
+                          dims_str(sig.input_shapes[k]));
+      else if (old.input_dtypes[k] != sig.input_dtypes[k])
+        why = fmt::format("input {} dtype {} -> {}", k, lt_dtype_name(old.input_dtypes[k]),
+                          lt_dtype_name(sig.input_dtypes[k]));
+    }
+    if (why.empty()) why = "same ops and input shapes; attributes, inner shapes or outputs changed";
+  } else {
+    size_t i = 0;
+    while (i < old.ops.size() && i < sig.ops.size() && old.ops[i] == sig.ops[i]) ++i;
+    if (i < old.ops.size() && i < sig.ops.size())
+      why = fmt::format("node {} op {} -> {} (node count {} -> {})", i, op_name(old.ops[i]),
+                        op_name(sig.ops[i]), old.num_nodes, sig.num_nodes);
+    else
+      why = fmt::format("node count {} -> {}", old.num_nodes, sig.num_nodes);
+  }
+  dev->last_sig = std::move(sig);
+  dev->has_last_sig = true;
+  return why;
+}
+
+BufferPtr transfer(Runtime* rt, const Buffer* src, Device* to) {
+  BufferPtr dst = to->allocator->allocate(src->nbytes);
+  Device* from = src->device;
+  size_t nb = src->nbytes;
+  if (nb) {
+    void* sp = nullptr;
+    void* dp = nullptr;
+    if (from->host_addressable && to->host_addressable) {
+      lt_plugin_buffer_args a{};
+      a.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
+      a.context = from->plugin->ctx, a.device = from->index, a.buffer = src->handle;
+      from->plugin->check(from->plugin->api->buffer_host_ptr(&a), "buffer_host_ptr");
+      sp = a.host_ptr;
+      lt_plugin_buffer_args b{};
+      b.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
+      b.context = to->plugin->ctx, b.device = to->index, b.buffer = dst->handle;
+      to->plugin->check(to->plugin->api->buffer_host_ptr(&b), "buffer_host_ptr");
+      dp = b.host_ptr;
+    }
+    if (sp && dp) {
+      std::memcpy(dp, sp, nb);
+    } else {
+      std::vector<unsigned char> tmp(nb);
+      download_from(from, src, tmp.data(), nb);
+      upload_to(to, dst.get(), tmp.data(), nb);
+    }
+  }
+  rt->metrics.bytes_between_backends.fetch_add(nb, std::memory_order_relaxed);
+  return dst;
+}
+
+void run_plan(Device* dev, const Plan& plan, Collected& c) {
+  Runtime* rt = dev->runtime;
+  auto t0 = Clock::now();
+  const size_t n = c.nodes.size();
+  std::vector<const Buffer*> home(n, nullptr);
+  std::vector<BufferPtr> produced(n);
+  struct Moved {
+    int32_t g;
+    Device* dev;
+    BufferPtr buf;
+  };
+  std::vector<Moved> moved;
+
+  for (int32_t k : c.inputs) {
+    Node* in = c.nodes[k];
+    if (!in->buffer && in->has_scalar) {
+      BufferPtr b = dev->allocator->allocate(lt_dtype_size(in->dtype));
+      upload_to(dev, b.get(), &in->scalar_bits, lt_dtype_size(in->dtype));
+      in->buffer = std::move(b);
+      in->materialized.store(true, std::memory_order_release);
+    }
+    if (!in->buffer)
+      fail(LT_STATUS_INTERNAL, "graph input {} ({}) has no buffer", k, node_desc(in));
+    home[k] = in->buffer.get();
+  }
+  auto buffer_on = [&](int32_t g, Device* d) -> lt_plugin_buffer* {
+    const Buffer* b = home[g];
+    if (b->device == d) return b->handle;
+    for (auto& m : moved)
+      if (m.g == g && m.dev == d) return m.buf->handle;
+    moved.push_back({g, d, transfer(rt, b, d)});
+    return moved.back().buf->handle;
+  };
+
+  std::vector<lt_plugin_buffer*> ins, outs;
+  for (const Region& r : plan.regions) {
+    ins.clear();
+    outs.clear();
+    for (int32_t g : r.in_globals) ins.push_back(buffer_on(g, r.dev));
+    for (int32_t g : r.out_globals) {
+      produced[g] = r.dev->allocator->allocate(c.nodes[g]->nbytes());
+      home[g] = produced[g].get();
+      outs.push_back(produced[g]->handle);
+    }
+    Plugin* p = r.dev->plugin;
+    lt_plugin_execute_args a{};
+    a.struct_size = LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE;
+    a.context = p->ctx;
+    a.executable = r.exe;
+    a.num_inputs = ins.size();
+    a.inputs = ins.data();
+    a.num_outputs = outs.size();
+    a.outputs = outs.data();
+    p->check(p->api->execute(&a), "execute");
+  }
+  // Roots take their buffers (on the graph's device); then the graph is cut.
+  std::vector<BufferPtr> root_bufs;
+  for (int32_t g : c.outputs) {
+    if (produced[g] && produced[g]->device == dev)
+      root_bufs.push_back(std::move(produced[g]));
+    else
+      root_bufs.push_back(transfer(rt, home[g], dev));
+  }
+  for (size_t k = 0; k < c.outputs.size(); ++k) {
+    Node* root = c.nodes[c.outputs[k]];
+    root->buffer = std::move(root_bufs[k]);
+    root->materialized.store(true, std::memory_order_release);
+  }
+  for (int32_t g : c.outputs) node_drop_operands(c.nodes[g]);
+  if (!plan.fallback_ops.empty()) {
+    rt->metrics.fallback_nodes.fetch_add(plan.fallback_ops.size(), std::memory_order_relaxed);
+    std::lock_guard lk(rt->metrics.mu);
+    for (uint16_t op : plan.fallback_ops)
+      rt->metrics.named[std::string("fallback.") + op_name(op)] += 1;
+  }
+  rt->metrics.graphs_executed.fetch_add(1, std::memory_order_relaxed);
+  rt->metrics.execute_ns.fetch_add(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count(),
+      std::memory_order_relaxed);
+}
+
+}  // namespace
+
+Plan::~Plan() {
+  for (auto& r : regions)
+    if (r.exe) r.dev->plugin->api->executable_destroy(r.dev->plugin->ctx, r.exe);
+}
+
+void collect(const std::vector<Node*>& roots, Collected& c) {
+  uint64_t epoch = g_epoch.fetch_add(1, std::memory_order_relaxed) + 1;
+  struct Frame {
+    Node* n;
+    uint32_t next;
+  };
+  std::vector<Frame> stack;
+  c.op_begin.push_back(0);
+  uint64_t h = hash_mix(0x4c54475241504855ULL);
+  for (Node* root : roots) {
+    if (root->visit_mark == epoch) {
+      c.outputs.push_back(root->visit_index);  // also reached from an earlier root
+      continue;
+    }
+    root->visit_mark = epoch;
+    stack.push_back({root, 0});
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      Node* n = f.n;
+      bool input = n->is_leaf() || n->materialized.load(std::memory_order_relaxed);
+      if (!input && f.next < n->num_operands) {
+        Node* o = n->operand(f.next++);
+        if (o->visit_mark != epoch) {
+          o->visit_mark = epoch;
+          stack.push_back({o, 0});
+        }
+        continue;
+      }
+      int32_t idx = static_cast<int32_t>(c.nodes.size());
+      n->visit_index = idx;
+      c.nodes.push_back(n);
+      c.input_flag.push_back(input ? 1 : 0);
+      if (input) {
+        c.inputs.push_back(idx);
+        h = hash_combine(h, input_hash(n));
+      } else {
+        h = hash_combine(h, n->local_hash);
+        for (uint32_t k = 0; k < n->num_operands; ++k) {
+          int32_t oi = n->operand(k)->visit_index;
+          c.operand_idx.push_back(oi);
+          h = hash_combine(h, static_cast<uint64_t>(oi));
+        }
+      }
+      c.op_begin.push_back(static_cast<int32_t>(c.operand_idx.size()));
+      stack.pop_back();
+    }
+    c.outputs.push_back(root->visit_index);
+  }
+  // Duplicate roots are dropped (outputs never alias); order stays deterministic.
+  std::vector<int32_t> uniq;
+  for (int32_t o : c.outputs)
+    if (std::find(uniq.begin(), uniq.end(), o) == uniq.end()) uniq.push_back(o);
+  c.outputs = std::move(uniq);
+  for (int32_t o : c.outputs) h = hash_combine(h, 0x0u + static_cast<uint64_t>(o) + (1ull << 40));
+  c.key = h;
+}
+
+void materialize(Device* dev, std::vector<NodeRef>& roots) {
+  Runtime* rt = dev->runtime;
+  std::lock_guard lk(dev->exec_mu);
+  std::vector<Node*> pending;
+  for (auto& r : roots)
+    if (!r->is_leaf() && !r->materialized.load(std::memory_order_acquire))
+      pending.push_back(r.get());
+  if (pending.empty()) return;
+  Collected c;
+  collect(pending, c);
+
+  Runtime::CacheKey key{dev, dev->plugin->options_hash, c.key};
+  std::shared_ptr<Plan> plan;
+  {
+    std::lock_guard ck(rt->cache_mu);
+    auto it = rt->cache.find(key);
+    if (it != rt->cache.end()) {
+      const Plan& p = *it->second->second;
+      if (p.num_nodes == c.nodes.size() && p.num_inputs == c.inputs.size() &&
+          p.outputs == c.outputs) {
+        rt->lru.splice(rt->lru.begin(), rt->lru, it->second);
+        plan = it->second->second;
+      }
+    }
+  }
+  if (plan) {
+    rt->metrics.cache_hits.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    rt->metrics.cache_misses.fetch_add(1, std::memory_order_relaxed);
+    std::string why = miss_reason(dev, c);
+    rt->log->debug("compile cache miss on {}: {}", dev->name, why);
+    {
+      std::lock_guard ml(rt->metrics.mu);
+      rt->metrics.recompile_reasons.push_back(why);
+      while (rt->metrics.recompile_reasons.size() > 16) rt->metrics.recompile_reasons.pop_front();
+    }
+    plan = compile_plan(dev, c);
+    std::vector<std::shared_ptr<Plan>> evicted;  // destroyed outside the cache lock
+    {
+      std::lock_guard ck(rt->cache_mu);
+      auto it = rt->cache.find(key);
+      if (it != rt->cache.end()) {
+        evicted.push_back(it->second->second);
+        rt->lru.erase(it->second);
+        rt->cache.erase(it);
+      }
+      rt->lru.emplace_front(key, plan);
+      rt->cache[key] = rt->lru.begin();
+      while (rt->lru.size() > rt->config.cache_capacity) {
+        evicted.push_back(rt->lru.back().second);
+        rt->cache.erase(rt->lru.back().first);
+        rt->lru.pop_back();
+      }
+    }
+  }
+  run_plan(dev, *plan, c);
+}
+
+void sync_device(Device* dev) {
+  std::vector<NodeRef> roots;
+  {
+    std::lock_guard lk(dev->reg_mu);
+    for (Tensor* t = dev->reg_head; t;) {
+      Tensor* next = t->next;
+      if (t->node->materialized.load(std::memory_order_acquire)) {
+        if (t->prev)
+          t->prev->next = t->next;
+        else
+          dev->reg_head = t->next;
+        if (t->next)
+          t->next->prev = t->prev;
+        else
+          dev->reg_tail = t->prev;
+        t->prev = t->next = nullptr;
+        t->registered = false;
+      } else {
+        roots.push_back(NodeRef::share(t->node));
+      }
+      t = next;
+    }
+  }
+  materialize(dev, roots);
+}
+
+void upload_to(Device* dev, Buffer* buf, const void* data, size_t nbytes) {
+  if (!nbytes) return;
+  lt_plugin_buffer_args a{};
+  a.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
+  a.context = dev->plugin->ctx;
+  a.device = dev->index;
+  a.nbytes = nbytes;
+  a.src = data;
+  a.buffer = buf->handle;
+  dev->plugin->check(dev->plugin->api->buffer_upload(&a), "buffer_upload");
+}
+
+void download_from(Device* dev, const Buffer* buf, void* data, size_t nbytes) {
+  if (!nbytes) return;
+  lt_plugin_buffer_args a{};
+  a.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
+  a.context = dev->plugin->ctx;
+  a.device = dev->index;
+  a.nbytes = nbytes;
+  a.dst = data;
+  a.buffer = buf->handle;
+  dev->plugin->check(dev->plugin->api->buffer_download(&a), "buffer_download");
+}
+
+bool example_supported(Runtime* rt, Device* dev, uint16_t op) {
+  (void)rt;
+  std::vector<ExampleInput> ins;
+  std::vector<StoredAttr> attrs;
+  if (!op_example(op, &ins, &attrs)) return false;
+  std::vector<NodeRef> leaves;
+  for (auto& in : ins) leaves.push_back(make_leaf(dev, in.dtype, in.shape));
+  AttrSet set;
+  set.items = attrs;
+  set.finish();
+  OpCall call{dev, op, leaves.data(), leaves.size(), set.view.data(), set.view.size()};
+  NodeRef out = apply_op(call);
+  if (out->op != op) return false;
+  Collected c;
+  collect({out.get()}, c);
+  GraphBuf gb;
+  full_graph(c, gb);
+  std::lock_guard lk(dev->exec_mu);
+  return ask_supports(dev, &gb.g, c.outputs[0]);
+}
+
+}  // namespace lt

@@ -1,0 +1,133 @@
+// ir.cpp — node lifetime (iterative release so million-node chains never recurse), hashing
+// helpers and attribute sets.
+#include "ir.h"
+
+#include <vector>
+
+#include "ops.h"
+
+namespace lt {
+
+std::string dims_str(const int64_t* d, size_t n) {
+  std::string s = "[";
+  for (size_t i = 0; i < n; ++i) {
+    if (i) s += ',';
+    s += std::to_string(d[i]);
+  }
+  return s + "]";
+}
+
+uint64_t hash_bytes(const void* p, size_t n, uint64_t seed) {
+  const unsigned char* b = static_cast<const unsigned char*>(p);
+  uint64_t h = hash_mix(seed + n);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, b + i, 8);
+    h = hash_combine(h, w);
+  }
+  if (i < n) {
+    uint64_t w = 0;
+    std::memcpy(&w, b + i, n - i);
+    h = hash_combine(h, w);
+  }
+  return h;
+}
+
+const StoredAttr* AttrSet::find(const char* name) const {
+  for (const auto& a : items)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+void AttrSet::finish() {
+  uint64_t h = hash_mix(items.size());
+  view.clear();
+  for (const auto& a : items) {
+    h = hash_combine(h, hash_bytes(a.name.data(), a.name.size()));
+    h = hash_combine(h, a.kind);
+    switch (a.kind) {
+      case LT_ATTR_INT:
+        h = hash_combine(h, static_cast<uint64_t>(a.i));
+        break;
+      case LT_ATTR_FLOAT:
+        h = hash_combine(h, hash_bytes(&a.f, sizeof a.f));
+        break;
+      case LT_ATTR_INTS:
+        h = hash_combine(h, hash_bytes(a.ints.data(), a.ints.size() * 8, a.ints.size()));
+        break;
+      case LT_ATTR_STRING:
+        h = hash_combine(h, hash_bytes(a.s.data(), a.s.size()));
+        break;
+    }
+    lt_attr v{};
+    v.name = a.name.c_str();
+    v.kind = a.kind;
+    v.i = a.i;
+    v.f = a.f;
+    v.ints = a.ints.data();
+    v.ints_len = a.ints.size();
+    v.s = a.s.c_str();
+    view.push_back(v);
+  }
+  hash = h;
+}
+
+bool Node::is_leaf() const {
+  return op == kOpInput;
+}
+
+namespace {
+// Deletes nodes whose count reached zero; operands that also reach zero join the worklist.
+void free_worklist(std::vector<Node*>& work) {
+  while (!work.empty()) {
+    Node* n = work.back();
+    work.pop_back();
+    Node** ops = n->operands();
+    for (uint32_t i = 0; i < n->num_operands; ++i)
+      if (ops[i]->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) work.push_back(ops[i]);
+    delete[] n->heap_ops;
+    delete n;
+  }
+}
+}  // namespace
+
+void node_release(Node* n) noexcept {
+  if (n->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  // Fast path for the common chain: walk while exactly one operand dies, no allocation.
+  while (n) {
+    Node* next = nullptr;
+    Node** ops = n->operands();
+    uint32_t dead = 0;
+    std::vector<Node*> more;
+    for (uint32_t i = 0; i < n->num_operands; ++i) {
+      if (ops[i]->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        if (dead++ == 0)
+          next = ops[i];
+        else
+          more.push_back(ops[i]);
+      }
+    }
+    delete[] n->heap_ops;
+    delete n;
+    if (!more.empty()) {
+      try {
+        free_worklist(more);
+      } catch (...) {
+        // vector growth failed: leaking beats crashing inside a noexcept release
+      }
+    }
+    n = next;
+  }
+}
+
+void node_drop_operands(Node* n) noexcept {
+  Node** ops = n->operands();
+  uint32_t count = n->num_operands;
+  n->num_operands = 0;
+  for (uint32_t i = 0; i < count; ++i) node_release(ops[i]);
+  delete[] n->heap_ops;
+  n->heap_ops = nullptr;
+}
+
+}  // namespace lt

@@ -1,0 +1,207 @@
+// ir.h — the lazy IR: Node (op, compact attrs, ref-counted operands, dtype, shape, structural
+// hash) and the small value types it is built from. Nodes are immutable after creation except
+// for the materialisation state, which only the owning device's executor changes under that
+// device's mutex (docs/threads.md).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lazytensor/lt.h"
+#include "lazytensor/lt_plugin.h"
+
+namespace lt {
+
+// The C handles are the implementation objects (defined in runtime.h).
+using Device = ::lt_device;
+using Runtime = ::lt_runtime;
+using Tensor = ::lt_tensor;
+
+// Shapes: up to kInline dims stored inline (no heap allocation on the trace path).
+class Dims {
+ public:
+  static constexpr size_t kInline = 6;
+  Dims() = default;
+  Dims(const int64_t* d, size_t n) { assign(d, n); }
+  Dims(std::initializer_list<int64_t> l) { assign(l.begin(), l.size()); }
+  Dims(const Dims& o) { assign(o.data(), o.size()); }
+  Dims& operator=(const Dims& o) {
+    if (this != &o) assign(o.data(), o.size());
+    return *this;
+  }
+  ~Dims() { delete[] heap_; }
+  void assign(const int64_t* d, size_t n) {
+    resize(n);
+    if (n) std::memcpy(data(), d, n * sizeof(int64_t));
+  }
+  void resize(size_t n) {
+    if (n > kInline && n > cap_) {
+      int64_t* h = new int64_t[n]();
+      std::memcpy(h, data(), size_ * sizeof(int64_t));
+      delete[] heap_;
+      heap_ = h;
+      cap_ = n;
+    }
+    for (size_t i = size_; i < n; ++i) data()[i] = 0;
+    size_ = n;
+  }
+  void push_back(int64_t v) {
+    resize(size_ + 1);
+    data()[size_ - 1] = v;
+  }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  int64_t* data() { return heap_ ? heap_ : inline_; }
+  const int64_t* data() const { return heap_ ? heap_ : inline_; }
+  int64_t& operator[](size_t i) { return data()[i]; }
+  int64_t operator[](size_t i) const { return data()[i]; }
+  const int64_t* begin() const { return data(); }
+  const int64_t* end() const { return data() + size_; }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (size_t i = 0; i < size_; ++i) n *= data()[i];
+    return n;
+  }
+  bool operator==(const Dims& o) const {
+    return size_ == o.size_ && std::memcmp(data(), o.data(), size_ * sizeof(int64_t)) == 0;
+  }
+  bool operator!=(const Dims& o) const { return !(*this == o); }
+
+ private:
+  size_t size_ = 0;
+  size_t cap_ = 0;
+  int64_t* heap_ = nullptr;
+  int64_t inline_[kInline] = {};
+};
+
+std::string dims_str(const int64_t* d, size_t n);  // "[2,3]"
+inline std::string dims_str(const Dims& d) {
+  return dims_str(d.data(), d.size());
+}
+
+// 64-bit hash mixing (splitmix64 finaliser); used for node and graph keys.
+inline uint64_t hash_mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ULL;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+inline uint64_t hash_combine(uint64_t h, uint64_t v) {
+  return hash_mix(h ^ (v + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2)));
+}
+uint64_t hash_bytes(const void* p, size_t n, uint64_t seed = 0);
+
+// One canonical attribute as stored on a node (owned copy of the user's lt_attr).
+struct StoredAttr {
+  std::string name;
+  lt_attr_kind kind = LT_ATTR_INT;
+  int64_t i = 0;
+  double f = 0;
+  std::vector<int64_t> ints;
+  std::string s;
+};
+
+// Immutable attribute set of a node; `hash` covers every name, kind and value.
+struct AttrSet {
+  std::vector<StoredAttr> items;
+  uint64_t hash = 0;
+  std::vector<lt_attr> view;  // lt_attr form pointing into items (for lt_graph)
+
+  const StoredAttr* find(const char* name) const;
+  void finish();  // computes hash and view; call once after filling items
+};
+
+// A device buffer owned by exactly one holder (a Node or an executor temporary); returned
+// to its device's caching allocator when released.
+struct Buffer {
+  Device* device = nullptr;
+  lt_plugin_buffer* handle = nullptr;
+  size_t nbytes = 0;    // bytes the value occupies
+  size_t capacity = 0;  // size class actually allocated
+};
+struct BufferDeleter {
+  void operator()(Buffer* b) const noexcept;
+};
+using BufferPtr = std::unique_ptr<Buffer, BufferDeleter>;
+
+// The graph node. Owned by intrusive reference counts (tensors and user nodes hold refs).
+struct Node {
+  std::atomic<uint32_t> refs{1};
+  uint16_t op = 0;  // op registry id (ops.h); kOpInput for leaves
+  lt_dtype dtype = LT_DTYPE_INVALID;
+  Dims shape;
+  uint64_t hash = 0;               // structural: op, attrs, dtype, shape, operand hashes
+  uint64_t local_hash = 0;         // op, attrs, dtype, shape only (graph keys add structure)
+  std::unique_ptr<AttrSet> attrs;  // null when the op has no attributes
+  Device* device = nullptr;
+
+  // Operands (owned refs). Inline for <= 3; dropped once materialised.
+  uint32_t num_operands = 0;
+  Node* inline_ops[3] = {nullptr, nullptr, nullptr};
+  Node** heap_ops = nullptr;
+  Node** operands() { return heap_ops ? heap_ops : inline_ops; }
+  Node* operand(size_t i) const { return heap_ops ? heap_ops[i] : inline_ops[i]; }
+
+  // Scalar data leaf (lt_scalar, random seeds): raw bytes in `dtype`, never hashed.
+  bool has_scalar = false;
+  uint64_t scalar_bits = 0;
+
+  // Materialisation state: written only under the device mutex; `materialized` is
+  // published last (release) so any thread can test it.
+  BufferPtr buffer;
+  std::atomic<bool> materialized{false};
+  uint64_t visit_mark = 0;  // graph collection epoch (device mutex)
+  int32_t visit_index = -1;
+
+  bool is_leaf() const;  // op is input (host data, scalar, placeholder)
+  size_t nbytes() const { return static_cast<size_t>(shape.numel()) * lt_dtype_size(dtype); }
+};
+
+// Releases one reference; frees the node and, iteratively, every operand chain that loses its
+// last reference (a 1,000,000-node chain must not recurse).
+void node_release(Node* n) noexcept;
+inline Node* node_retain(Node* n) noexcept {
+  n->refs.fetch_add(1, std::memory_order_relaxed);
+  return n;
+}
+// Drops a materialised node's operands (iteratively).
+void node_drop_operands(Node* n) noexcept;
+
+// Owning intrusive pointer.
+class NodeRef {
+ public:
+  NodeRef() = default;
+  static NodeRef adopt(Node* n) {
+    NodeRef r;
+    r.p_ = n;
+    return r;
+  }
+  static NodeRef share(Node* n) { return adopt(n ? node_retain(n) : nullptr); }
+  NodeRef(const NodeRef& o) : p_(o.p_ ? node_retain(o.p_) : nullptr) {}
+  NodeRef(NodeRef&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+  NodeRef& operator=(NodeRef o) noexcept {
+    std::swap(p_, o.p_);
+    return *this;
+  }
+  ~NodeRef() {
+    if (p_) node_release(p_);
+  }
+  Node* get() const { return p_; }
+  Node* operator->() const { return p_; }
+  Node* release() {
+    Node* p = p_;
+    p_ = nullptr;
+    return p;
+  }
+  explicit operator bool() const { return p_ != nullptr; }
+
+ private:
+  Node* p_ = nullptr;
+};
+
+}  // namespace lt

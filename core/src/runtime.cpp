@@ -1,0 +1,329 @@
+// runtime.cpp — runtime creation and teardown, device selection, the caching allocator,
+// tensor handles and the device registry of pending tensors, and the plugin report.
+#include "runtime.h"
+
+#include <algorithm>
+#include <mutex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+
+#include "error.h"
+#include "executor.h"
+#include "ops.h"
+
+namespace lt {
+
+namespace {
+std::once_flag g_openblas_once;
+std::string g_openblas_note;
+
+std::shared_ptr<spdlog::logger> core_logger(spdlog::level::level_enum lv) {
+  auto lg = spdlog::get("lt.core");
+  if (!lg) {
+    try {
+      lg = spdlog::stderr_color_mt("lt.core");
+    } catch (const spdlog::spdlog_ex&) {
+      lg = spdlog::get("lt.core");
+    }
+  }
+  lg->set_level(lv);
+  return lg;
+}
+
+// Size classes: 4 per power of two above 256 bytes, so reuse wastes at most ~19%.
+size_t size_class(size_t n) {
+  if (n <= 256) return 256;
+  size_t p = 1;
+  while (p < n) p <<= 1;
+  size_t q = p / 8;  // candidates p/2 + k*q for k=1..4
+  for (size_t c = p / 2 + q; c < p; c += q)
+    if (c >= n) return c;
+  return p;
+}
+}  // namespace
+
+// ---- allocator ----------------------------------------------------------------------------
+
+BufferPtr Allocator::allocate(size_t nbytes) {
+  size_t cls = size_class(nbytes);
+  Metrics& m = dev_->runtime->metrics;
+  lt_plugin_buffer* h = nullptr;
+  {
+    std::lock_guard lk(mu_);
+    auto it = free_.find(cls);
+    if (it != free_.end() && !it->second.empty()) {
+      h = it->second.back();
+      it->second.pop_back();
+      bytes_cached_ -= cls;
+    }
+  }
+  if (h) {
+    m.alloc_hits.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    m.alloc_misses.fetch_add(1, std::memory_order_relaxed);
+    Plugin* p = dev_->plugin;
+    lt_plugin_buffer_args a{};
+    a.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
+    a.context = p->ctx;
+    a.device = dev_->index;
+    a.nbytes = cls;
+    lt_plugin_error* err = p->api->buffer_alloc(&a);
+    if (err) {
+      // Out of device memory is often just the cache holding everything: trim and retry once.
+      p->api->error_destroy(err);
+      trim();
+      a.buffer = nullptr;
+      p->check(p->api->buffer_alloc(&a), "buffer_alloc");
+    }
+    if (!a.buffer) fail(LT_STATUS_PLUGIN_ERROR, "{}: buffer_alloc returned no buffer", p->name);
+    h = a.buffer;
+  }
+  bytes_in_use_ += cls;
+  auto* b = new Buffer;
+  b->device = dev_;
+  b->handle = h;
+  b->nbytes = nbytes;
+  b->capacity = cls;
+  return BufferPtr(b);
+}
+
+void Allocator::release(Buffer* b) noexcept {
+  bytes_in_use_ -= b->capacity;
+  try {
+    std::lock_guard lk(mu_);
+    free_[b->capacity].push_back(b->handle);
+    bytes_cached_ += b->capacity;
+  } catch (...) {
+    dev_->plugin->api->buffer_free(dev_->plugin->ctx, b->handle);
+  }
+  delete b;
+}
+
+void Allocator::trim() noexcept {
+  std::lock_guard lk(mu_);
+  for (auto& [cls, v] : free_)
+    for (auto* h : v) dev_->plugin->api->buffer_free(dev_->plugin->ctx, h);
+  free_.clear();
+  bytes_cached_ = 0;
+}
+
+void BufferDeleter::operator()(Buffer* b) const noexcept {
+  b->device->allocator->release(b);
+}
+
+void Metrics::reset() {
+  for (auto* c : {&ops_traced, &graphs_executed, &cache_hits, &cache_misses, &compiles, &compile_ns,
+                  &execute_ns, &bytes_to_device, &bytes_from_device, &bytes_between_backends,
+                  &fallback_nodes, &compile_failures, &alloc_hits, &alloc_misses})
+    c->store(0);
+  std::lock_guard lk(mu);
+  named.clear();
+  recompile_reasons.clear();
+}
+
+// ---- runtime ------------------------------------------------------------------------------
+
+void runtime_retain(Runtime* rt) noexcept {
+  rt->refs.fetch_add(1, std::memory_order_relaxed);
+}
+void runtime_release(Runtime* rt) noexcept {
+  if (rt->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete rt;
+}
+
+Runtime* runtime_create(const lt_runtime_options* options) {
+  if (options && options->struct_size < sizeof(size_t))
+    fail(LT_STATUS_INVALID_ARGUMENT, "lt_runtime_create: options->struct_size {} is too small",
+         options->struct_size);
+  Config cfg = load_config(options);
+  std::call_once(g_openblas_once, [] { g_openblas_note = choose_openblas_coretype(); });
+  std::unique_ptr<Runtime, void (*)(Runtime*)> rt(new Runtime,
+                                                  [](Runtime* r) { runtime_release(r); });
+  rt->config = std::move(cfg);
+  rt->openblas_note = g_openblas_note;
+  rt->policy = rt->config.fallback == "silent"  ? FallbackPolicy::kSilent
+               : rt->config.fallback == "error" ? FallbackPolicy::kError
+                                                : FallbackPolicy::kWarn;
+  rt->log = core_logger(spdlog::level::from_str(rt->config.log_level));
+  for (auto& w : rt->config.warnings) rt->log->warn("{}", w);
+  load_plugins(rt.get());
+  if (rt->devices.empty()) {
+    std::string why;
+    for (auto& f : rt->failed) why += fmt::format("; {}: {}", f.path, f.reason);
+    std::string paths;
+    for (auto& s : rt->search_paths) paths += (paths.empty() ? "" : ":") + s;
+    fail(LT_STATUS_NOT_FOUND, "lt_runtime_create: no usable device (plugin path {}){}", paths, why);
+  }
+  if (!rt->config.device.empty()) {
+    std::string name = rt->config.device;
+    lt_device* found = nullptr;
+    for (auto& d : rt->devices)
+      if (d->name == name || (d->plugin->name == name && d->index == 0)) found = d.get();
+    if (!found) {
+      std::string have;
+      for (auto& d : rt->devices) have += (have.empty() ? "" : ", ") + d->name;
+      fail(LT_STATUS_NOT_FOUND, "lt_runtime_create: device '{}' not found (available: {})", name,
+           have);
+    }
+    rt->default_device = found;
+  } else {
+    for (const char* pref : {"cpu_jit", "gpu_opencl", "tpu_sim", "cpu_eager"}) {
+      for (auto& d : rt->devices)
+        if (!rt->default_device && d->plugin->name == pref) rt->default_device = d.get();
+    }
+    if (!rt->default_device) rt->default_device = rt->devices.front().get();
+  }
+  return rt.release();
+}
+
+}  // namespace lt
+
+lt_runtime::~lt_runtime() {
+  // Order matters: executables and buffers go back to their plugins before the contexts.
+  for (auto& [k, plan] : lru) plan.reset();
+  lru.clear();
+  cache.clear();
+  for (auto& d : devices) d->allocator->trim();
+  for (auto& p : plugins)
+    if (p->ctx) p->api->destroy(p->ctx);
+}
+
+namespace lt {
+
+// ---- tensors ------------------------------------------------------------------------------
+
+Tensor* tensor_new(Device* dev, NodeRef node) {
+  auto* t = new Tensor;
+  t->node = node.release();
+  t->device = dev;
+  runtime_retain(dev->runtime);
+  if (!t->node->materialized.load(std::memory_order_acquire) && !t->node->has_scalar) {
+    std::lock_guard lk(dev->reg_mu);
+    t->prev = dev->reg_tail;
+    if (dev->reg_tail)
+      dev->reg_tail->next = t;
+    else
+      dev->reg_head = t;
+    dev->reg_tail = t;
+    t->registered = true;
+  }
+  return t;
+}
+
+void tensor_unlink(Device* dev, Tensor* t) noexcept {
+  if (!t->registered) return;
+  if (t->prev)
+    t->prev->next = t->next;
+  else
+    dev->reg_head = t->next;
+  if (t->next)
+    t->next->prev = t->prev;
+  else
+    dev->reg_tail = t->prev;
+  t->prev = t->next = nullptr;
+  t->registered = false;
+}
+
+void tensor_release(Tensor* t) noexcept {
+  if (t->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  Device* dev = t->device;
+  Runtime* rt = dev->runtime;
+  if (t->registered) {
+    std::lock_guard lk(dev->reg_mu);
+    tensor_unlink(dev, t);
+  }
+  node_release(t->node);
+  delete t;
+  runtime_release(rt);
+}
+
+// ---- plugin report ------------------------------------------------------------------------
+
+namespace {
+std::vector<std::string> supported_ops(Runtime* rt, Device* dev) {
+  std::vector<std::string> out;
+  for (size_t op = 1; op < op_count(); ++op) {
+    try {
+      if (example_supported(rt, dev, static_cast<uint16_t>(op))) out.push_back(op_name(op));
+    } catch (const std::exception& e) {
+      rt->log->debug("supports({}) on {} failed: {}", op_name(op), dev->name, e.what());
+    }
+  }
+  return out;
+}
+
+void collect_ctx_stats(Plugin* p, nlohmann::json& out) {
+  if (!LT_PLUGIN_HAS(p, stats)) return;
+  lt_plugin_stats_args a{};
+  a.struct_size = LT_PLUGIN_STATS_ARGS_STRUCT_SIZE;
+  a.context = p->ctx;
+  a.executable = nullptr;
+  a.user = &out;
+  a.emit = [](void* user, const char* name, double v) {
+    if (name) (*static_cast<nlohmann::json*>(user))[name] = v;
+  };
+  lt_plugin_error* e = p->api->stats(&a);
+  if (e) p->api->error_destroy(e);
+}
+}  // namespace
+
+std::string plugin_report(Runtime* rt, bool json) {
+  nlohmann::json j;
+  j["search_paths"] = rt->search_paths;
+  j["openblas"] = rt->openblas_note;
+  j["default_device"] = rt->default_device->name;
+  j["fallback_policy"] = rt->config.fallback;
+  j["plugins"] = nlohmann::json::array();
+  for (auto& p : rt->plugins) {
+    nlohmann::json pj;
+    pj["name"] = p->name;
+    pj["version"] = p->version;
+    pj["abi"] = fmt::format("{}.{}", p->abi_major, p->abi_minor);
+    pj["path"] = p->path;
+    pj["devices"] = nlohmann::json::array();
+    for (auto* d : p->devices) {
+      pj["devices"].push_back({{"name", d->name},
+                               {"device", d->info_name},
+                               {"kind", d->kind},
+                               {"description", d->description},
+                               {"memory_bytes", d->memory_bytes},
+                               {"host_addressable", d->host_addressable}});
+    }
+    pj["ops"] = supported_ops(rt, p->devices.front());
+    nlohmann::json st = nlohmann::json::object();
+    collect_ctx_stats(p.get(), st);
+    if (!st.empty()) pj["stats"] = st;
+    j["plugins"].push_back(pj);
+  }
+  j["failed"] = nlohmann::json::array();
+  for (auto& f : rt->failed) j["failed"].push_back({{"path", f.path}, {"reason", f.reason}});
+  if (json) return j.dump(2);
+
+  std::ostringstream os;
+  os << "LazyTensor " << lt_version_string() << "\n";
+  os << "plugin search path:\n";
+  for (auto& s : rt->search_paths) os << "  " << s << "\n";
+  os << "openblas: " << rt->openblas_note << "\n";
+  os << "default device: " << rt->default_device->name << "  fallback: " << rt->config.fallback
+     << "\n";
+  os << "plugins loaded (" << rt->plugins.size() << "):\n";
+  for (auto& pj : j["plugins"]) {
+    os << "  " << pj["name"].get<std::string>() << " " << pj["version"].get<std::string>()
+       << " (ABI " << pj["abi"].get<std::string>() << ") " << pj["path"].get<std::string>() << "\n";
+    for (auto& d : pj["devices"])
+      os << "    device " << d["name"].get<std::string>() << ": " << d["kind"].get<std::string>()
+         << ", " << d["device"].get<std::string>() << " - " << d["description"].get<std::string>()
+         << "\n";
+    os << "    ops (" << pj["ops"].size() << "):";
+    for (auto& o : pj["ops"]) os << " " << o.get<std::string>();
+    os << "\n";
+    if (pj.contains("stats"))
+      for (auto& [k, v] : pj["stats"].items()) os << "    stat " << k << " = " << v.dump() << "\n";
+  }
+  os << "plugins failed (" << rt->failed.size() << "):\n";
+  for (auto& f : rt->failed) os << "  " << f.path << ": " << f.reason << "\n";
+  return os.str();
+}
+
+}  // namespace lt

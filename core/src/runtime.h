@@ -1,0 +1,205 @@
+// runtime.h — the objects behind the C handles: runtime, plugins, devices, tensors, plus the
+// per-runtime services they share (config, metrics, compile cache, caching allocator).
+// Ownership: lt_runtime is reference counted (the application's handle + one per live tensor);
+// it owns plugins, devices and the compile cache. Tensors own a reference to their node.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "ir.h"
+#include "lazytensor/lt.h"
+#include "lazytensor/lt_plugin.h"
+
+namespace lt {
+
+struct Plan;
+
+enum class FallbackPolicy { kSilent, kWarn, kError };
+
+// Effective configuration after file < environment < lt_runtime_options merging.
+struct Config {
+  std::string device;
+  std::string fallback = "warn";
+  std::string log_level = "warn";
+  std::vector<std::string>
+      plugin_path;  // explicit/env/config directories (install dir added later)
+  size_t cache_capacity = 256;
+  std::string dump_dir;
+  std::string config_file;  // the file read, if any
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> plugin_options;
+  std::vector<std::string> warnings;  // unknown keys etc., logged once the logger is set up
+};
+// Reads file + environment + options; throws lt::Error (IO_ERROR names file and parser message).
+Config load_config(const lt_runtime_options* options);
+
+// Counters; atomics so tracing threads never take a lock.
+struct Metrics {
+  std::atomic<uint64_t> ops_traced{0}, graphs_executed{0}, cache_hits{0}, cache_misses{0},
+      compiles{0}, compile_ns{0}, execute_ns{0}, bytes_to_device{0}, bytes_from_device{0},
+      bytes_between_backends{0}, fallback_nodes{0}, compile_failures{0}, alloc_hits{0},
+      alloc_misses{0};
+  std::mutex mu;                              // guards the named maps and reasons
+  std::map<std::string, double> named;        // "fallback.<op>", "plugin.<backend>.<stat>"
+  std::deque<std::string> recompile_reasons;  // last 16
+  void add_named(const std::string& k, double v) {
+    std::lock_guard lk(mu);
+    named[k] += v;
+  }
+  void set_named(const std::string& k, double v) {
+    std::lock_guard lk(mu);
+    named[k] = v;
+  }
+  void reset();
+};
+
+struct Plugin;
+
+// Per-device caching allocator: reuses plugin buffers by size class.
+class Allocator {
+ public:
+  explicit Allocator(Device* dev) : dev_(dev) {}
+  BufferPtr allocate(size_t nbytes);
+  void release(Buffer* b) noexcept;
+  void trim() noexcept;  // frees every cached buffer
+  size_t bytes_cached() const { return bytes_cached_.load(std::memory_order_relaxed); }
+  size_t bytes_in_use() const { return bytes_in_use_.load(std::memory_order_relaxed); }
+
+ private:
+  Device* dev_;
+  std::mutex mu_;
+  std::unordered_map<size_t, std::vector<lt_plugin_buffer*>> free_;
+  std::atomic<size_t> bytes_cached_{0}, bytes_in_use_{0};
+};
+
+struct Plugin {
+  std::string name, version, path;
+  const lt_plugin_api* api = nullptr;
+  lt_plugin_context* ctx = nullptr;
+  uint32_t abi_major = 0, abi_minor = 0;
+  std::shared_ptr<spdlog::logger> logger;
+  std::vector<Device*> devices;
+  std::vector<std::pair<std::string, std::string>> options;
+  uint64_t options_hash = 0;
+
+  // True if the table's struct_size covers the field at `offset` and the pointer is set.
+  bool has(size_t offset_end) const { return api->struct_size >= offset_end; }
+  // Throws lt::Error(PLUGIN_ERROR or the plugin's code) for a non-NULL plugin error, destroying it.
+  void check(lt_plugin_error* err, const char* what) const;
+};
+#define LT_PLUGIN_HAS(plugin, field) \
+  ((plugin)->has(offsetof(lt_plugin_api, field) + sizeof(void*)) && (plugin)->api->field)
+
+}  // namespace lt
+
+struct lt_device {
+  lt::Runtime* runtime = nullptr;
+  lt::Plugin* plugin = nullptr;
+  size_t index = 0;
+  std::string name;  // "cpu_eager:0"
+  std::string info_name, kind, description;
+  uint64_t memory_bytes = 0;
+  bool host_addressable = false;
+  std::unique_ptr<lt::Allocator> allocator;
+
+  std::mutex exec_mu;  // graph collection, materialisation and execution on this device
+
+  // Registry of live tensors that may hold pending nodes (intrusive list, insertion order).
+  std::mutex reg_mu;
+  lt_tensor* reg_head = nullptr;
+  lt_tensor* reg_tail = nullptr;
+
+  // Last compiled graph's signature, to explain the next miss (exec_mu).
+  struct Signature {
+    std::vector<uint16_t> ops;
+    std::vector<lt::Dims> input_shapes;
+    std::vector<lt_dtype> input_dtypes;
+    size_t num_nodes = 0;
+  } last_sig;
+  bool has_last_sig = false;
+};
+
+struct lt_tensor {
+  std::atomic<uint32_t> refs{1};
+  lt::Node* node = nullptr;  // owned reference
+  lt_device* device = nullptr;
+  lt_tensor* prev = nullptr;  // device registry links (reg_mu)
+  lt_tensor* next = nullptr;
+  bool registered = false;
+};
+
+struct lt_runtime {
+  std::atomic<int64_t> refs{1};
+  lt::Config config;
+  lt::FallbackPolicy policy = lt::FallbackPolicy::kWarn;
+  std::shared_ptr<spdlog::logger> log;
+  std::vector<std::unique_ptr<lt::Plugin>> plugins;
+  struct Failed {
+    std::string path, reason;
+  };
+  std::vector<Failed> failed;
+  std::vector<std::string> search_paths;
+  std::vector<std::unique_ptr<lt_device>> devices;
+  lt_device* default_device = nullptr;
+  lt::Plugin* fallback = nullptr;  // "cpu_eager", if loaded
+  std::string openblas_note;
+  lt::Metrics metrics;
+
+  // Compile cache (LRU). Plans are shared so an eviction never frees one in use.
+  std::mutex cache_mu;
+  struct CacheKey {
+    const lt_device* device;
+    uint64_t options_hash;
+    uint64_t graph_key;
+    bool operator==(const CacheKey& o) const {
+      return device == o.device && options_hash == o.options_hash && graph_key == o.graph_key;
+    }
+  };
+  struct CacheKeyHash {
+    size_t operator()(const CacheKey& k) const {
+      return lt::hash_combine(
+          lt::hash_combine(reinterpret_cast<uintptr_t>(k.device), k.options_hash), k.graph_key);
+    }
+  };
+  std::list<std::pair<CacheKey, std::shared_ptr<lt::Plan>>> lru;
+  std::unordered_map<CacheKey, decltype(lru)::iterator, CacheKeyHash> cache;
+
+  std::mutex warn_mu;
+  std::vector<std::string> warned_ops;  // fallback policy "warn": once per op
+
+  ~lt_runtime();
+};
+
+namespace lt {
+
+void runtime_retain(Runtime* rt) noexcept;
+void runtime_release(Runtime* rt) noexcept;
+Runtime* runtime_create(const lt_runtime_options* options);  // throws lt::Error
+std::string plugin_report(Runtime* rt, bool json);
+void load_plugins(Runtime* rt);  // plugin_loader.cpp
+std::string choose_openblas_coretype();
+
+// Tensor helpers (tensor.cpp)
+Tensor* tensor_new(Device* dev, NodeRef node);  // registers pending tensors
+void tensor_release(Tensor* t) noexcept;
+
+// Executor (executor.cpp): materialise `roots` (all on `dev`) as one graph.
+void materialize(Device* dev, std::vector<NodeRef>& roots);
+void sync_device(Device* dev);
+void upload_to(Device* dev, Buffer* buf, const void* data, size_t nbytes);
+void download_from(Device* dev, const Buffer* buf, void* data, size_t nbytes);
+void destroy_plan(Plan* p) noexcept;
+std::string metrics_report(Runtime* rt, bool json);
+bool metric_get(Runtime* rt, const std::string& name, double* out);
+
+}  // namespace lt
