@@ -32,17 +32,18 @@ class GpuOpenclRuntime : public ::testing::Test {
     for (lt_tensor* t : owned_) lt_tensor_free(t);
     if (rt_) lt_runtime_destroy(rt_);
   }
-  lt_tensor* Own(lt_error* e, lt_tensor* t) {
+  // Takes the out-parameter's address: it is read only after the call has filled it.
+  lt_tensor* Own(lt_error* e, lt_tensor** t) {
     EXPECT_EQ(e, nullptr) << (e ? lt_error_message(e) : "");
     if (e) lt_error_destroy(e);
-    owned_.push_back(t);
-    return t;
+    owned_.push_back(*t);
+    return *t;
   }
   lt_tensor* FromHost(const std::vector<float>& v, std::vector<int64_t> shape) {
     lt_tensor* t = nullptr;
     return Own(lt_tensor_from_host(dev_, LT_DTYPE_F32, shape.data(), shape.size(), v.data(),
                                    v.size() * 4, &t),
-               t);
+               &t);
   }
   std::vector<float> ToHost(lt_tensor* t) {
     std::vector<float> v(static_cast<size_t>(lt_tensor_numel(t)));
@@ -64,8 +65,8 @@ TEST_F(GpuOpenclRuntime, SoftmaxOfAffineMatchesLoops) {
   lt_tensor* X = FromHost(x, {R, C});
   lt_tensor* W = FromHost(w, {C});
   lt_tensor *m = nullptr, *s = nullptr;
-  Own(lt_mul(X, W, &m), m);
-  Own(lt_softmax(m, 1, &s), s);
+  Own(lt_mul(X, W, &m), &m);
+  Own(lt_softmax(m, 1, &s), &s);
   auto got = ToHost(s);
   for (int64_t i = 0; i < R; ++i) {
     float mx = -INFINITY, sum = 0;
@@ -84,7 +85,7 @@ TEST_F(GpuOpenclRuntime, MatmulThroughTheCore) {
   lt_tensor* A = FromHost(a, {M, K});
   lt_tensor* B = FromHost(b, {K, N});
   lt_tensor* C = nullptr;
-  Own(lt_matmul(A, B, &C), C);
+  Own(lt_matmul(A, B, &C), &C);
   auto got = ToHost(C);
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
