@@ -1,0 +1,252 @@
+// cpu_jit_bench.cpp — cpu_eager vs cpu_jit through the core C API, plus a STREAM-like
+// triad for the machine's bandwidth and a direct cblas_sgemm for the matmul baseline.
+// Run: cpu_jit_bench --benchmark_format=json (see docs/backends/cpu_jit.md).
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+#include <tbb/parallel_for.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "lazytensor/lt.h"
+
+namespace {
+
+lt_runtime* g_rt = nullptr;
+
+void check(lt_error* e) {
+  if (e) {
+    std::fprintf(stderr, "lt error: %s\n", lt_error_message(e));
+    std::abort();
+  }
+}
+
+lt_device* dev(const char* name) {
+  lt_device* d = nullptr;
+  check(lt_runtime_find_device(g_rt, name, &d));
+  return d;
+}
+
+lt_tensor* host(lt_device* d, std::vector<int64_t> shape, float lo = -1, float hi = 1) {
+  size_t n = 1;
+  for (int64_t s : shape) n *= s;
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = lo + (hi - lo) * static_cast<float>((i * 7919) % 1000) / 1000;
+  lt_tensor* t = nullptr;
+  check(lt_tensor_from_host(d, LT_DTYPE_F32, shape.data(), shape.size(), v.data(), n * 4, &t));
+  return t;
+}
+
+lt_tensor* scalar(lt_device* d, double v) {
+  lt_tensor* t = nullptr;
+  check(lt_scalar(d, LT_DTYPE_F32, v, &t));
+  return t;
+}
+
+const char* kDev[] = {"cpu_eager", "cpu_jit"};
+
+// STREAM triad a = b + s·c, TBB over both cores: the bandwidth reference.
+void BM_Triad(benchmark::State& st) {
+  const size_t n = 4 << 20;
+  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+  for (auto _ : st) {
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, n, 1 << 16), [&](auto r) {
+      for (size_t i = r.begin(); i < r.end(); ++i) a[i] = b[i] + 3.0f * c[i];
+    });
+    benchmark::DoNotOptimize(a.data());
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * n * 12);
+}
+BENCHMARK(BM_Triad)->UseRealTime();
+
+// sigmoid(x) * tanh(0.5*x + 1) + x on 4M floats (reads 4 B, writes 4 B per element).
+void BM_Chain(benchmark::State& st) {
+  lt_device* d = dev(kDev[st.range(0)]);
+  lt_tensor* x = host(d, {4 << 20}, -4, 4);
+  lt_tensor *h = scalar(d, 0.5), *one = scalar(d, 1.0);
+  for (auto _ : st) {
+    lt_tensor *s, *m, *a, *t, *p, *r;
+    check(lt_sigmoid(x, &s));
+    check(lt_mul(h, x, &m));
+    check(lt_add(m, one, &a));
+    check(lt_tanh(a, &t));
+    check(lt_mul(s, t, &p));
+    check(lt_add(p, x, &r));
+    check(lt_tensor_materialize(r));
+    for (lt_tensor* z : {s, m, a, t, p, r}) lt_tensor_free(z);
+  }
+  st.SetBytesProcessed(int64_t(st.iterations()) * (4 << 20) * 8);
+  st.SetLabel(kDev[st.range(0)]);
+  for (lt_tensor* z : {x, h, one}) lt_tensor_free(z);
+}
+BENCHMARK(BM_Chain)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_Softmax(benchmark::State& st) {
+  lt_device* d = dev(kDev[st.range(0)]);
+  lt_tensor* x = host(d, {4096, 1024}, -5, 5);
+  for (auto _ : st) {
+    lt_tensor* y;
+    check(lt_softmax(x, 1, &y));
+    check(lt_tensor_materialize(y));
+    lt_tensor_free(y);
+  }
+  st.SetLabel(kDev[st.range(0)]);
+  lt_tensor_free(x);
+}
+BENCHMARK(BM_Softmax)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_LayerNormGelu(benchmark::State& st) {
+  lt_device* d = dev(kDev[st.range(0)]);
+  lt_tensor* x = host(d, {1024, 768}, -2, 3);
+  lt_tensor* gamma = host(d, {768}, 0.5, 1.5);
+  lt_tensor* beta = host(d, {768}, -0.1, 0.1);
+  lt_tensor* eps = scalar(d, 1e-5);
+  int64_t ax = 1;
+  for (auto _ : st) {
+    lt_tensor *mu, *dd, *d2, *var, *ve, *rs, *y, *yg, *yb, *ge;
+    check(lt_mean(x, &ax, 1, 1, &mu));
+    check(lt_sub(x, mu, &dd));
+    check(lt_mul(dd, dd, &d2));
+    check(lt_mean(d2, &ax, 1, 1, &var));
+    check(lt_add(var, eps, &ve));
+    check(lt_rsqrt(ve, &rs));
+    check(lt_mul(dd, rs, &y));
+    check(lt_mul(y, gamma, &yg));
+    check(lt_add(yg, beta, &yb));
+    check(lt_gelu(yb, &ge));
+    check(lt_tensor_materialize(ge));
+    for (lt_tensor* z : {mu, dd, d2, var, ve, rs, y, yg, yb, ge}) lt_tensor_free(z);
+  }
+  st.SetLabel(kDev[st.range(0)]);
+  for (lt_tensor* z : {x, gamma, beta, eps}) lt_tensor_free(z);
+}
+BENCHMARK(BM_LayerNormGelu)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// LSTM cell, batch 32, input 128, hidden 200, 50 steps traced in a loop, one sequence per
+// iteration (gates = x·W + h·U + b, then sliced into i, f, g, o).
+void BM_Lstm(benchmark::State& st) {
+  lt_device* d = dev(kDev[st.range(0)]);
+  const int64_t B = 32, I = 128, H = 200, T = 50;
+  lt_tensor* W = host(d, {I, 4 * H}, -0.1, 0.1);
+  lt_tensor* U = host(d, {H, 4 * H}, -0.1, 0.1);
+  lt_tensor* bias = host(d, {4 * H}, -0.1, 0.1);
+  lt_tensor* x = host(d, {B, I});
+  for (auto _ : st) {
+    lt_tensor* h = host(d, {B, H}, 0, 0);
+    lt_tensor* c = host(d, {B, H}, 0, 0);
+    for (int64_t t = 0; t < T; ++t) {
+      lt_tensor *xw, *hu, *s1, *gates;
+      check(lt_matmul(x, W, &xw));
+      check(lt_matmul(h, U, &hu));
+      check(lt_add(xw, hu, &s1));
+      check(lt_add(s1, bias, &gates));
+      lt_tensor* g[4];
+      for (int k = 0; k < 4; ++k) {
+        int64_t starts[2] = {0, k * H}, stops[2] = {B, (k + 1) * H}, steps[2] = {1, 1};
+        check(lt_slice(gates, starts, stops, steps, 2, &g[k]));
+      }
+      lt_tensor *ig, *fg, *gg, *og, *fc, *ic, *c2, *tc, *h2;
+      check(lt_sigmoid(g[0], &ig));
+      check(lt_sigmoid(g[1], &fg));
+      check(lt_tanh(g[2], &gg));
+      check(lt_sigmoid(g[3], &og));
+      check(lt_mul(fg, c, &fc));
+      check(lt_mul(ig, gg, &ic));
+      check(lt_add(fc, ic, &c2));
+      check(lt_tanh(c2, &tc));
+      check(lt_mul(og, tc, &h2));
+      for (lt_tensor* z : {xw, hu, s1, gates, g[0], g[1], g[2], g[3], ig, fg, gg, og, fc, ic, tc})
+        lt_tensor_free(z);
+      lt_tensor_free(h);
+      lt_tensor_free(c);
+      h = h2;
+      c = c2;
+      check(lt_sync(d));
+    }
+    check(lt_tensor_materialize(h));
+    lt_tensor_free(h);
+    lt_tensor_free(c);
+  }
+  st.SetLabel(kDev[st.range(0)]);
+  for (lt_tensor* z : {W, U, bias, x}) lt_tensor_free(z);
+}
+BENCHMARK(BM_Lstm)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_Matmul(benchmark::State& st) {
+  lt_device* d = dev("cpu_jit");
+  lt_tensor* a = host(d, {1024, 1024});
+  lt_tensor* b = host(d, {1024, 1024});
+  for (auto _ : st) {
+    lt_tensor* c;
+    check(lt_matmul(a, b, &c));
+    check(lt_tensor_materialize(c));
+    lt_tensor_free(c);
+  }
+  lt_tensor_free(a);
+  lt_tensor_free(b);
+}
+BENCHMARK(BM_Matmul)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_MatmulCblas(benchmark::State& st) {
+  std::vector<float> a(1 << 20, 0.5f), b(1 << 20, 0.25f), c(1 << 20);
+  for (auto _ : st) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 1024, 1024, 1024, 1.0f, a.data(), 1024,
+                b.data(), 1024, 0.0f, c.data(), 1024);
+    benchmark::DoNotOptimize(c.data());
+  }
+}
+BENCHMARK(BM_MatmulCblas)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// A 50-node fused elementwise graph, a new shape every iteration so every one compiles.
+void BM_Compile50(benchmark::State& st) {
+  lt_device* d = dev("cpu_jit");
+  int64_t n = 1000;
+  for (auto _ : st) {
+    st.PauseTiming();
+    lt_tensor* x = host(d, {++n});
+    st.ResumeTiming();
+    lt_tensor* v = lt_tensor_retain(x);
+    for (int i = 0; i < 50; ++i) {
+      lt_tensor* w;
+      switch (i % 5) {
+        case 0:
+          check(lt_exp(v, &w));
+          break;
+        case 1:
+          check(lt_tanh(v, &w));
+          break;
+        case 2:
+          check(lt_mul(v, x, &w));
+          break;
+        case 3:
+          check(lt_sigmoid(v, &w));
+          break;
+        default:
+          check(lt_add(v, x, &w));
+          break;
+      }
+      lt_tensor_free(v);
+      v = w;
+    }
+    check(lt_tensor_materialize(v));
+    lt_tensor_free(v);
+    lt_tensor_free(x);
+  }
+}
+BENCHMARK(BM_Compile50)->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(20);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  lt_runtime_options o{};
+  o.struct_size = LT_RUNTIME_OPTIONS_STRUCT_SIZE;
+  o.fallback = "silent";
+  check(lt_runtime_create(&o, &g_rt));
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  lt_runtime_destroy(g_rt);
+  return 0;
+}
