@@ -3,6 +3,7 @@
 #include <climits>
 #include <cstring>
 
+#include "autograd/autograd.h"  // autograd hook (train engineer)
 #include "error.h"
 #include "ops.h"
 #include "runtime.h"
@@ -68,6 +69,7 @@ lt_error* apply_id(lt_device* device, uint16_t op, lt_tensor* const* inputs, siz
     NodeRef r = apply_op(call);
     dev->runtime->metrics.ops_traced.fetch_add(1, std::memory_order_relaxed);
     *out = tensor_new(dev, std::move(r));
+    autograd::on_apply(name, inputs, n, attrs, num_attrs, *out);  // autograd hook (train)
   });
 }
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
+#include "autograd/autograd.h"  // autograd hook (train engineer)
 #include "error.h"
 #include "executor.h"
 #include "ops.h"
@@ -227,6 +228,7 @@ void tensor_unlink(Device* dev, Tensor* t) noexcept {
 
 void tensor_release(Tensor* t) noexcept {
   if (t->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  autograd::on_tensor_freed(t);  // autograd hook (train engineer): drops t's entry
   Device* dev = t->device;
   Runtime* rt = dev->runtime;
   if (t->registered) {

@@ -27,7 +27,7 @@ void on_tensor_freed(lt_tensor* tensor) noexcept;
 
 // Errors are lt::Error (core/src/error.h), converted at each C entry point by lt::guard.
 [[noreturn]] void raise(lt_status_code code, std::string message);
-// Throws when a C call failed, prefixing its message with `context`.
+// Throws when a C call failed, prefixing its message with `context` (unless NULL).
 void check(lt_error* e, const char* context);
 
 // One owned tensor handle (move-only); frees on destruction.

@@ -18,9 +18,11 @@ namespace {
 
 using T = lt_tensor*;
 
-Ref wrap(lt_error* e, T out, const char* what) {
-  check(e, what);
-  return Ref(out);
+// `out` is read only after the call has run (argument evaluation order is unspecified).
+// Core errors already name the op, so no prefix is added.
+Ref wrap(lt_error* e, T* out, const char*) {
+  check(e, nullptr);
+  return Ref(*out);
 }
 int64_t norm_axis(int64_t a, size_t rank) {
   return a < 0 ? a + static_cast<int64_t>(rank) : a;
@@ -36,12 +38,12 @@ Shape with_dim(Shape s, size_t axis, int64_t v) {
 #define LT_UNARY(name, cfn)            \
   Ref name(T a) {                      \
     T o = nullptr;                     \
-    return wrap(cfn(a, &o), o, #name); \
+    return wrap(cfn(a, &o), &o, #name); \
   }
 #define LT_BINARY(name, cfn)              \
   Ref name(T a, T b) {                    \
     T o = nullptr;                        \
-    return wrap(cfn(a, b, &o), o, #name); \
+    return wrap(cfn(a, b, &o), &o, #name); \
   }
 LT_UNARY(neg, lt_neg)
 LT_UNARY(exp_, lt_exp)
@@ -70,65 +72,65 @@ Ref cst(T like, double v, lt_dtype dtype = LT_DTYPE_INVALID) {
   static const int64_t kNoDims[1] = {0};
   T o = nullptr;
   lt_dtype d = dtype == LT_DTYPE_INVALID ? lt_tensor_dtype(like) : dtype;
-  return wrap(lt_full(dev(like), kNoDims, 0, v, d, &o), o, "full");
+  return wrap(lt_full(dev(like), kNoDims, 0, v, d, &o), &o, "full");
 }
 Ref zeros(T like_device, const Shape& s, lt_dtype d) {
   static const int64_t kNoDims[1] = {0};
   T o = nullptr;
-  return wrap(lt_full(dev(like_device), s.empty() ? kNoDims : s.data(), s.size(), 0.0, d, &o), o,
+  return wrap(lt_full(dev(like_device), s.empty() ? kNoDims : s.data(), s.size(), 0.0, d, &o), &o,
               "full");
 }
 Ref where(T c, T a, T b) {
   T o = nullptr;
-  return wrap(lt_where(c, a, b, &o), o, "where");
+  return wrap(lt_where(c, a, b, &o), &o, "where");
 }
 Ref cast(T a, lt_dtype d) {
   T o = nullptr;
-  return wrap(lt_cast(a, d, &o), o, "cast");
+  return wrap(lt_cast(a, d, &o), &o, "cast");
 }
 Ref sum(T a, const std::vector<int64_t>& axes, bool keepdims) {
   T o = nullptr;
-  return wrap(lt_sum(a, axes.data(), axes.size(), keepdims ? 1 : 0, &o), o, "sum");
+  return wrap(lt_sum(a, axes.data(), axes.size(), keepdims ? 1 : 0, &o), &o, "sum");
 }
 Ref reshape(T a, const Shape& s) {
   static const int64_t kNoDims[1] = {0};
   T o = nullptr;
-  return wrap(lt_reshape(a, s.empty() ? kNoDims : s.data(), s.size(), &o), o, "reshape");
+  return wrap(lt_reshape(a, s.empty() ? kNoDims : s.data(), s.size(), &o), &o, "reshape");
 }
 Ref permute(T a, const std::vector<int64_t>& perm) {
   T o = nullptr;
-  return wrap(lt_permute(a, perm.data(), perm.size(), &o), o, "permute");
+  return wrap(lt_permute(a, perm.data(), perm.size(), &o), &o, "permute");
 }
 Ref broadcast_to(T a, const Shape& s) {
   T o = nullptr;
-  return wrap(lt_broadcast_to(a, s.data(), s.size(), &o), o, "broadcast_to");
+  return wrap(lt_broadcast_to(a, s.data(), s.size(), &o), &o, "broadcast_to");
 }
 Ref slice(T a, const std::vector<int64_t>& starts, const std::vector<int64_t>& stops,
           const std::vector<int64_t>& steps) {
   T o = nullptr;
-  return wrap(lt_slice(a, starts.data(), stops.data(), steps.data(), starts.size(), &o), o,
+  return wrap(lt_slice(a, starts.data(), stops.data(), steps.data(), starts.size(), &o), &o,
               "slice");
 }
 Ref pad(T a, const std::vector<int64_t>& before, const std::vector<int64_t>& after, double v) {
   T o = nullptr;
-  return wrap(lt_pad(a, before.data(), after.data(), before.size(), v, &o), o, "pad");
+  return wrap(lt_pad(a, before.data(), after.data(), before.size(), v, &o), &o, "pad");
 }
 Ref gather(T a, T idx, int64_t axis) {
   T o = nullptr;
-  return wrap(lt_gather(a, idx, axis, &o), o, "gather");
+  return wrap(lt_gather(a, idx, axis, &o), &o, "gather");
 }
 Ref scatter_add(T a, T idx, T upd, int64_t axis) {
   T o = nullptr;
-  return wrap(lt_scatter_add(a, idx, upd, axis, &o), o, "scatter_add");
+  return wrap(lt_scatter_add(a, idx, upd, axis, &o), &o, "scatter_add");
 }
 Ref arange(T like_device, double start, double stop, double step) {
   T o = nullptr;
-  return wrap(lt_arange(dev(like_device), start, stop, step, LT_DTYPE_I64, &o), o, "arange");
+  return wrap(lt_arange(dev(like_device), start, stop, step, LT_DTYPE_I64, &o), &o, "arange");
 }
 Ref conv2d(T x, T w, const int64_t* stride, const int64_t* padding, const int64_t* dilation,
            int64_t groups) {
   T o = nullptr;
-  return wrap(lt_conv2d(x, w, nullptr, stride, padding, dilation, groups, &o), o, "conv2d");
+  return wrap(lt_conv2d(x, w, nullptr, stride, padding, dilation, groups, &o), &o, "conv2d");
 }
 
 // Reduction axes as the op saw them: normalised, all axes when empty.

@@ -59,7 +59,8 @@ void raise(lt_status_code code, std::string message) {
 
 void check(lt_error* e, const char* context) {
   if (!e) return;
-  std::string msg = std::string(context) + ": " + lt_error_message(e);
+  std::string msg = context ? std::string(context) + ": " + lt_error_message(e)
+                            : std::string(lt_error_message(e));
   lt_status_code code = lt_error_code(e);
   lt_error_destroy(e);
   raise(code, std::move(msg));
