@@ -303,6 +303,42 @@ TEST_F(TpuSim, LayoutOps) {
   }
 }
 
+TEST_F(TpuSim, NnAndConversionOps) {
+  Session s(api_);
+  ASSERT_TRUE(s.create().ok());
+  {  // softmax over the last axis, then max_pool2d 2x2 stride 2 on the [1,1,2,4] result
+    GraphBuilder g;
+    int32_t a = g.input(LT_DTYPE_F32, {1, 1, 2, 4});
+    int32_t sm = g.node("softmax", LT_DTYPE_F32, {1, 1, 2, 4}, {a}, {Attr::Int("axis", 3)});
+    g.output(g.node("max_pool2d", LT_DTYPE_F32, {1, 1, 1, 2}, {sm},
+                    {Attr::Ints("kernel", {2, 2}), Attr::Ints("stride", {2, 2}),
+                     Attr::Ints("padding", {0, 0})}));
+    std::vector<float> x{0, 0, 0, 0, 1, 2, 3, 4};
+    auto got = run<float>(s, g, std::vector<std::vector<float>>{x}, 2);
+    float z = std::exp(1.f) + std::exp(2.f) + std::exp(3.f) + std::exp(4.f);
+    EXPECT_NEAR(got[0], 0.25f, 1e-6f);
+    EXPECT_NEAR(got[1], std::exp(4.f) / z, 1e-6f);
+  }
+  {  // cast f32 -> i32 truncates, saturates, NaN -> 0; where picks with a broadcast cond
+    GraphBuilder g;
+    int32_t a = g.input(LT_DTYPE_F32, {2, 3});
+    int32_t c = g.input(LT_DTYPE_BOOL, {3});
+    int32_t i = g.node("cast", LT_DTYPE_I32, {2, 3}, {a});
+    int32_t neg = g.node("neg", LT_DTYPE_I32, {2, 3}, {i});
+    g.output(g.node("where", LT_DTYPE_I32, {2, 3}, {c, i, neg}));
+    lt_plugin_executable* exe = nullptr;
+    ASSERT_TRUE(s.compile(g.build(), &exe).ok());
+    auto* ab = s.upload(std::vector<float>{-2.7f, 1e10f, NAN, 3.9f, -1e10f, 0.5f});
+    auto* cb = s.upload(std::vector<uint8_t>{1, 1, 0});
+    lt_plugin_buffer* out = nullptr;
+    ASSERT_TRUE(s.alloc(24, &out).ok());
+    ASSERT_TRUE(s.execute(exe, {ab, cb}, {out}).ok());
+    EXPECT_EQ(s.download<int32_t>(out, 6),
+              (std::vector<int32_t>{-2, INT32_MAX, 0, 3, INT32_MIN, 0}));
+    s.free(ab), s.free(cb), s.free(out), s.destroy(exe);
+  }
+}
+
 TEST_F(TpuSim, SupportsRejectsLackingOpsAndDtypes) {
   Session s(api_);
   ASSERT_TRUE(s.create().ok());
