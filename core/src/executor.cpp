@@ -592,7 +592,7 @@ void sync_device(Device* dev) {
         else
           dev->reg_tail = t->prev;
         t->prev = t->next = nullptr;
-        t->registered = false;
+        t->registered.store(false, std::memory_order_release);
       } else {
         roots.push_back(NodeRef::share(t->node));
       }

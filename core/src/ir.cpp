@@ -73,6 +73,8 @@ void AttrSet::finish() {
   hash = h;
 }
 
+std::atomic<int64_t> g_nodes_alive{0};
+
 bool Node::is_leaf() const {
   return op == kOpInput;
 }
@@ -88,6 +90,7 @@ void free_worklist(std::vector<Node*>& work) {
       if (ops[i]->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) work.push_back(ops[i]);
     delete[] n->heap_ops;
     delete n;
+    g_nodes_alive.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 }  // namespace
@@ -110,6 +113,7 @@ void node_release(Node* n) noexcept {
     }
     delete[] n->heap_ops;
     delete n;
+    g_nodes_alive.fetch_sub(1, std::memory_order_relaxed);
     if (!more.empty()) {
       try {
         free_worklist(more);

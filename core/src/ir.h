@@ -162,6 +162,9 @@ struct Node {
   size_t nbytes() const { return static_cast<size_t>(shape.numel()) * lt_dtype_size(dtype); }
 };
 
+// Process-wide count of live nodes (metric "nodes_alive"; leak tests read it).
+extern std::atomic<int64_t> g_nodes_alive;
+
 // Releases one reference; frees the node and, iteratively, every operand chain that loses its
 // last reference (a 1,000,000-node chain must not recurse).
 void node_release(Node* n) noexcept;

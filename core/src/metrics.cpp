@@ -14,6 +14,7 @@ std::map<std::string, double> flat(Runtime* rt) {
   std::map<std::string, double> f;
   auto ld = [](const std::atomic<uint64_t>& a) { return static_cast<double>(a.load()); };
   f["ops_traced"] = ld(m.ops_traced);
+  f["nodes_alive"] = static_cast<double>(g_nodes_alive.load());
   f["graphs_executed"] = ld(m.graphs_executed);
   f["cache_hits"] = ld(m.cache_hits);
   f["cache_misses"] = ld(m.cache_misses);

@@ -848,6 +848,7 @@ NodeRef make_node_n(Device* device, uint16_t op, Node* const* operands, size_t n
       fail(LT_STATUS_INVALID_ARGUMENT, "{}: negative dimension in shape {}", op_name(op),
            dims_str(shape));
   Node* node = new Node;
+  g_nodes_alive.fetch_add(1, std::memory_order_relaxed);
   NodeRef ref = NodeRef::adopt(node);
   node->op = op;
   node->dtype = dtype;

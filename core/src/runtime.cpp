@@ -223,7 +223,7 @@ void tensor_unlink(Device* dev, Tensor* t) noexcept {
   else
     dev->reg_tail = t->prev;
   t->prev = t->next = nullptr;
-  t->registered = false;
+  t->registered.store(false, std::memory_order_release);
 }
 
 void tensor_release(Tensor* t) noexcept {
@@ -231,7 +231,7 @@ void tensor_release(Tensor* t) noexcept {
   autograd::on_tensor_freed(t);  // autograd hook (train engineer): drops t's entry
   Device* dev = t->device;
   Runtime* rt = dev->runtime;
-  if (t->registered) {
+  if (t->registered.load(std::memory_order_acquire)) {
     std::lock_guard lk(dev->reg_mu);
     tensor_unlink(dev, t);
   }

@@ -135,7 +135,7 @@ struct lt_tensor {
   lt_device* device = nullptr;
   lt_tensor* prev = nullptr;  // device registry links (reg_mu)
   lt_tensor* next = nullptr;
-  bool registered = false;
+  std::atomic<bool> registered{false};  // cleared (under reg_mu) once unlinked; never set again
 };
 
 struct lt_runtime {

@@ -1,0 +1,101 @@
+// CacheTest.cpp — compile cache: same program + same shapes hits, a changed input shape
+// recompiles with a reason naming the input, a changed scalar value does not recompile.
+#include "test_util.h"
+
+#include <cmath>
+
+using namespace lt_test;
+
+namespace {
+// y = relu(x * x + x * s)
+std::vector<float> step(lt_device* d, const std::vector<float>& xv, std::vector<int64_t> shape,
+                        double sv) {
+  lt_tensor* x = from_host(d, xv, shape);
+  lt_tensor *s = nullptr, *xx = nullptr, *xs = nullptr, *sum = nullptr, *y = nullptr;
+  lt_error* e = lt_scalar(d, LT_DTYPE_F32, sv, &s);
+  EXPECT_EQ(e, nullptr);
+  EXPECT_EQ(lt_mul(x, x, &xx), nullptr);
+  EXPECT_EQ(lt_mul(x, s, &xs), nullptr);
+  EXPECT_EQ(lt_add(xx, xs, &sum), nullptr);
+  EXPECT_EQ(lt_relu(sum, &y), nullptr);
+  auto out = to_host(y);
+  for (auto* t : {x, s, xx, xs, sum, y}) lt_tensor_free(t);
+  return out;
+}
+}  // namespace
+
+TEST(CompileCache, SameProgramSameShapesHits) {
+  RuntimeHandle h{make_runtime(plugin_dir("partial"), "partial")};
+  ASSERT_NE(h.rt, nullptr);
+  lt_device* d = lt_runtime_default_device(h.rt);
+  EXPECT_EQ(step(d, {1, 2, 3, 4}, {2, 2}, 1.0), (std::vector<float>{2, 6, 12, 20}));
+  EXPECT_EQ(step(d, {4, 3, 2, 1}, {2, 2}, 1.0), (std::vector<float>{20, 12, 6, 2}));
+  EXPECT_EQ(metric(h.rt, "compiles"), 1);
+  EXPECT_EQ(metric(h.rt, "cache_hits"), 1);
+  EXPECT_EQ(metric(h.rt, "cache_misses"), 1);
+}
+
+TEST(CompileCache, ChangedScalarValueDoesNotRecompile) {
+  RuntimeHandle h{make_runtime(plugin_dir("partial"), "partial")};
+  ASSERT_NE(h.rt, nullptr);
+  lt_device* d = lt_runtime_default_device(h.rt);
+  step(d, {1, 2}, {2}, 1.0);
+  EXPECT_EQ(step(d, {1, 2}, {2}, -3.0), (std::vector<float>{0, 0}));
+  EXPECT_EQ(step(d, {1, 2}, {2}, 2.0), (std::vector<float>{3, 8}));
+  EXPECT_EQ(metric(h.rt, "compiles"), 1);
+  EXPECT_EQ(metric(h.rt, "cache_hits"), 2);
+}
+
+TEST(CompileCache, ChangedInputShapeRecompilesWithReason) {
+  RuntimeHandle h{make_runtime(plugin_dir("partial"), "partial")};
+  ASSERT_NE(h.rt, nullptr);
+  lt_device* d = lt_runtime_default_device(h.rt);
+  step(d, {1, 2, 3, 4}, {2, 2}, 1.0);
+  step(d, {1, 2, 3, 4, 5, 6}, {3, 2}, 1.0);
+  EXPECT_EQ(metric(h.rt, "compiles"), 2);
+  char* s = nullptr;
+  LT_OK(lt_metrics_report(h.rt, 1, &s));
+  std::string js = s;
+  lt_string_free(s);
+  EXPECT_NE(js.find("input 0 shape [2,2] -> [3,2]"), std::string::npos) << js;
+}
+
+TEST(CompileCache, DistinguishesSharedOperandsFromDistinctOnes) {
+  RuntimeHandle h{make_runtime(plugin_dir("partial"), "partial")};
+  ASSERT_NE(h.rt, nullptr);
+  lt_device* d = lt_runtime_default_device(h.rt);
+  lt_tensor* a = from_host(d, {1, 2}, {2});
+  lt_tensor* b = from_host(d, {10, 20}, {2});
+  lt_tensor *aa = nullptr, *ab = nullptr;
+  LT_OK(lt_add(a, a, &aa));
+  EXPECT_EQ(to_host(aa), (std::vector<float>{2, 4}));
+  LT_OK(lt_add(a, b, &ab));
+  EXPECT_EQ(to_host(ab), (std::vector<float>{11, 22}));
+  EXPECT_EQ(metric(h.rt, "compiles"), 2);
+  for (auto* t : {a, b, aa, ab}) lt_tensor_free(t);
+}
+
+TEST(CompileCache, LruCapacityFromConfigEvicts) {
+  std::string cfg = ::testing::TempDir() + "/lt_cache_cap.json";
+  FILE* f = fopen(cfg.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fprintf(f, "{\"cache_capacity\": 1}\n");
+  fclose(f);
+  RuntimeHandle h{make_runtime(plugin_dir("partial"), "partial", "silent", cfg.c_str())};
+  ASSERT_NE(h.rt, nullptr);
+  lt_device* d = lt_runtime_default_device(h.rt);
+  step(d, {1, 2}, {2}, 1.0);
+  step(d, {1, 2, 3}, {3}, 1.0);
+  step(d, {1, 2}, {2}, 1.0);  // evicted: compiles again
+  EXPECT_EQ(metric(h.rt, "compiles"), 3);
+  EXPECT_EQ(metric(h.rt, "cache_entries"), 1);
+}
+
+TEST(CompileCache, DumpDirGetsReadableGraphs) {
+  std::string dir = ::testing::TempDir() + "/lt_dump_test";
+  RuntimeHandle h{make_runtime(plugin_dir("partial"), "partial", "silent", nullptr, dir.c_str())};
+  ASSERT_NE(h.rt, nullptr);
+  step(lt_runtime_default_device(h.rt), {1, 2}, {2}, 1.0);
+  std::string cmd = "grep -l 'relu(' " + dir + "/lt_graph_*_partial.txt > /dev/null";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+}
