@@ -35,14 +35,14 @@ Shape with_dim(Shape s, size_t axis, int64_t v) {
   return s;
 }
 
-#define LT_UNARY(name, cfn)            \
-  Ref name(T a) {                      \
-    T o = nullptr;                     \
+#define LT_UNARY(name, cfn)             \
+  Ref name(T a) {                       \
+    T o = nullptr;                      \
     return wrap(cfn(a, &o), &o, #name); \
   }
-#define LT_BINARY(name, cfn)              \
-  Ref name(T a, T b) {                    \
-    T o = nullptr;                        \
+#define LT_BINARY(name, cfn)               \
+  Ref name(T a, T b) {                     \
+    T o = nullptr;                         \
     return wrap(cfn(a, b, &o), &o, #name); \
   }
 LT_UNARY(neg, lt_neg)
