@@ -667,7 +667,9 @@ class Generator {
       row_kernel(member, {{anchor, "argmax", in.dtype}}, outs, shape_of(in), {attr_i(a, "axis")});
       return;
     }
-    if (aop == "matmul") return matmul_kernel(anchor, member, outs);
+    if (aop == "matmul")
+      return caps_.cpu ? matmul_kernel_cpu(anchor, member, outs)
+                       : matmul_kernel(anchor, member, outs);
     if (aop == "conv2d" || aop == "max_pool2d" || aop == "avg_pool2d" || aop == "scatter_add")
       return pointwise_special(anchor, member, outs);
     fail(LT_STATUS_UNSUPPORTED, "gpu_opencl: no kernel for op " + std::string(aop));
@@ -892,6 +894,57 @@ class Generator {
       std::string v = em.value(o, idx);
       body << ind << "p" << o << "[" << flat_expr(idx, shape) << "] = " << v << ";\n";
     }
+  }
+
+  // CPU devices (PoCL): no local memory or barriers; work-item (col, row block) keeps RB
+  // accumulators so each B value loaded serves RB rows, and PoCL vectorises across
+  // work-items along the column.
+  void matmul_kernel_cpu(int32_t anchor, const std::vector<char>& member,
+                         const std::vector<int32_t>& outs) {
+    const lt_graph_node& n = g_.nodes[anchor];
+    const int32_t A = n.operands[0], B = n.operands[1];
+    const lt_graph_node& an = g_.nodes[A];
+    const bool batched = n.rank == 3;
+    const int64_t batch = batched ? n.shape[0] : 1, M = n.shape[n.rank - 2],
+                  N = n.shape[n.rank - 1];
+    const int64_t K = an.shape[an.rank - 1];
+    if (M == 0 || N == 0 || batch == 0) return;
+    const std::string T = ctype(n.dtype);
+    const int64_t RB = std::min<int64_t>(8, M);
+    std::ostringstream body;
+    std::set<int32_t> loads = {A, B};
+    body << "  const long col = get_global_id(0);\n"
+         << "  const long rbase = get_global_id(1) * " << RB << "L;\n"
+         << "  const long b = get_global_id(2);\n"
+         << "  if (col >= " << N << "L) return;\n"
+         << "  __global const " << T << "* a = p" << A << " + b * " << M * K << "L;\n"
+         << "  __global const " << T << "* bm = p" << B << " + b * " << K * N << "L + col;\n";
+    for (int64_t r = 0; r < RB; ++r) {
+      body << "  " << T << " acc" << r << " = 0;\n";
+      body << "  __global const " << T << "* a" << r << " = a + min(rbase + " << r << "L, "
+           << M - 1 << "L) * " << K << "L;\n";
+    }
+    body << "  for (long k = 0; k < " << K << "L; ++k) {\n    const " << T
+         << " bv = bm[k * " << N << "L];\n";
+    for (int64_t r = 0; r < RB; ++r) body << "    acc" << r << " += a" << r << "[k] * bv;\n";
+    body << "  }\n";
+    for (int64_t r = 0; r < RB; ++r) {
+      body << "  if (rbase + " << r << "L < " << M << "L) {\n    const long row" << r
+           << " = rbase + " << r << "L;\n";
+      std::string row = "row" + std::to_string(r);
+      Idx idx = batched ? Idx{"b", row, "col"} : Idx{row, "col"};
+      store_epilogue(body, "    ", member, loads, anchor, idx, "acc" + std::to_string(r), outs);
+      body << "  }\n";
+    }
+    KernelLaunch l;
+    l.dims = 3;
+    l.global[0] = round_up(N, 16);
+    l.global[1] = (M + RB - 1) / RB;
+    l.global[2] = batch;
+    l.local[0] = 16;
+    l.local[1] = 1;
+    l.local[2] = 1;
+    emit_kernel("", body.str(), loads, outs, l);
   }
 
   void matmul_kernel(int32_t anchor, const std::vector<char>& member,
