@@ -10,6 +10,8 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <thread>
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -529,6 +531,168 @@ TEST_F(CpuEager, StatsReportKernelsAndExecutions) {
   ASSERT_EQ(check(api_->stats(&s)), LT_STATUS_OK);
   EXPECT_EQ(stats["kernels"], 2);
   EXPECT_EQ(stats["executions"], 2);
+  api_->executable_destroy(ctx_, ex);
+}
+
+TEST_F(CpuEager, LayoutOpsMatchHandComputedResults) {
+  using G = GraphBuilder;
+  {
+    G g;
+    int a = g.input(LT_DTYPE_I32, {2, 3});
+    g.output(g.op("permute", LT_DTYPE_I32, {3, 2}, {a}, {g.ints("perm", {1, 0})}));
+    EXPECT_EQ(run<int32_t>(g, {upload<int32_t>({1, 2, 3, 4, 5, 6})}, 6),
+              (std::vector<int32_t>{1, 4, 2, 5, 3, 6}));
+  }
+  {
+    G g;
+    int a = g.input(LT_DTYPE_F64, {3, 1});
+    g.output(g.op("broadcast_to", LT_DTYPE_F64, {2, 3, 2}, {a}));
+    EXPECT_EQ(run<double>(g, {upload<double>({1, 2, 3})}, 12),
+              (std::vector<double>{1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3}));
+  }
+  {
+    G g;
+    int a = g.input(LT_DTYPE_I64, {2, 1});
+    int b = g.input(LT_DTYPE_I64, {2, 2});
+    g.output(g.op("concat", LT_DTYPE_I64, {2, 3}, {a, b}, {G::i("axis", 1)}));
+    EXPECT_EQ(run<int64_t>(g, {upload<int64_t>({1, 2}), upload<int64_t>({3, 4, 5, 6})}, 6),
+              (std::vector<int64_t>{1, 3, 4, 2, 5, 6}));
+  }
+  {
+    G g;
+    int a = g.input(LT_DTYPE_F32, {1, 2});
+    g.output(g.op("pad", LT_DTYPE_F32, {2, 5}, {a},
+                  {g.ints("before", {1, 2}), g.ints("after", {0, 1}), G::f("value", -1)}));
+    EXPECT_EQ(run<float>(g, {upload<float>({7, 8})}, 10),
+              (std::vector<float>{-1, -1, -1, -1, -1, -1, -1, 7, 8, -1}));
+  }
+  {
+    G g;  // where with a broadcast condition and a rank-0 operand
+    int c = g.input(LT_DTYPE_BOOL, {2, 1});
+    int a = g.input(LT_DTYPE_F32, {2, 2});
+    int b = g.input(LT_DTYPE_F32, {});
+    g.output(g.op("where", LT_DTYPE_F32, {2, 2}, {c, a, b}));
+    EXPECT_EQ(run<float>(
+                  g, {upload<uint8_t>({1, 0}), upload<float>({1, 2, 3, 4}), upload<float>({9})}, 4),
+              (std::vector<float>{1, 2, 9, 9}));
+  }
+}
+
+TEST_F(CpuEager, NnOpsMatchHandComputedResults) {
+  using G = GraphBuilder;
+  std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  {
+    G g;
+    int a = g.input(LT_DTYPE_F32, {1, 1, 3, 3});
+    g.output(g.op("max_pool2d", LT_DTYPE_F32, {1, 1, 2, 2}, {a},
+                  {g.ints("kernel", {2, 2}), g.ints("stride", {2, 2}), g.ints("padding", {1, 1})}));
+    EXPECT_EQ(run<float>(g, {upload(x)}, 4), (std::vector<float>{1, 3, 7, 9}));
+  }
+  {
+    G g;
+    int a = g.input(LT_DTYPE_F32, {1, 1, 3, 3});
+    g.output(g.op("avg_pool2d", LT_DTYPE_F32, {1, 1, 2, 2}, {a},
+                  {g.ints("kernel", {2, 2}), g.ints("stride", {1, 1}), g.ints("padding", {0, 0})}));
+    EXPECT_EQ(run<float>(g, {upload(x)}, 4), (std::vector<float>{3, 4, 6, 7}));
+  }
+  {
+    G g;
+    int a = g.input(LT_DTYPE_F64, {2, 3});
+    g.output(g.op("log_softmax", LT_DTYPE_F64, {2, 3}, {a}, {G::i("axis", 0)}));
+    auto got = run<double>(g, {upload<double>({1, 2, 3, 1, 4, 1000})}, 6);
+    EXPECT_NEAR(got[0], -std::log(2.0), 1e-12);
+    EXPECT_NEAR(got[1], 2 - 4 - std::log(1 + std::exp(-2.0)), 1e-12);
+    EXPECT_NEAR(got[5], 0.0, 1e-12);
+    EXPECT_NEAR(got[2], -997.0, 1e-9);
+  }
+  {
+    G g;
+    int a = g.input(LT_DTYPE_F32, {2, 2});
+    g.output(g.op("softmax", LT_DTYPE_F32, {2, 2}, {a}, {G::i("axis", 1)}));
+    auto got = run<float>(g, {upload<float>({0, 0, 1, 1})}, 4);
+    for (float v : got) EXPECT_FLOAT_EQ(v, 0.5f);
+  }
+}
+
+TEST_F(CpuEager, ZeroSizedAndRankZeroTensors) {
+  using G = GraphBuilder;
+  {
+    G g;  // mean over an empty axis is NaN; sum is 0
+    int a = g.input(LT_DTYPE_F32, {3, 0});
+    int m = g.op("mean", LT_DTYPE_F32, {3}, {a}, {g.ints("axes", {1}), G::i("keepdims", 0)});
+    int s = g.op("sum", LT_DTYPE_F32, {3}, {a}, {g.ints("axes", {1}), G::i("keepdims", 0)});
+    g.output(g.op("add", LT_DTYPE_F32, {3}, {m, s}));
+    auto got = run<float>(g, {alloc(0)}, 3);
+    for (float v : got) EXPECT_TRUE(std::isnan(v));
+  }
+  {
+    G g;  // empty results from every family
+    int a = g.input(LT_DTYPE_F32, {0, 4});
+    int b = g.input(LT_DTYPE_F32, {4, 0});
+    int e = g.op("exp", LT_DTYPE_F32, {0, 4}, {a});
+    int mm = g.op("matmul", LT_DTYPE_F32, {0, 0}, {e, b});
+    g.output(g.op("sum", LT_DTYPE_F32, {}, {mm}, {g.ints("axes", {0, 1})}));
+    EXPECT_EQ(run<float>(g, {alloc(0), alloc(0)}, 1), (std::vector<float>{0}));
+  }
+  {
+    G g;  // K = 0 matmul gives zeros
+    int a = g.input(LT_DTYPE_F64, {2, 0});
+    int b = g.input(LT_DTYPE_F64, {0, 3});
+    g.output(g.op("matmul", LT_DTYPE_F64, {2, 3}, {a, b}));
+    EXPECT_EQ(run<double>(g, {alloc(0), alloc(0)}, 6), std::vector<double>(6, 0.0));
+  }
+  {
+    G g;  // rank-0 arithmetic, full and arange
+    int a = g.input(LT_DTYPE_I64, {});
+    int f = g.op("full", LT_DTYPE_I64, {}, {}, {G::f("value", 1e30)});
+    g.output(g.op("sub", LT_DTYPE_I64, {}, {a, f}));
+    EXPECT_EQ(run<int64_t>(g, {upload<int64_t>({-2})}, 1),
+              (std::vector<int64_t>{std::numeric_limits<int64_t>::max()}));  // -2 - INT64_MAX wraps
+    G h;
+    h.output(h.op("arange", LT_DTYPE_I32, {4}, {}, {G::f("start", 3), G::f("step", -1.5)}));
+    EXPECT_EQ(run<int32_t>(h, {}, 4), (std::vector<int32_t>{3, 1, 0, -1}));
+  }
+}
+
+TEST_F(CpuEager, OneExecutableRunsFromManyThreadsAtOnce) {
+  GraphBuilder gb;
+  int a = gb.input(LT_DTYPE_F32, {50000});
+  int e = gb.op("mul", LT_DTYPE_F32, {50000}, {a, a});
+  int s = gb.op("sum", LT_DTYPE_F32, {}, {e}, {gb.ints("axes", {0})});
+  gb.output(gb.op("sqrt", LT_DTYPE_F32, {}, {s}));
+  lt_plugin_executable* ex = nullptr;
+  ASSERT_EQ(compile(gb.graph(), &ex), LT_STATUS_OK) << last_message_;
+  std::vector<lt_plugin_buffer*> ins, outs;
+  for (int t = 0; t < 4; ++t) {
+    ins.push_back(upload(std::vector<float>(50000, float(t))));
+    outs.push_back(alloc(4));
+  }
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 20; ++r) {
+        lt_plugin_execute_args x{};
+        x.struct_size = LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE;
+        x.context = ctx_;
+        x.executable = ex;
+        x.num_inputs = 1;
+        x.inputs = &ins[t];
+        x.num_outputs = 1;
+        x.outputs = &outs[t];
+        lt_plugin_error* err = api_->execute(&x);
+        if (err) {
+          ++failures;
+          api_->error_destroy(err);
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  for (int t = 0; t < 4; ++t) {
+    EXPECT_NEAR(download<float>(outs[t], 1)[0], t * std::sqrt(50000.0), 1e-3 * (t + 1));
+  }
   api_->executable_destroy(ctx_, ex);
 }
 
