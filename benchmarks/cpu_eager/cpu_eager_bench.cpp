@@ -152,9 +152,75 @@ void BM_PluginVsSgemm(benchmark::State& state) {
   state.counters["plugin_over_sgemm_time"] = t_plugin / t_blas;
 }
 
+// Per-node overhead: a 100,000-node chain of tiny adds, compiled and executed separately.
+struct Chain {
+  static constexpr int kNodes = 100000;
+  std::vector<lt_graph_node> nodes;
+  std::vector<int32_t> ops;
+  int32_t ins[2] = {0, 1}, outs[1] = {0};
+  lt_graph g{};
+  Chain() : ops(2 * kNodes) {
+    static const int64_t shape[1] = {16};
+    nodes.push_back({"input", LT_DTYPE_F32, 1, shape, 0, nullptr, 0, nullptr});
+    nodes.push_back({"input", LT_DTYPE_F32, 1, shape, 0, nullptr, 0, nullptr});
+    int32_t prev = 0;
+    for (int i = 0; i < kNodes; ++i) {
+      ops[2 * i] = prev;
+      ops[2 * i + 1] = 1;
+      nodes.push_back({"add", LT_DTYPE_F32, 1, shape, 2, &ops[2 * i], 0, nullptr});
+      prev = static_cast<int32_t>(nodes.size() - 1);
+    }
+    outs[0] = prev;
+    g = lt_graph{LT_GRAPH_STRUCT_SIZE, nodes.size(), nodes.data(), 2, ins, 1, outs, 0};
+  }
+  lt_plugin_executable* compile() {
+    PluginMatmul& p = plugin();
+    lt_plugin_compile_args co{};
+    co.struct_size = LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE;
+    co.context = p.ctx;
+    co.graph = &g;
+    PluginMatmul::die(p.api, p.api->compile(&co), "compile chain");
+    return co.executable;
+  }
+};
+
+void BM_ChainCompile(benchmark::State& state) {
+  Chain chain;
+  PluginMatmul& p = plugin();
+  for (auto _ : state) p.api->executable_destroy(p.ctx, chain.compile());
+  state.counters["ns_per_node"] =
+      benchmark::Counter(Chain::kNodes * 1e-9, benchmark::Counter::kIsIterationInvariantRate |
+                                                   benchmark::Counter::kInvert);
+}
+
+void BM_ChainExecute(benchmark::State& state) {
+  Chain chain;
+  PluginMatmul& p = plugin();
+  lt_plugin_executable* ex = chain.compile();
+  lt_plugin_buffer* x = p.make(std::vector<float>(16, 1.0f));
+  lt_plugin_buffer* one = p.make(std::vector<float>(16, 1.0f));
+  lt_plugin_buffer* out = p.make(std::vector<float>(16));
+  lt_plugin_buffer* in[2] = {x, one};
+  lt_plugin_execute_args e{};
+  e.struct_size = LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE;
+  e.context = p.ctx;
+  e.executable = ex;
+  e.num_inputs = 2;
+  e.inputs = in;
+  e.num_outputs = 1;
+  e.outputs = &out;
+  for (auto _ : state) PluginMatmul::die(p.api, p.api->execute(&e), "execute chain");
+  state.counters["ns_per_node"] =
+      benchmark::Counter(Chain::kNodes * 1e-9, benchmark::Counter::kIsIterationInvariantRate |
+                                                   benchmark::Counter::kInvert);
+  p.api->executable_destroy(p.ctx, ex);
+}
+
 BENCHMARK(BM_DirectSgemm)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 BENCHMARK(BM_PluginMatmul)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 BENCHMARK(BM_PluginVsSgemm)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(4.0);
+BENCHMARK(BM_ChainCompile)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ChainExecute)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 bool cpu_has(const char* feature) {
   __builtin_cpu_init();
