@@ -44,13 +44,16 @@ int main() try {
   std::cout << "eigenvector: " << v.reshape({3}) << "\n";
 
   // A tiny two-layer network over a batch, layers kept in a container.
-  lt::Tensor x = lt::arange(device, 0, 8).reshape({2, 4}) / 8.0;
+  lt::Tensor x = lt::arange(device, -4, 4).reshape({2, 4}) / 2.0;
   std::vector<std::pair<lt::Tensor, lt::Tensor>> layers = {
       {lt::random_normal(device, {4, 5}, /*seed=*/1, 0.0, 0.5), lt::zeros(device, {5})},
       {lt::random_normal(device, {5, 3}, /*seed=*/2, 0.0, 0.5), lt::zeros(device, {3})},
   };
   lt::Tensor h = x;
-  for (const auto& [w, b] : layers) h = dense(h, w, b);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const auto& [w, b] = layers[i];
+    h = i + 1 < layers.size() ? dense(h, w, b) : lt::matmul(h, w) + b;  // no relu on logits
+  }
   lt::Tensor probs = lt::softmax(h, -1);
   std::cout << "probs = " << probs << "\n";
   std::cout << "argmax = " << lt::argmax(probs, 1) << "\n";

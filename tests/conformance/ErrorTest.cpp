@@ -62,7 +62,8 @@ TEST_P(Errors, ReductionAndLayoutAttributes) {
         lt::concat({f({2, 3}), f({2, 4})}, 0);
       },
       LT_STATUS_SHAPE_MISMATCH, {"concat", "[2,3]", "[2,4]"});
-  expect_error([&] { lt::concat({f({2}), of(lt::i32, {2})}, 0); }, LT_STATUS_OK, {"concat"});
+  // Mixed dtypes are promoted (lt_apply's rule), not refused.
+  EXPECT_EQ(lt::concat({f({2}), of(lt::i32, {2})}, 0).dtype(), lt::f32);
   expect_error([&] { lt::concat({}, 0); }, LT_STATUS_INVALID_ARGUMENT, {"concat"});
   expect_error([&] { f({2, 3}).pad({-1, 0}, {0, 0}); }, LT_STATUS_INVALID_ARGUMENT, {"pad"});
   expect_error([&] { lt::gather(f({3}), f({2}), 0); }, LT_STATUS_DTYPE_MISMATCH, {"gather", "f32"});

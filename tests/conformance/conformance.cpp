@@ -382,7 +382,8 @@ lt::Tensor upload_reversed(const lt::Device& dev, const Host& h) {
 }
 
 void expect_error(const std::function<void()>& fn, lt_status_code code,
-                  const std::vector<std::string>& needles) {
+                  const std::vector<std::string>& needles, std::source_location where) {
+  ::testing::ScopedTrace trace(where.file_name(), int(where.line()), "expected error");
   try {
     fn();
   } catch (const lt::Error& e) {

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -125,7 +126,8 @@ lt::Tensor upload_reversed(const lt::Device& dev, const Host& h);
 // string of `needles` (the op name, the offending shapes or dtypes). LT_STATUS_OK as `code`
 // accepts any code (where docs/ops.md does not fix the category).
 void expect_error(const std::function<void()>& fn, lt_status_code code,
-                  const std::vector<std::string>& needles);
+                  const std::vector<std::string>& needles,
+                  std::source_location where = std::source_location::current());
 
 const std::vector<lt::DType>& float_dtypes();
 const std::vector<lt::DType>& int_dtypes();

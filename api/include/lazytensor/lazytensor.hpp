@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <concepts>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -583,12 +584,18 @@ class Tensor {
     check(lt_slice(req("slice"), starts.data(), stops.data(), steps.data(), starts.size(), &out));
     return Tensor(out);
   }
+  // t.slice(axis, start, stop[, step]) on one axis. A template only so that braced lists
+  // never bind to it: t.slice({0}, {4}, {1}) must mean the per-axis lists above.
+  template <std::integral A, std::integral B, std::integral C, std::integral D = int64_t>
+  Tensor slice(A axis, B start, C stop, D step = 1) const {
+    return slice_axis(axis, start, stop, step);
+  }
   // a[..., start:stop:step, ...] on one axis; other axes are kept whole.
-  Tensor slice(int64_t axis, int64_t start, int64_t stop, int64_t step = 1) const {
+  Tensor slice_axis(int64_t axis, int64_t start, int64_t stop, int64_t step = 1) const {
     size_t r = rank();
     int64_t ax = axis < 0 ? axis + static_cast<int64_t>(r) : axis;
     if (ax < 0 || ax >= static_cast<int64_t>(r)) {
-      throw Error(LT_STATUS_INVALID_ARGUMENT, "slice: axis " + std::to_string(axis) +
+      throw Error(LT_STATUS_INVALID_ARGUMENT, "slice_axis: axis " + std::to_string(axis) +
                                                   " out of range for shape " +
                                                   detail::shape_string(shape_span()));
     }
