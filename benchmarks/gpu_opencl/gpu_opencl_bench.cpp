@@ -142,7 +142,7 @@ Workload matmul() {
           }};
 }
 
-// Runs `w` once on `backend` (after a warm-up); returns seconds, or < 0 with `err` set.
+// Inputs of one workload on one backend's device.
 struct Session {
   std::vector<lt_tensor*> inputs;
   lt_device* dev = nullptr;
@@ -168,6 +168,7 @@ bool run_once(Session& s, const Workload& w, std::string* err) {
   return c.ok;
 }
 
+// Mean seconds per run after a warm-up; < 0 with `err` set on failure.
 double seconds_per_run(Session& s, const Workload& w, std::string* err) {
   if (!run_once(s, w, err)) return -1;  // warm-up: compile
   int runs = 0;
@@ -191,8 +192,6 @@ void bench(benchmark::State& state, Workload (*make)(), const char* backend) {
     if (!run_once(s, w, &err)) return state.SkipWithError(err.c_str());
   }
   if (std::string(backend) == "gpu_opencl") {
-    double mine = state.iterations() > 0 ? 0 : 0;
-    (void)mine;
     Session e;
     std::string eerr;
     double eager = setup(e, w, "cpu_eager", &eerr) ? seconds_per_run(e, w, &eerr) : -1;
@@ -202,10 +201,12 @@ void bench(benchmark::State& state, Workload (*make)(), const char* backend) {
   }
 }
 
-#define LT_BENCH(fn)                                                                    \
-  BENCHMARK_CAPTURE(bench, fn##_gpu_opencl, fn, "gpu_opencl")->Unit(benchmark::kMillisecond) \
-      ->UseRealTime();                                                                  \
-  BENCHMARK_CAPTURE(bench, fn##_cpu_eager, fn, "cpu_eager")->Unit(benchmark::kMillisecond) \
+#define LT_BENCH(fn)                                          \
+  BENCHMARK_CAPTURE(bench, fn##_gpu_opencl, fn, "gpu_opencl") \
+      ->Unit(benchmark::kMillisecond)                         \
+      ->UseRealTime();                                        \
+  BENCHMARK_CAPTURE(bench, fn##_cpu_eager, fn, "cpu_eager")   \
+      ->Unit(benchmark::kMillisecond)                         \
       ->UseRealTime();
 
 LT_BENCH(elementwise_chain)

@@ -914,23 +914,23 @@ class Generator {
     std::ostringstream body;
     std::set<int32_t> loads = {A, B};
     body << "  const long col = get_global_id(0);\n"
+         << "  const long ccol = min(col, " << N - 1 << "L);\n"
          << "  const long rbase = get_global_id(1) * " << RB << "L;\n"
          << "  const long b = get_global_id(2);\n"
-         << "  if (col >= " << N << "L) return;\n"
          << "  __global const " << T << "* a = p" << A << " + b * " << M * K << "L;\n"
-         << "  __global const " << T << "* bm = p" << B << " + b * " << K * N << "L + col;\n";
+         << "  __global const " << T << "* bm = p" << B << " + b * " << K * N << "L + ccol;\n";
     for (int64_t r = 0; r < RB; ++r) {
       body << "  " << T << " acc" << r << " = 0;\n";
-      body << "  __global const " << T << "* a" << r << " = a + min(rbase + " << r << "L, "
-           << M - 1 << "L) * " << K << "L;\n";
+      body << "  __global const " << T << "* a" << r << " = a + min(rbase + " << r << "L, " << M - 1
+           << "L) * " << K << "L;\n";
     }
-    body << "  for (long k = 0; k < " << K << "L; ++k) {\n    const " << T
-         << " bv = bm[k * " << N << "L];\n";
+    body << "  for (long k = 0; k < " << K << "L; ++k) {\n    const " << T << " bv = bm[k * " << N
+         << "L];\n";
     for (int64_t r = 0; r < RB; ++r) body << "    acc" << r << " += a" << r << "[k] * bv;\n";
     body << "  }\n";
     for (int64_t r = 0; r < RB; ++r) {
-      body << "  if (rbase + " << r << "L < " << M << "L) {\n    const long row" << r
-           << " = rbase + " << r << "L;\n";
+      body << "  if (col < " << N << "L && rbase + " << r << "L < " << M
+           << "L) {\n    const long row" << r << " = rbase + " << r << "L;\n";
       std::string row = "row" + std::to_string(r);
       Idx idx = batched ? Idx{"b", row, "col"} : Idx{row, "col"};
       store_epilogue(body, "    ", member, loads, anchor, idx, "acc" + std::to_string(r), outs);

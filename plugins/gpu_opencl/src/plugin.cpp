@@ -273,7 +273,6 @@ lt_plugin_error* compile(lt_plugin_compile_args* args) {
               "graph input does not name an input node");
     GeneratedProgram gen = generate(*g, ctx.caps);
     ctx.log(0, "gpu_opencl: generated program:\n" + gen.source);
-    if (getenv("LT_OCL_DUMP")) fprintf(stderr, "%s\n", gen.source.c_str());
     auto exe = std::make_unique<lt_plugin_executable>();
     exe->program = ctx.device->program(gen.source);
     for (const KernelLaunch& l : gen.kernels) {
