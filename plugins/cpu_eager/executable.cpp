@@ -46,10 +46,8 @@ std::string node_name(size_t i, const lt_graph_node& n) {
 // Checks the node's own description: op name, dtype, shape; returns its element count.
 int64_t check_desc(const lt_graph_node& n, size_t i) {
   if (!n.op) fail(LT_STATUS_INVALID_ARGUMENT, "node " + std::to_string(i) + ": op is NULL");
-  if (n.dtype == LT_DTYPE_BF16 || n.dtype == LT_DTYPE_F16) {
-    fail(LT_STATUS_UNSUPPORTED,
-         node_name(i, n) + ": dtype " + lt_dtype_name(n.dtype) + " is not supported by cpu_eager");
-  }
+  // bf16/f16 pass as storage types: cast and pure data movement (reshape, permute,
+  // broadcast_to, slice, concat) accept them; every computing op refuses them.
   if (lt_dtype_size(n.dtype) == 0) {
     fail(LT_STATUS_DTYPE_MISMATCH,
          node_name(i, n) + ": invalid dtype value " + std::to_string(static_cast<int>(n.dtype)));

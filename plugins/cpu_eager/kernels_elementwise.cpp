@@ -545,8 +545,110 @@ SpanFn cast_from(lt_dtype dst) {
   }
 }
 
+// ---- storage types (bf16, f16): only cast and pure data movement accept them ----
+// Conversions go through f32: bf16 rounds to nearest even (NaN stays NaN), f16 uses the
+// compiler's _Float16.
+
+struct Bf16 {
+  uint16_t bits;
+};
+
+inline float to_float(Bf16 v) {
+  uint32_t u = uint32_t{v.bits} << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline float to_float(_Float16 v) {
+  return static_cast<float>(v);
+}
+template <class T>
+inline float to_float(T v) {
+  return convert<float>(v);
+}
+
+template <class D>
+inline D from_float(float f) {
+  if constexpr (std::is_same_v<D, Bf16>) {
+    if (f != f) return Bf16{0x7FC0};
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    u += 0x7FFFu + ((u >> 16) & 1u);
+    return Bf16{static_cast<uint16_t>(u >> 16)};
+  } else if constexpr (std::is_same_v<D, _Float16>) {
+    return static_cast<_Float16>(f);
+  } else {
+    return convert<D>(f);
+  }
+}
+
+template <class S, class D>
+void storage_cast_span(char* out, const char* const* in, const int64_t* st, int64_t n,
+                       const int64_t*) {
+  D* o = reinterpret_cast<D*>(out);
+  const S* a = reinterpret_cast<const S*>(in[0]);
+  for (int64_t i = 0; i < n; ++i) o[i] = from_float<D>(to_float(a[i * st[0]]));
+}
+
+template <class S>
+SpanFn storage_cast_from(lt_dtype dst) {
+  switch (dst) {
+    case LT_DTYPE_F32:
+      return &storage_cast_span<S, float>;
+    case LT_DTYPE_F64:
+      return &storage_cast_span<S, double>;
+    case LT_DTYPE_I32:
+      return &storage_cast_span<S, int32_t>;
+    case LT_DTYPE_I64:
+      return &storage_cast_span<S, int64_t>;
+    case LT_DTYPE_BOOL:
+      return &storage_cast_span<S, uint8_t>;
+    case LT_DTYPE_BF16:
+      return &storage_cast_span<S, Bf16>;
+    default:
+      return &storage_cast_span<S, _Float16>;
+  }
+}
+
+bool is_storage(lt_dtype d) {
+  return d == LT_DTYPE_BF16 || d == LT_DTYPE_F16;
+}
+
 void prepare_cast(PrepareCall& c) {
   expect_operands(c, 1, 1);
+  if (is_storage(c.in[0].dtype) || is_storage(c.out.dtype)) {
+    if (!same_shape(c.in[0], c.out)) {
+      fail(LT_STATUS_SHAPE_MISMATCH, std::string("cast: output shape ") + shape_str(c.out) +
+                                         " != operand shape " + shape_str(c.in[0]));
+    }
+    SpanFn fn = nullptr;
+    switch (c.in[0].dtype) {
+      case LT_DTYPE_F32:
+        fn = storage_cast_from<float>(c.out.dtype);
+        break;
+      case LT_DTYPE_F64:
+        fn = storage_cast_from<double>(c.out.dtype);
+        break;
+      case LT_DTYPE_I32:
+        fn = storage_cast_from<int32_t>(c.out.dtype);
+        break;
+      case LT_DTYPE_I64:
+        fn = storage_cast_from<int64_t>(c.out.dtype);
+        break;
+      case LT_DTYPE_BOOL:
+        fn = storage_cast_from<uint8_t>(c.out.dtype);
+        break;
+      case LT_DTYPE_BF16:
+        fn = storage_cast_from<Bf16>(c.out.dtype);
+        break;
+      default:
+        fn = storage_cast_from<_Float16>(c.out.dtype);
+        break;
+    }
+    push_span(c, fn);
+    c.fn = run_unary;
+    return;
+  }
   expect_dtype_in(c, c.in[0].dtype, true, true, true, "operand");
   expect_dtype_in(c, c.out.dtype, true, true, true, "output");
   if (!same_shape(c.in[0], c.out)) {

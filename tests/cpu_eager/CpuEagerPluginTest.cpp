@@ -445,7 +445,7 @@ TEST_F(CpuEager, SupportsKnownOpsOnlyWithHandledDtypes) {
   s.struct_size = LT_PLUGIN_SUPPORTS_ARGS_STRUCT_SIZE;
   s.context = ctx_;
   s.graph = &g;
-  const int want[] = {1, 0, 1, 0, 0, 0};  // bf16 is rejected even as an input
+  const int want[] = {1, 1, 1, 0, 0, 0};  // bf16 is storage only: no add
   for (size_t i = 0; i < 6; ++i) {
     s.node = i;
     s.supported = -1;
@@ -694,6 +694,27 @@ TEST_F(CpuEager, OneExecutableRunsFromManyThreadsAtOnce) {
     EXPECT_NEAR(download<float>(outs[t], 1)[0], t * std::sqrt(50000.0), 1e-3 * (t + 1));
   }
   api_->executable_destroy(ctx_, ex);
+}
+
+TEST_F(CpuEager, StorageTypesCastThroughF32AndMoveAsBytes) {
+  using G = GraphBuilder;
+  G g;
+  int a = g.input(LT_DTYPE_F32, {2, 3});
+  int b = g.op("cast", LT_DTYPE_BF16, {2, 3}, {a});
+  int p = g.op("permute", LT_DTYPE_BF16, {3, 2}, {b}, {g.ints("perm", {1, 0})});
+  int h = g.op("cast", LT_DTYPE_F16, {3, 2}, {p});
+  g.output(g.op("cast", LT_DTYPE_F32, {3, 2}, {h}));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // 1 + 2^-9 rounds to 1 in bf16 (8 mantissa bits); 3.015625 is exact in both.
+  auto got = run<float>(
+      g, {upload<float>({1.0f + 1.0f / 512, 3.015625f, -2.5f, nan, 65504.0f, 1e-3f})}, 6);
+  ASSERT_EQ(got.size(), 6u);
+  EXPECT_EQ(got[0], 1.0f);
+  EXPECT_TRUE(std::isnan(got[1]));
+  EXPECT_EQ(got[2], 3.015625f);
+  EXPECT_NEAR(got[5], 1e-3f, 1e-5f);
+  EXPECT_EQ(got[4], -2.5f);
+  EXPECT_TRUE(std::isinf(got[3]));  // 65504 becomes 65536 in bf16, beyond f16's range
 }
 
 TEST_F(CpuEager, MillionNodeChainCompilesAndRuns) {
