@@ -26,28 +26,30 @@ uint64_t input_hash(const Node* n) {
 // Plain-C graph (lt_graph) over collected nodes; pointers borrow from the nodes.
 struct GraphBuf {
   std::vector<lt_graph_node> nodes;
-  std::vector<std::vector<int32_t>> operands;
+  std::vector<int32_t> flat_ops;  // operands of all nodes, node by node
   std::vector<int32_t> inputs, outputs;
   lt_graph g{};
 
-  void add(const Node* n, bool as_input, std::vector<int32_t> ops) {
+  void add(const Node* n, bool as_input, const int32_t* ops, size_t num_ops) {
     lt_graph_node gn{};
     gn.op = as_input ? "input" : op_name(n->op);
     gn.dtype = n->dtype;
     gn.rank = n->shape.size();
     gn.shape = n->shape.data();
+    gn.num_operands = num_ops;
     if (!as_input && n->attrs) {
       gn.num_attrs = n->attrs->view.size();
       gn.attrs = n->attrs->view.data();
     }
     if (as_input) inputs.push_back(static_cast<int32_t>(nodes.size()));
     nodes.push_back(gn);
-    operands.push_back(std::move(ops));
+    flat_ops.insert(flat_ops.end(), ops, ops + num_ops);
   }
   const lt_graph* finish(uint64_t hash) {
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      nodes[i].num_operands = operands[i].size();
-      nodes[i].operands = operands[i].data();
+    size_t off = 0;
+    for (auto& n : nodes) {
+      n.operands = flat_ops.data() + off;
+      off += n.num_operands;
     }
     g.struct_size = LT_GRAPH_STRUCT_SIZE;
     g.num_nodes = nodes.size();
@@ -63,9 +65,8 @@ struct GraphBuf {
 
 void full_graph(const Collected& c, GraphBuf& gb) {
   for (size_t i = 0; i < c.nodes.size(); ++i) {
-    std::vector<int32_t> ops(c.operand_idx.begin() + c.op_begin[i],
-                             c.operand_idx.begin() + c.op_begin[i + 1]);
-    gb.add(c.nodes[i], c.is_input(i), std::move(ops));
+    gb.add(c.nodes[i], c.is_input(i), c.operand_idx.data() + c.op_begin[i],
+           static_cast<size_t>(c.op_begin[i + 1] - c.op_begin[i]));
   }
   gb.outputs = c.outputs;
   gb.finish(c.key);
@@ -173,16 +174,17 @@ void region_graph(const Collected& c, const std::vector<int32_t>& members,
       if ((c.is_input(o) || region_of[o] != r) && local[o] < 0) {
         local[o] = static_cast<int32_t>(gb.nodes.size());
         reg.in_globals.push_back(o);
-        gb.add(c.nodes[o], true, {});
+        gb.add(c.nodes[o], true, nullptr, 0);
       }
     }
   }
+  std::vector<int32_t> ops;
   for (int32_t gi : members) {
-    std::vector<int32_t> ops;
+    ops.clear();
     for (int32_t k = c.op_begin[gi]; k < c.op_begin[gi + 1]; ++k)
       ops.push_back(local[c.operand_idx[k]]);
     local[gi] = static_cast<int32_t>(gb.nodes.size());
-    gb.add(c.nodes[gi], false, std::move(ops));
+    gb.add(c.nodes[gi], false, ops.data(), ops.size());
     if (used_outside[gi]) {
       reg.out_globals.push_back(gi);
       gb.outputs.push_back(local[gi]);

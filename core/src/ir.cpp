@@ -75,10 +75,6 @@ void AttrSet::finish() {
 
 std::atomic<int64_t> g_nodes_alive{0};
 
-bool Node::is_leaf() const {
-  return op == kOpInput;
-}
-
 namespace {
 // Deletes nodes whose count reached zero; operands that also reach zero join the worklist.
 void free_worklist(std::vector<Node*>& work) {

@@ -158,7 +158,9 @@ struct Node {
   uint64_t visit_mark = 0;  // graph collection epoch (device mutex)
   int32_t visit_index = -1;
 
-  bool is_leaf() const;  // op is input (host data, scalar, placeholder)
+  bool is_leaf() const {
+    return op == 0;
+  }  // op "input" (kOpInput == 0): host data, scalar, placeholder
   size_t nbytes() const { return static_cast<size_t>(shape.numel()) * lt_dtype_size(dtype); }
 };
 
