@@ -153,7 +153,7 @@ int run(const Options& o) {
     batches.shuffle(epoch);
     double loss_sum = 0;
     for (int64_t s = 0; s < steps; ++s) {
-      auto [x, y] = batches.batch(dev, s);
+      auto [x, y] = batches.batch_one_hot(dev, s);
       lt::Tensor loss = lt::nn::cross_entropy(model->forward(x), y);
       lt::backward(loss);
       opt->step();

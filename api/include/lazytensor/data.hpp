@@ -215,6 +215,20 @@ class Batcher {
     }
     return {Tensor::from(device, x, {batch_, d_.features}), Tensor::from(device, y, {batch_})};
   }
+  // Batch b with one-hot f32 labels [batch, classes] (for nn::cross_entropy: keeps the
+  // training step free of integer ops).
+  std::pair<Tensor, Tensor> batch_one_hot(const Device& device, int64_t b) const {
+    std::vector<float> x, y(static_cast<size_t>(batch_ * d_.classes), 0.0f);
+    x.reserve(static_cast<size_t>(batch_ * d_.features));
+    for (int64_t i = 0; i < batch_; ++i) {
+      int64_t r = order_[static_cast<size_t>(b * batch_ + i)];
+      auto first = d_.x.begin() + r * d_.features;
+      x.insert(x.end(), first, first + d_.features);
+      y[static_cast<size_t>(i * d_.classes + d_.y[static_cast<size_t>(r)])] = 1.0f;
+    }
+    return {Tensor::from(device, x, {batch_, d_.features}),
+            Tensor::from(device, y, {batch_, d_.classes})};
+  }
 
  private:
   const Dataset& d_;

@@ -271,25 +271,42 @@ class GELU : public Module {
 
 // ---- losses ------------------------------------------------------------------------------
 
-// Mean negative log-likelihood of integer labels [N] under logits [N, K] (log_softmax and a
-// one-hot mask: elementwise, so it fuses).
-inline Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
-  if (logits.rank() != 2 || labels.rank() != 1 || labels.dim(0) != logits.dim(0)) {
-    throw Error(LT_STATUS_SHAPE_MISMATCH,
-                "cross_entropy: expected logits [N, K] and labels [N], got " +
-                    detail::shape_string(logits.shape_span()) + " and " +
-                    detail::shape_string(labels.shape_span()));
-  }
-  if (labels.dtype() != i32 && labels.dtype() != i64) {
-    throw Error(
-        LT_STATUS_DTYPE_MISMATCH,
-        std::string("cross_entropy: labels must be i32 or i64, got ") + dtype_name(labels.dtype()));
+// Mean negative log-likelihood under logits [N, K] of either integer labels [N] (i32/i64)
+// or float targets [N, K] (one-hot or probabilities). Float targets keep the whole loss in
+// float ops, which every backend runs without fallback; integer labels are turned into a
+// one-hot mask with float compares for the same reason.
+inline Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
+  if (logits.rank() != 2) {
+    throw Error(LT_STATUS_SHAPE_MISMATCH, "cross_entropy: expected logits [N, K], got " +
+                                              detail::shape_string(logits.shape_span()));
   }
   int64_t n = logits.dim(0), k = logits.dim(1);
-  Tensor classes = arange(logits.device(), 0, static_cast<double>(k), 1, labels.dtype());
-  Tensor onehot = labels.reshape({n, 1}).eq(classes.reshape({1, k})).cast(logits.dtype());
+  Tensor weights;
+  DType td = target.dtype();
+  if (td == i32 || td == i64) {
+    if (target.rank() != 1 || target.dim(0) != n) {
+      throw Error(LT_STATUS_SHAPE_MISMATCH, "cross_entropy: labels must have shape [" +
+                                                std::to_string(n) + "], got " +
+                                                detail::shape_string(target.shape_span()));
+    }
+    Tensor classes = arange(logits.device(), 0, static_cast<double>(k), 1, logits.dtype());
+    weights = target.cast(logits.dtype()).reshape({n, 1}).eq(classes.reshape({1, k}));
+    weights = weights.cast(logits.dtype());
+  } else if (td == f32 || td == f64) {
+    if (target.shape() != logits.shape()) {
+      throw Error(LT_STATUS_SHAPE_MISMATCH,
+                  "cross_entropy: float targets must have the logits' shape " +
+                      detail::shape_string(logits.shape_span()) + ", got " +
+                      detail::shape_string(target.shape_span()));
+    }
+    weights = td == logits.dtype() ? target : target.cast(logits.dtype());
+  } else {
+    throw Error(LT_STATUS_DTYPE_MISMATCH,
+                std::string("cross_entropy: target must be integer labels or float targets, got ") +
+                    dtype_name(td));
+  }
   Tensor logp = logits.log_softmax(1);
-  return -(onehot * logp).sum() * (1.0 / static_cast<double>(n));
+  return -(weights * logp).sum() * (1.0 / static_cast<double>(n));
 }
 
 inline Tensor mse_loss(const Tensor& pred, const Tensor& target) {

@@ -1,0 +1,98 @@
+// TrainStepBenchmark.cpp — one SGD training step (forward + backward + update + lt_sync,
+// a cached graph) of an MLP 784-512-512-10 at batch 128, registered once per loaded
+// backend so one run compares them (e.g. cpu_jit vs cpu_eager). Reports ms per step and,
+// after the runs, the ratio of each backend to cpu_eager.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <random>
+
+#include "lazytensor/autograd.hpp"
+#include "lazytensor/nn.hpp"
+#include "lazytensor/optim.hpp"
+
+namespace {
+
+lt::Runtime& runtime() {
+  static lt::Runtime rt = [] {
+    lt::RuntimeOptions o;
+    o.fallback = "silent";
+    return lt::Runtime::create(o);
+  }();
+  return rt;
+}
+
+std::map<std::string, double>& ms_per_step() {
+  static std::map<std::string, double> m;
+  return m;
+}
+
+struct Mlp : lt::nn::Module {
+  explicit Mlp(const lt::Device& d) : l1(d, 784, 512, 1), l2(d, 512, 512, 2), l3(d, 512, 10, 3) {
+    register_module("l1", l1);
+    register_module("l2", l2);
+    register_module("l3", l3);
+  }
+  lt::Tensor operator()(const lt::Tensor& x) { return l3(l2(l1(x).relu()).relu()); }
+  lt::nn::Linear l1, l2, l3;
+};
+
+void BM_TrainStep(benchmark::State& state, std::string device) {
+  lt::Device dev = runtime().find_device(device);
+  Mlp model(dev);
+  model.materialize();
+  lt::optim::SGD opt(model.parameters(), 0.01);
+  std::mt19937 gen(1);
+  std::normal_distribution<float> n(0, 1);
+  std::vector<float> xs(128 * 784), ys(128 * 10, 0.0f);
+  for (float& v : xs) v = n(gen);
+  for (int i = 0; i < 128; ++i) ys[static_cast<size_t>(i * 10 + i % 10)] = 1.0f;
+  lt::Tensor x = lt::Tensor::from(dev, xs, {128, 784}), y = lt::Tensor::from(dev, ys, {128, 10});
+  auto step = [&] {
+    lt::Tensor loss = lt::nn::cross_entropy(model(x), y);
+    lt::backward(loss);
+    opt.step();
+    lt::sync(dev);
+    return loss;
+  };
+  step();  // compile outside the timed loop
+  auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : state) benchmark::DoNotOptimize(step().get());
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
+      static_cast<double>(state.iterations());
+  ms_per_step()[device] = ms;
+  state.counters["ms_per_step"] = ms;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  std::vector<std::string> names;
+  try {
+    for (const auto& d : runtime().devices()) names.push_back(d.backend());
+  } catch (const lt::Error& e) {
+    std::fprintf(stderr, "bench_train: %s\n", e.what());
+    return 1;
+  }
+  for (const auto& name : names) {
+    benchmark::RegisterBenchmark(("TrainStep/mlp784_512_512_10/b128/sgd/" + name).c_str(),
+                                 BM_TrainStep, name)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  // The comparison the brief asks for, on stderr so --benchmark_format=json stays clean.
+  auto& m = ms_per_step();
+  if (m.count("cpu_eager")) {
+    for (const auto& [name, ms] : m) {
+      std::fprintf(stderr, "ratio %s / cpu_eager: %.3f (%.3f ms vs %.3f ms per step)\n",
+                   name.c_str(), ms / m["cpu_eager"], ms, m["cpu_eager"]);
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,96 @@
+// DataTest.cpp — the digits CSV loader (plain and gzip) with its validation errors naming
+// file and line, seeded shuffling and splitting, standardisation and static-shape batching.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "lazytensor/data.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string temp_file(const std::string& name, const std::string& text) {
+  fs::path p = fs::temp_directory_path() / ("lt_data_test_" + name);
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+std::string load_error(const std::string& path, int64_t features = 2, int64_t classes = 3) {
+  try {
+    lt::data::load_csv(path, features, classes);
+  } catch (const lt::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(DigitsData, LoadsTheShippedSet) {
+  auto d = lt::data::load_digits(LT_TEST_DIGITS);
+  EXPECT_EQ(d.rows(), 1797);
+  EXPECT_EQ(d.features, 64);
+  EXPECT_EQ(d.x.size(), 1797u * 64u);
+  for (int64_t y : d.y) ASSERT_TRUE(y >= 0 && y < 10);
+  EXPECT_EQ(d.y[0], 0);  // the first row of the file is a 0
+}
+
+TEST(DigitsData, ReadsGzipAndPlainAlike) {
+  std::string text = "1,2,0\n3,4,2\n";
+  std::string plain = temp_file("plain.csv", text);
+  fs::path gz = fs::temp_directory_path() / "lt_data_test_gz.csv.gz";
+  gzFile f = gzopen(gz.c_str(), "wb");
+  gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
+  gzclose(f);
+  auto a = lt::data::load_csv(plain, 2, 3), b = lt::data::load_csv(gz.string(), 2, 3);
+  EXPECT_EQ(a.x, b.x);
+  EXPECT_EQ(a.y, (std::vector<int64_t>{0, 2}));
+}
+
+TEST(DigitsData, ErrorsNameFileAndLine) {
+  std::string empty = temp_file("empty.csv", "");
+  std::string msg = load_error(empty);
+  EXPECT_NE(msg.find(empty), std::string::npos) << msg;
+  EXPECT_NE(msg.find("empty"), std::string::npos) << msg;
+
+  std::string cols = temp_file("cols.csv", "1,2,0\n1,2\n");
+  msg = load_error(cols);
+  EXPECT_NE(msg.find(cols + ":2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("expected 3 columns"), std::string::npos) << msg;
+
+  std::string nan = temp_file("nan.csv", "1,2,0\n1,abc,1\n");
+  msg = load_error(nan);
+  EXPECT_NE(msg.find(nan + ":2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'abc' is not a number"), std::string::npos) << msg;
+
+  std::string label = temp_file("label.csv", "1,2,0\n\n1,2,7\n");
+  msg = load_error(label);
+  EXPECT_NE(msg.find(label + ":3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("label"), std::string::npos) << msg;
+
+  msg = load_error("/nonexistent/digits.csv");
+  EXPECT_NE(msg.find("/nonexistent/digits.csv"), std::string::npos) << msg;
+}
+
+TEST(DigitsData, SplitShuffleAndBatchAreSeeded) {
+  auto d = lt::data::load_digits(LT_TEST_DIGITS);
+  auto [tr1, te1] = lt::data::train_test_split(d, 0.2, 5);
+  auto [tr2, te2] = lt::data::train_test_split(d, 0.2, 5);
+  EXPECT_EQ(te1.rows(), 359);
+  EXPECT_EQ(tr1.rows() + te1.rows(), d.rows());
+  EXPECT_EQ(te1.y, te2.y);
+  auto [tr3, te3] = lt::data::train_test_split(d, 0.2, 6);
+  EXPECT_NE(te1.y, te3.y);
+
+  auto st = lt::data::Standardizer::fit(tr1);
+  st.apply(tr1);
+  double mean0 = 0;
+  for (int64_t r = 0; r < tr1.rows(); ++r) mean0 += tr1.x[static_cast<size_t>(r * 64 + 20)];
+  EXPECT_NEAR(mean0 / static_cast<double>(tr1.rows()), 0.0, 1e-4);
+
+  lt::data::Batcher b(tr1, 100, 1);
+  EXPECT_EQ(b.batches(), tr1.rows() / 100);  // the last partial batch is dropped
+}
+
+}  // namespace
