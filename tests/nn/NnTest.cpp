@@ -100,7 +100,8 @@ TEST(Layers, ConvPoolShapesAndLstmGradients) {
   EXPECT_EQ(y.shape(), (std::vector<int64_t>{2, 4, 4, 4}));
 
   lt::nn::LSTMCell cell(dev(), 3, 5, 1);
-  lt::Tensor x = lt::ones(dev(), {2, 3}), h = lt::zeros(dev(), {2, 5}), c = lt::zeros(dev(), {2, 5});
+  lt::Tensor x = lt::ones(dev(), {2, 3}), h = lt::zeros(dev(), {2, 5}),
+             c = lt::zeros(dev(), {2, 5});
   auto [h1, c1] = cell.forward(x, h, c);
   auto [h2, c2] = cell.forward(x, h1, c1);
   EXPECT_EQ(h2.shape(), (std::vector<int64_t>{2, 5}));
