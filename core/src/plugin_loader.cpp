@@ -206,8 +206,10 @@ void Plugin::check(lt_plugin_error* err, const char* what) const {
   std::string msg = api->error_message(err) ? api->error_message(err) : "";
   lt_status_code code = api->error_code(err);
   api->error_destroy(err);
-  (void)code;
-  fail(LT_STATUS_PLUGIN_ERROR, "{}: {} failed: {}", name, what, msg);
+  // Out-of-memory stays recognisable to the application; every other plugin failure is
+  // reported as PLUGIN_ERROR with the plugin's own message.
+  fail(code == LT_STATUS_OUT_OF_MEMORY ? LT_STATUS_OUT_OF_MEMORY : LT_STATUS_PLUGIN_ERROR,
+       "{}: {} failed: {}", name, what, msg);
 }
 
 std::string choose_openblas_coretype() {
