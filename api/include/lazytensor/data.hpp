@@ -206,32 +206,39 @@ class Batcher {
   std::pair<Tensor, Tensor> batch(const Device& device, int64_t b) const {
     std::vector<float> x;
     std::vector<int64_t> y;
+    gather_rows(b, x, y);
+    return {Tensor::from(device, x, {batch_, d_.features}), Tensor::from(device, y, {batch_})};
+  }
+  // Batch b with one-hot f32 labels [batch, classes] (for nn::cross_entropy: keeps the
+  // training step free of integer ops).
+  std::pair<Tensor, Tensor> batch_one_hot(const Device& device, int64_t b) const {
+    std::vector<float> x, onehot(static_cast<size_t>(batch_ * d_.classes), 0.0f);
+    std::vector<int64_t> y;
+    gather_rows(b, x, y);
+    for (size_t i = 0; i < y.size(); ++i) {
+      onehot[i * static_cast<size_t>(d_.classes) + static_cast<size_t>(y[i])] = 1.0f;
+    }
+    return {Tensor::from(device, x, {batch_, d_.features}),
+            Tensor::from(device, onehot, {batch_, d_.classes})};
+  }
+
+ private:
+  void gather_rows(int64_t b, std::vector<float>& x, std::vector<int64_t>& y) const {
+    if (b < 0 || b >= batches()) {
+      throw Error(LT_STATUS_INVALID_ARGUMENT, "Batcher: batch " + std::to_string(b) +
+                                                  " out of range [0, " + std::to_string(batches()) +
+                                                  ")");
+    }
     x.reserve(static_cast<size_t>(batch_ * d_.features));
+    y.reserve(static_cast<size_t>(batch_));
     for (int64_t i = b * batch_; i < (b + 1) * batch_; ++i) {
       int64_t r = order_[static_cast<size_t>(i)];
       auto first = d_.x.begin() + r * d_.features;
       x.insert(x.end(), first, first + d_.features);
       y.push_back(d_.y[static_cast<size_t>(r)]);
     }
-    return {Tensor::from(device, x, {batch_, d_.features}), Tensor::from(device, y, {batch_})};
   }
-  // Batch b with one-hot f32 labels [batch, classes] (for nn::cross_entropy: keeps the
-  // training step free of integer ops).
-  std::pair<Tensor, Tensor> batch_one_hot(const Device& device, int64_t b) const {
-    std::vector<float> x, y(static_cast<size_t>(batch_ * d_.classes), 0.0f);
-    x.reserve(static_cast<size_t>(batch_ * d_.features));
-    for (int64_t i = 0; i < batch_; ++i) {
-      int64_t r = order_[static_cast<size_t>(b * batch_ + i)];
-      auto first = d_.x.begin() + r * d_.features;
-      x.insert(x.end(), first, first + d_.features);
-      y[static_cast<size_t>(i * d_.classes + d_.y[static_cast<size_t>(r)])] = 1.0f;
-    }
-    return {Tensor::from(device, x, {batch_, d_.features}),
-            Tensor::from(device, y, {batch_, d_.classes})};
-  }
-
- private:
-  const Dataset& d_;
+  const Dataset& d_;  // borrowed: must outlive the Batcher
   int64_t batch_;
   uint64_t seed_;
   std::vector<int64_t> order_;

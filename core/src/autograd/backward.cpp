@@ -181,7 +181,7 @@ void run_backward(const std::vector<lt_tensor*>& outputs, std::vector<Ref> seeds
   }
 }
 
-void check_float_output(lt_tensor* t, const char* who) {
+void require_history(lt_tensor* t, const char* who) {
   if (!lt_tensor_requires_grad(t)) {
     raise(LT_STATUS_INVALID_ARGUMENT,
           std::string(who) +
@@ -200,7 +200,7 @@ extern "C" {
 LT_API lt_error* lt_backward(lt_tensor* loss, lt_tensor* seed) {
   return lt::guard([&] {
     if (!loss) raise(LT_STATUS_INVALID_ARGUMENT, "backward: loss is NULL");
-    check_float_output(loss, "backward");
+    require_history(loss, "backward");
     std::vector<Ref> seeds;
     seeds.push_back(make_seed(loss, seed, "backward"));
     run_backward(
@@ -222,7 +222,7 @@ LT_API lt_error* lt_grad(lt_tensor* const* outputs, lt_tensor* const* seeds, siz
     for (size_t k = 0; k < num_outputs; ++k) {
       if (!outputs[k])
         raise(LT_STATUS_INVALID_ARGUMENT, "grad: outputs[" + std::to_string(k) + "] is NULL");
-      check_float_output(outputs[k], "grad");
+      require_history(outputs[k], "grad");
       outs.push_back(outputs[k]);
       seed_refs.push_back(make_seed(outputs[k], seeds ? seeds[k] : nullptr, "grad"));
     }
