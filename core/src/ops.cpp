@@ -181,8 +181,11 @@ NodeRef build_binary(const OpCall& c) {
          lt_dtype_name(a->dtype), lt_dtype_name(b->dtype));
   }
   Dims shape = a->shape == b->shape ? a->shape : broadcast_shapes(op, a->shape, b->shape);
+  lt_dtype out_dt = cmp ? LT_DTYPE_BOOL : dt;
+  if (a->dtype == dt && b->dtype == dt)  // the common case: no casts, no extra ref traffic
+    return make_node(c.device, c.op, {a, b}, out_dt, shape);
   NodeRef ca = cast_to(c.device, a, dt), cb = cast_to(c.device, b, dt);
-  return make_node(c.device, c.op, {ca.get(), cb.get()}, cmp ? LT_DTYPE_BOOL : dt, shape);
+  return make_node(c.device, c.op, {ca.get(), cb.get()}, out_dt, shape);
 }
 
 NodeRef build_where(const OpCall& c) {

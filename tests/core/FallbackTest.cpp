@@ -83,6 +83,53 @@ TEST(Partitioner, CpuEagerIsTheDefaultWithoutOtherBackends) {
   for (auto* t : {a, s}) lt_tensor_free(t);
 }
 
+TEST(Partitioner, PromotionCastsRunAndSeedsDoNotRecompile) {
+  RuntimeHandle h{make_runtime("", "cpu_eager")};
+  ASSERT_NE(h.rt, nullptr);
+  lt_device* d = lt_runtime_default_device(h.rt);
+  int32_t iv[3] = {1, 2, 3};
+  int64_t s3[1] = {3};
+  lt_tensor *i = nullptr, *f = from_host(d, {0.5f, 0.25f, 0.125f}, {3}), *sum = nullptr;
+  LT_OK(lt_tensor_from_host(d, LT_DTYPE_I32, s3, 1, iv, sizeof iv, &i));
+  LT_OK(lt_add(i, f, &sum));
+  EXPECT_EQ(lt_tensor_dtype(sum), LT_DTYPE_F32);
+  EXPECT_EQ(to_host(sum), (std::vector<float>{1.5f, 2.25f, 3.125f}));
+  std::vector<float> first;
+  for (uint64_t seed : {7u, 8u, 7u}) {
+    lt_tensor* r = nullptr;
+    int64_t shp[1] = {8};
+    LT_OK(lt_random_uniform(d, shp, 1, seed, -1, 1, LT_DTYPE_F32, &r));
+    auto v = to_host(r);
+    for (float x : v) EXPECT_TRUE(x >= -1 && x < 1);
+    if (first.empty())
+      first = v;
+    else if (seed == 7)
+      EXPECT_EQ(v, first);
+    else
+      EXPECT_NE(v, first);
+    lt_tensor_free(r);
+  }
+  EXPECT_EQ(metric(h.rt, "compiles"), 2);  // the add, and one random program for 3 seeds
+  for (auto* t : {i, f, sum}) lt_tensor_free(t);
+}
+
+TEST(Partitioner, TensorMovesBetweenBackends) {
+  RuntimeHandle h{make_runtime(plugin_dir("partial"), "partial")};
+  ASSERT_NE(h.rt, nullptr);
+  lt_device *p = lt_runtime_default_device(h.rt), *e = nullptr;
+  LT_OK(lt_runtime_find_device(h.rt, "cpu_eager", &e));
+  lt_tensor* a = from_host(p, {1, 2, 3}, {3});
+  lt_tensor *m = nullptr, *moved = nullptr, *ex = nullptr;
+  LT_OK(lt_mul(a, a, &m));
+  LT_OK(lt_tensor_to_device(m, e, &moved));
+  EXPECT_EQ(lt_tensor_device(moved), e);
+  LT_OK(lt_exp(moved, &ex));
+  auto v = to_host(ex);
+  EXPECT_NEAR(v[2], std::exp(9.0f), 1e-2);
+  EXPECT_EQ(metric(h.rt, "fallback_nodes"), 0);  // exp ran on its own device, not as fallback
+  for (auto* t : {a, m, moved, ex}) lt_tensor_free(t);
+}
+
 #else
 TEST(Partitioner, NeedsCpuEager) {
   GTEST_SKIP() << "cpu_eager plugin not built";
