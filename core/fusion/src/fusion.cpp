@@ -98,6 +98,25 @@ class Planner {
         users_[fill[g_.nodes[i].operands[k]]++] = static_cast<int32_t>(i);
   }
 
+  // Elementwise for grouping: the elementwise ops, plus index-map slices when enabled.
+  bool map_node(int32_t v) const { return opt_.index_maps && is_index_map(g_, g_.nodes[v]); }
+  bool ew(int32_t v) const { return classify(g_.nodes[v]) == OpClass::kElementwise || map_node(v); }
+  // An index-map slice reads its operand at other indices: the operand's group must never
+  // be merged with the slice's.
+  bool maps_ok(const std::vector<int32_t>& members, int32_t extra = -1) {
+    if (!saw_map_) return true;
+    auto check = [&](int32_t v) {
+      if (!map_node(v)) return true;
+      int32_t og = group(g_.nodes[v].operands[0]);
+      return og < 0 || std::find(members.begin(), members.end(), og) == members.end();
+    };
+    if (extra >= 0 && !check(extra)) return false;
+    for (int32_t m : members)
+      for (int32_t v : work_[m].nodes)
+        if (!check(v)) return false;
+    return true;
+  }
+
   int32_t find(int32_t gi) {
     while (work_[gi].parent >= 0) gi = work_[gi].parent;
     return gi;
@@ -221,6 +240,12 @@ class Planner {
     const lt_graph_node& n = g_.nodes[i];
     OpClass c = classify(n);
     if (c == OpClass::kInput) return;
+    if (map_node(i)) {
+      // Starts its own elementwise group over its output shape; consumers pull it in.
+      saw_map_ = true;
+      new_group(GroupKind::kElementwise, i, shape_of(n));
+      return;
+    }
     std::vector<int32_t> cands;  // distinct operand groups (roots)
     for (size_t k = 0; k < n.num_operands; ++k) {
       int32_t og = group(n.operands[k]);
@@ -287,7 +312,8 @@ class Planner {
         if (std::find(members.begin(), members.end(), cg) == members.end()) f.push_back(cg);
       return f;
     };
-    if (merged_size(members) > opt_.max_group_nodes || creates_cycle(members, outside_feeds(), i)) {
+    if (merged_size(members) > opt_.max_group_nodes || !maps_ok(members, i) ||
+        creates_cycle(members, outside_feeds(), i)) {
       new_group(GroupKind::kElementwise, i, shape_of(n));
       return;
     }
@@ -297,20 +323,17 @@ class Planner {
       if (work_[cg].kind != GroupKind::kElementwise && work_[primary].kind == GroupKind::kOpaque)
         continue;
       members.push_back(cg);
-      bool ok =
-          merged_size(members) <= opt_.max_group_nodes && node_fits(n, work_[primary], members);
+      bool ok = merged_size(members) <= opt_.max_group_nodes &&
+                node_fits(n, work_[primary], members) && maps_ok(members, i);
       if (ok && is_reduction_group(work_[primary])) {
         // Edges between the merged groups become in-group uses: re-check broadcasts.
         for (int32_t v : work_[cg].nodes)
-          if (classify(g_.nodes[v]) == OpClass::kElementwise &&
-              !node_fits(g_.nodes[v], work_[primary], members)) {
+          if (ew(v) && !node_fits(g_.nodes[v], work_[primary], members)) {
             ok = false;
             break;
           }
         for (int32_t v : work_[primary].nodes)
-          if (ok && classify(g_.nodes[v]) == OpClass::kElementwise &&
-              !node_fits(g_.nodes[v], work_[primary], members))
-            ok = false;
+          if (ok && ew(v) && !node_fits(g_.nodes[v], work_[primary], members)) ok = false;
       }
       if (!ok || creates_cycle(members, outside_feeds(), i)) members.pop_back();
     }
@@ -356,7 +379,7 @@ class Planner {
       if (gr.kind != GroupKind::kElementwise) {
         // anchor = first reduction (or the opaque node)
         for (int32_t v : gr.nodes)
-          if (classify(g_.nodes[v]) != OpClass::kElementwise) {
+          if (!ew(v)) {
             gr.anchor = v;
             break;
           }
@@ -413,6 +436,7 @@ class Planner {
   std::vector<int32_t> user_begin_, users_;
   std::vector<int32_t> group_of_;  // node -> work index (maybe merged away: use find)
   std::vector<Work> work_;
+  bool saw_map_ = false;
 };
 
 }  // namespace
@@ -425,6 +449,15 @@ bool is_elementwise_op(std::string_view op) {
 bool is_reduction_op(std::string_view op) {
   return std::find(std::begin(kReductionOps), std::end(kReductionOps), op) !=
          std::end(kReductionOps);
+}
+
+bool is_index_map(const lt_graph& graph, const lt_graph_node& n) {
+  if (!n.op || std::string_view(n.op) != "slice" || n.num_operands != 1) return false;
+  const lt_graph_node& a = graph.nodes[n.operands[0]];
+  const lt_attr* s = find_attr(n, "starts");
+  const lt_attr* t = find_attr(n, "steps");
+  return a.rank == n.rank && s && t && s->kind == LT_ATTR_INTS && t->kind == LT_ATTR_INTS &&
+         s->ints_len == n.rank && t->ints_len == n.rank;
 }
 
 OpClass classify(const lt_graph_node& node) {

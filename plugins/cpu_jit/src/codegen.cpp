@@ -12,6 +12,7 @@
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
 
 #include "lazytensor/fusion.hpp"
 
@@ -69,6 +70,7 @@ bool codegen_supports(const lt_graph& g, size_t i) {
     if (g.nodes[n.operands[k]].rank > 16) return false;
   if (op == "input") return n.dtype != LT_DTYPE_BF16 && n.dtype != LT_DTYPE_F16;
   if (fusion::is_elementwise_op(op)) return supported_elementwise(g, n);
+  if (op == "slice") return fusion::is_index_map(g, n) && n.dtype != LT_DTYPE_F16;
   if (fusion::is_reduction_op(op)) {
     if (n.num_operands != 1) return false;
     const lt_attr* ax = find_attr(n, "axes");
@@ -87,6 +89,7 @@ namespace {
 struct Access {
   int slot;
   std::vector<int64_t> strides;  // per loop dim (after reorder + coalescing)
+  int64_t offset = 0;            // elements (a slice's start)
 };
 
 class Emitter {
@@ -124,7 +127,7 @@ class Emitter {
     if (!k_.reduce_axes.empty()) fusion::role_of(n.shape, n.rank, k_.domain, k_.reduce_axes, &r);
     return r;
   }
-  std::vector<int64_t> domain_strides(int32_t buf, int32_t user) const;
+  std::vector<int64_t> domain_strides(int32_t buf, int32_t user, int64_t* offset) const;
   int slot_of(int32_t node);
   int access_of(int32_t buf, int32_t user);
 
@@ -136,6 +139,10 @@ class Emitter {
 
   // -- values
   llvm::Value* load(int acc, const std::vector<llvm::Value*>& offs, lt_dtype d);
+  void tag(llvm::Instruction* mem, int slot) {
+    mem->setMetadata(llvm::LLVMContext::MD_alias_scope, scope_[slot]);
+    mem->setMetadata(llvm::LLVMContext::MD_noalias, noalias_[slot]);
+  }
   void store(int acc, const std::vector<llvm::Value*>& offs, lt_dtype d, llvm::Value* v);
   void eval(const std::vector<int32_t>& targets, std::map<int32_t, llvm::Value*>& memo,
             const std::vector<llvm::Value*>& offs, bool inner);
@@ -167,6 +174,10 @@ class Emitter {
   std::vector<int64_t> loop_dims_;                     // coalesced loop extents
   size_t n_outer_ = 0;                                 // first n_outer_ loop dims are outer
   std::vector<llvm::Value*> base_;                     // slot -> base pointer
+  // Slot k's accesses are in scope k and noalias with every other slot: buffers bound to
+  // distinct slots never overlap where one is written (outputs and temps are fresh), so the
+  // vectoriser needs no runtime checks and hoists stride-0 (scalar) loads out of loops.
+  std::vector<llvm::MDNode*> scope_, noalias_;
   llvm::Function* fn_ = nullptr;
 };
 
@@ -191,8 +202,9 @@ llvm::Value* Emitter::const_of(lt_dtype d, double v) {
   }
 }
 
-std::vector<int64_t> Emitter::domain_strides(int32_t buf, int32_t user) const {
+std::vector<int64_t> Emitter::domain_strides(int32_t buf, int32_t user, int64_t* offset) const {
   const lt_graph_node& b = g_.nodes[buf];
+  *offset = 0;
   lt_graph_node u = g_.nodes[user];
   Role r = role(user);
   if (fusion::is_reduction_op(u.op)) {
@@ -208,9 +220,19 @@ std::vector<int64_t> Emitter::domain_strides(int32_t buf, int32_t user) const {
     s *= b.shape[i];
   }
   std::vector<int64_t> su(u.rank, 0);
-  for (size_t j = 0; j < u.rank; ++j) {
-    int64_t jb = static_cast<int64_t>(j) - static_cast<int64_t>(u.rank - b.rank);
-    if (jb >= 0 && b.shape[jb] != 1 && u.shape[j] != 1) su[j] = dense[jb];
+  if (std::string_view(u.op) == "slice" && u.num_operands == 1 && u.operands[0] == buf) {
+    // Affine index map: operand[start + i·step] (same rank; steps may be negative).
+    const lt_attr* st = find_attr(u, "starts");
+    const lt_attr* sp = find_attr(u, "steps");
+    for (size_t j = 0; j < u.rank; ++j) {
+      *offset += dense[j] * st->ints[j];
+      if (u.shape[j] != 1) su[j] = dense[j] * sp->ints[j];
+    }
+  } else {
+    for (size_t j = 0; j < u.rank; ++j) {
+      int64_t jb = static_cast<int64_t>(j) - static_cast<int64_t>(u.rank - b.rank);
+      if (jb >= 0 && b.shape[jb] != 1 && u.shape[j] != 1) su[j] = dense[jb];
+    }
   }
   std::vector<int64_t> out(k_.domain.size(), 0);
   if (r == Role::kReducedDrop) {
@@ -236,7 +258,8 @@ int Emitter::slot_of(int32_t node) {
 int Emitter::access_of(int32_t buf, int32_t user) {
   auto it = acc_of_.find({buf, user});
   if (it != acc_of_.end()) return it->second;
-  Access a{slot_of(buf), domain_strides(buf, user)};
+  Access a{slot_of(buf), {}, 0};
+  a.strides = domain_strides(buf, user, &a.offset);
   acc_.push_back(std::move(a));
   acc_of_[{buf, user}] = static_cast<int>(acc_.size() - 1);
   return static_cast<int>(acc_.size() - 1);
@@ -284,7 +307,9 @@ void Emitter::nest(size_t first, size_t last, std::vector<llvm::Value*>& offs,
 
 llvm::Value* Emitter::load(int acc, const std::vector<llvm::Value*>& offs, lt_dtype d) {
   llvm::Value* p = b_.CreateInBoundsGEP(mem_type(d), base_[acc_[acc].slot], offs[acc]);
-  llvm::Value* v = b_.CreateLoad(mem_type(d), p);
+  llvm::LoadInst* ld = b_.CreateLoad(mem_type(d), p);
+  tag(ld, acc_[acc].slot);
+  llvm::Value* v = ld;
   if (d == LT_DTYPE_BOOL) v = b_.CreateICmpNE(v, b_.getInt8(0));
   return v;
 }
@@ -292,7 +317,7 @@ llvm::Value* Emitter::load(int acc, const std::vector<llvm::Value*>& offs, lt_dt
 void Emitter::store(int acc, const std::vector<llvm::Value*>& offs, lt_dtype d, llvm::Value* v) {
   if (d == LT_DTYPE_BOOL) v = b_.CreateZExt(v, b_.getInt8Ty());
   llvm::Value* p = b_.CreateInBoundsGEP(mem_type(d), base_[acc_[acc].slot], offs[acc]);
-  b_.CreateStore(v, p);
+  tag(b_.CreateStore(v, p), acc_[acc].slot);
 }
 
 // Evaluates `targets` (and what they need) into memo. In an inner (full-domain) body,
@@ -418,8 +443,8 @@ llvm::Value* Emitter::tanh_f32(llvm::Value* x) {
     p = fma(p, z, fconst(f, c));
   llvm::Value* small = fma(b_.CreateFMul(p, z), x, x);
   llvm::Value* e = exp_f32(b_.CreateFAdd(a, a));
-  llvm::Value* big = b_.CreateFSub(fconst(f, 1.0),
-                                   b_.CreateFDiv(fconst(f, 2.0), b_.CreateFAdd(e, fconst(f, 1.0))));
+  llvm::Value* q = b_.CreateFDiv(fconst(f, 2.0), b_.CreateFAdd(e, fconst(f, 1.0)));
+  llvm::Value* big = b_.CreateFSub(fconst(f, 1.0), q);
   big = intrinsic(llvm::Intrinsic::copysign, {big, x});
   return b_.CreateSelect(b_.CreateFCmpOLT(a, fconst(f, 0.625)), small, big);
 }
@@ -434,7 +459,7 @@ llvm::Value* Emitter::op(int32_t v, const std::vector<llvm::Value*>& a) {
   using I = llvm::Intrinsic::ID;
   auto un = [&](I id) { return intrinsic(id, {a[0]}); };
   if (op == "full") return const_of(d, find_attr(n, "value")->f);
-  if (op == "broadcast_to") return a[0];
+  if (op == "broadcast_to" || op == "slice") return a[0];  // slice: loaded through its map
   if (op == "cast") return cast(a[0], ad, d);
   if (op == "neg") return fl ? b_.CreateFNeg(a[0]) : b_.CreateNeg(a[0]);
   if (op == "abs")
@@ -463,9 +488,11 @@ llvm::Value* Emitter::op(int32_t v, const std::vector<llvm::Value*>& a) {
         b_.CreateFDiv(b_.CreateFSub(fconst(t, 1.0), e), b_.CreateFAdd(fconst(t, 1.0), e));
     return intrinsic(llvm::Intrinsic::copysign, {r, a[0]});
   }
-  if (op == "sigmoid")
-    return b_.CreateFDiv(fconst(t, 1.0),
-                         b_.CreateFAdd(fconst(t, 1.0), exp_any(b_.CreateFNeg(a[0]))));
+  if (op == "sigmoid") {
+    llvm::Value* q =
+        b_.CreateFDiv(fconst(t, 1.0), b_.CreateFAdd(fconst(t, 1.0), exp_any(b_.CreateFNeg(a[0]))));
+    return q;
+  }
   if (op == "gelu") {
     // 0.5·x·(1 + tanh(u)) == x·sigmoid(2u): no cancellation for negative x.
     llvm::Value* x3 = b_.CreateFMul(b_.CreateFMul(a[0], a[0]), a[0]);
@@ -519,6 +546,8 @@ llvm::Error Emitter::run() {
     }
     for (size_t k = 0; k < n.num_operands; ++k)
       if (!in_kernel(n.operands[k])) access_of(n.operands[k], v);
+    if (std::string_view(n.op) == "slice" && in_kernel(n.operands[0]))
+      return llvm::createStringError("slice fused with its operand (planner invariant)");
   }
   for (int32_t v : k_.outputs) access_of(v, v);
   if (!reductions.empty() && k_.reduce_axes.empty())
@@ -584,9 +613,22 @@ llvm::Error Emitter::run() {
   fn_->addParamAttr(0, llvm::Attribute::NoAlias);
   llvm::BasicBlock* entry = llvm::BasicBlock::Create(ctx_, "entry", fn_);
   b_.SetInsertPoint(entry);
+  llvm::MDBuilder mdb(ctx_);
+  llvm::MDNode* domain = mdb.createAnonymousAliasScopeDomain(name_);
+  std::vector<llvm::Metadata*> scopes;
+  for (size_t s = 0; s < k_.slots.size(); ++s)
+    scopes.push_back(mdb.createAnonymousAliasScope(domain, "slot" + std::to_string(s)));
+  for (size_t s = 0; s < k_.slots.size(); ++s) {
+    std::vector<llvm::Metadata*> others;
+    for (size_t o = 0; o < scopes.size(); ++o)
+      if (o != s) others.push_back(scopes[o]);
+    scope_.push_back(llvm::MDNode::get(ctx_, {scopes[s]}));
+    noalias_.push_back(llvm::MDNode::get(ctx_, others));
+  }
   for (size_t s = 0; s < k_.slots.size(); ++s)
     base_.push_back(b_.CreateLoad(ptr, b_.CreateConstInBoundsGEP1_64(ptr, fn_->getArg(0), s)));
-  std::vector<llvm::Value*> offs(acc_.size(), b_.getInt64(0));
+  std::vector<llvm::Value*> offs;
+  for (const Access& a : acc_) offs.push_back(b_.getInt64(a.offset));
 
   if (reductions.empty()) {
     nest(0, loop_dims_.size(), offs, [&](std::vector<llvm::Value*>& o) {

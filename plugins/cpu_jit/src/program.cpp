@@ -5,10 +5,12 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <type_traits>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -38,6 +40,24 @@ bool is_opaque_supported(const lt_graph& g, const lt_graph_node& n) {
     const lt_attr* ax = fusion::find_attr(n, "axis");
     return (d == LT_DTYPE_F32 || d == LT_DTYPE_F64) && n.num_operands == 1 && ax &&
            ax->kind == LT_ATTR_INT && ax->i >= 0 && static_cast<size_t>(ax->i) < n.rank;
+  }
+  if (op == "conv2d") {
+    if ((d != LT_DTYPE_F32 && d != LT_DTYPE_F64) || n.num_operands < 2 || n.num_operands > 3 ||
+        n.rank != 4)
+      return false;
+    const lt_graph_node& x = g.nodes[n.operands[0]];
+    const lt_graph_node& w = g.nodes[n.operands[1]];
+    if (x.rank != 4 || w.rank != 4 || x.dtype != d || w.dtype != d) return false;
+    if (n.num_operands == 3 &&
+        (g.nodes[n.operands[2]].rank != 1 || g.nodes[n.operands[2]].dtype != d))
+      return false;
+    for (const char* a : {"stride", "padding", "dilation"}) {
+      const lt_attr* at = fusion::find_attr(n, a);
+      if (!at || at->kind != LT_ATTR_INTS || at->ints_len != 2) return false;
+    }
+    const lt_attr* gr = fusion::find_attr(n, "groups");
+    return gr && gr->kind == LT_ATTR_INT && gr->i >= 1 && x.shape[1] % gr->i == 0 &&
+           w.shape[0] % gr->i == 0;
   }
   if (op == "reshape") return n.num_operands == 1;
   if (op == "permute") {
@@ -81,6 +101,94 @@ std::vector<int64_t> dense_strides(const lt_graph_node& n) {
     acc *= n.shape[i];
   }
   return s;
+}
+
+struct ConvGeom {
+  int64_t N, C, H, W, O, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, G, Cg, Og;
+  int64_t col_rows() const { return Cg * KH * KW; }
+  int64_t plane() const { return OH * OW; }
+  // 1x1, stride 1, no padding: the input plane already is the im2col matrix.
+  bool direct() const { return KH == 1 && KW == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
+};
+
+ConvGeom conv_geom(const lt_graph& g, const lt_graph_node& n) {
+  const lt_graph_node& x = g.nodes[n.operands[0]];
+  const lt_graph_node& w = g.nodes[n.operands[1]];
+  const int64_t* st = fusion::find_attr(n, "stride")->ints;
+  const int64_t* pd = fusion::find_attr(n, "padding")->ints;
+  const int64_t* dl = fusion::find_attr(n, "dilation")->ints;
+  int64_t G = fusion::find_attr(n, "groups")->i;
+  return ConvGeom{x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0],     w.shape[2],
+                  w.shape[3], n.shape[2], n.shape[3], st[0],      st[1],          pd[0],
+                  pd[1],      dl[0],      dl[1],      G,          x.shape[1] / G, w.shape[0] / G};
+}
+
+// col[(c·KH + kh)·KW + kw][oh·OW + ow] = x[c][oh·sh − ph + kh·dh][ow·sw − pw + kw·dw] or 0.
+template <class T>
+void im2col(const ConvGeom& g, const T* x, T* col) {
+  auto rows = [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      int64_t ch = r / (g.KH * g.KW), kh = (r / g.KW) % g.KH, kw = r % g.KW;
+      const T* src = x + ch * g.H * g.W;
+      T* dst = col + r * g.plane();
+      for (int64_t oh = 0; oh < g.OH; ++oh) {
+        int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+        T* d = dst + oh * g.OW;
+        if (ih < 0 || ih >= g.H) {
+          std::fill(d, d + g.OW, T(0));
+          continue;
+        }
+        const T* srow = src + ih * g.W;
+        for (int64_t ow = 0; ow < g.OW; ++ow) {
+          int64_t iw = ow * g.sw - g.pw + kw * g.dw;
+          d[ow] = (iw >= 0 && iw < g.W) ? srow[iw] : T(0);
+        }
+      }
+    }
+  };
+  if (g.col_rows() * g.plane() < (1 << 16)) {
+    rows(0, g.col_rows());
+  } else {
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, g.col_rows()),
+                      [&](const tbb::blocked_range<int64_t>& r) { rows(r.begin(), r.end()); });
+  }
+}
+
+void gemm(bool f32, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda, const void* b,
+          int64_t ldb, void* c, int64_t ldc, bool accumulate) {
+  if (f32)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f,
+                static_cast<const float*>(a), lda, static_cast<const float*>(b), ldb,
+                accumulate ? 1.0f : 0.0f, static_cast<float*>(c), ldc);
+  else
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0,
+                static_cast<const double*>(a), lda, static_cast<const double*>(b), ldb,
+                accumulate ? 1.0 : 0.0, static_cast<double*>(c), ldc);
+}
+
+template <class T>
+void conv2d(const ConvGeom& g, const T* x, const T* w, const T* bias, T* out, T* col) {
+  const int64_t K = g.col_rows(), P = g.plane();
+  for (int64_t n = 0; n < g.N; ++n) {
+    for (int64_t gi = 0; gi < g.G; ++gi) {
+      const T* xg = x + (n * g.C + gi * g.Cg) * g.H * g.W;
+      T* og = out + (n * g.O + gi * g.Og) * P;
+      if (bias)
+        for (int64_t o = 0; o < g.Og; ++o)
+          std::fill(og + o * P, og + (o + 1) * P, bias[gi * g.Og + o]);
+      if (K == 0 || P == 0 || g.Og == 0) {
+        if (!bias) std::fill(og, og + g.Og * P, T(0));
+        continue;
+      }
+      const T* B = xg;
+      if (!g.direct()) {
+        im2col(g, xg, col);
+        B = col;
+      }
+      gemm(std::is_same_v<T, float>, g.Og, P, K, w + gi * g.Og * K, K, B, P, og, P,
+           bias != nullptr);
+    }
+  }
 }
 
 }  // namespace
@@ -127,7 +235,9 @@ std::shared_ptr<Program> Program::build(const lt_graph& graph, Compiler& compile
   p->num_inputs_ = g.num_inputs;
   p->num_outputs_ = g.num_outputs;
 
-  fusion::Plan plan = fusion::plan(g);
+  fusion::Options opts;
+  opts.index_maps = true;  // slices become strided loads inside the consuming kernel
+  fusion::Plan plan = fusion::plan(g, opts);
   for (const fusion::Group& gr : plan.groups) {
     if (gr.kind == fusion::GroupKind::kOpaque) {
       p->steps_.push_back({-1, gr.anchor});
@@ -177,12 +287,24 @@ std::shared_ptr<Program> Program::build(const lt_graph& graph, Compiler& compile
     p->temp_offset_[v] = static_cast<int64_t>(p->arena_bytes_);
     p->arena_bytes_ += (p->node_bytes(static_cast<int32_t>(v)) + 63) / 64 * 64;
   }
+  // conv2d's im2col matrix (one group of one image at a time) also lives in the arena.
+  p->scratch_offset_.assign(g.num_nodes, -1);
+  for (const Step& s : p->steps_) {
+    if (s.node < 0 || std::string_view(g.nodes[s.node].op) != "conv2d") continue;
+    ConvGeom cg = conv_geom(g, g.nodes[s.node]);
+    if (cg.direct()) continue;
+    p->scratch_offset_[s.node] = static_cast<int64_t>(p->arena_bytes_);
+    size_t bytes =
+        static_cast<size_t>(cg.col_rows() * cg.plane()) * lt_dtype_size(g.nodes[s.node].dtype);
+    p->arena_bytes_ += (bytes + 63) / 64 * 64;
+  }
   p->compile_ms_ =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return p;
 }
 
-bool Program::run_opaque(int32_t v, std::vector<void*>& ptr, std::string* error) const {
+bool Program::run_opaque(int32_t v, std::vector<void*>& ptr, char* scratch,
+                         std::string* error) const {
   const lt_graph_node& n = g_->nodes[v];
   std::string_view op = n.op;
   size_t elem = lt_dtype_size(n.dtype);
@@ -211,6 +333,20 @@ bool Program::run_opaque(int32_t v, std::vector<void*>& ptr, std::string* error)
     }
     strided_copy(static_cast<char*>(ptr[v]), static_cast<const char*>(ptr[n.operands[0]]),
                  std::vector<int64_t>(n.shape, n.shape + n.rank), st, off, elem);
+    return true;
+  }
+  if (op == "conv2d") {
+    ConvGeom cg = conv_geom(*g_, n);
+    void* col = scratch ? scratch + scratch_offset_[v] : nullptr;
+    const void* bias = n.num_operands == 3 ? ptr[n.operands[2]] : nullptr;
+    if (n.dtype == LT_DTYPE_F32)
+      conv2d(cg, static_cast<const float*>(ptr[n.operands[0]]),
+             static_cast<const float*>(ptr[n.operands[1]]), static_cast<const float*>(bias),
+             static_cast<float*>(ptr[v]), static_cast<float*>(col));
+    else
+      conv2d(cg, static_cast<const double*>(ptr[n.operands[0]]),
+             static_cast<const double*>(ptr[n.operands[1]]), static_cast<const double*>(bias),
+             static_cast<double*>(ptr[v]), static_cast<double*>(col));
     return true;
   }
   if (op == "matmul") {
@@ -275,7 +411,7 @@ bool Program::execute(void* const* inputs, void* const* outputs, std::string* er
   std::vector<void*> bufs;
   for (const Step& s : steps_) {
     if (s.kernel < 0) {
-      if (!run_opaque(s.node, ptr, error)) return false;
+      if (!run_opaque(s.node, ptr, arena, error)) return false;
       continue;
     }
     const KernelDesc& k = kernels_[s.kernel];

@@ -35,14 +35,16 @@ class Program {
     int32_t node = -1;  // opaque node (matmul, reshape, permute, slice)
   };
   size_t node_bytes(int32_t v) const;
-  bool run_opaque(int32_t v, std::vector<void*>& ptr, std::string* error) const;
+  // scratch: the arena (conv2d's im2col matrix lives at scratch_offset_[v]).
+  bool run_opaque(int32_t v, std::vector<void*>& ptr, char* scratch, std::string* error) const;
 
   fusion::OwnedGraph owned_;
   const lt_graph* g_ = nullptr;
   std::vector<Step> steps_;
   std::vector<KernelDesc> kernels_;
   std::vector<KernelFn> fns_;
-  std::vector<int64_t> temp_offset_;  // per node: byte offset in the arena, -1 if none
+  std::vector<int64_t> temp_offset_;     // per node: byte offset in the arena, -1 if none
+  std::vector<int64_t> scratch_offset_;  // per conv2d node: im2col offset in the arena
   size_t arena_bytes_ = 0;
   size_t num_inputs_ = 0, num_outputs_ = 0;
   double compile_ms_ = 0;

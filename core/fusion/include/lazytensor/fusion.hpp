@@ -66,6 +66,11 @@ struct Group {
 struct Options {
   bool epilogues = true;          // let opaque nodes absorb an elementwise epilogue
   size_t max_group_nodes = 1024;  // bounds kernel size (and so compile time)
+  // Treat `slice` as an affine index map: an elementwise node over its output shape that
+  // reads its operand at offset + i·step. Its operand is never in the slice's group (the
+  // backend lowers the slice as a strided load from a materialised buffer). Off by default
+  // so backends that do not lower it keep slice opaque.
+  bool index_maps = false;
 };
 
 // Whole plan: groups in a valid execution order (every group after the groups whose
@@ -78,6 +83,9 @@ struct Plan {
 OpClass classify(const lt_graph_node& node);
 bool is_elementwise_op(std::string_view op);
 bool is_reduction_op(std::string_view op);
+// A slice the planner may treat as an index map (Options::index_maps): one operand of the
+// same rank, `starts`/`steps` INTS of that rank.
+bool is_index_map(const lt_graph& graph, const lt_graph_node& node);
 
 // Role of a node of `shape` inside a reduction group over (domain, axes); false if none.
 bool role_of(const int64_t* shape, size_t rank, const std::vector<int64_t>& domain,
