@@ -161,6 +161,11 @@ struct ConvCase {
   int64_t n, c, h, w, o, k, stride, pad, dil, groups;
   bool bias;
 };
+void PrintTo(const ConvCase& c, std::ostream* os) {
+  *os << "x[" << c.n << "," << c.c << "," << c.h << "," << c.w << "] o" << c.o << " k" << c.k
+      << " s" << c.stride << " p" << c.pad << " d" << c.dil << " g" << c.groups
+      << (c.bias ? " bias" : "");
+}
 class ConvGradient : public GradientRules, public ::testing::WithParamInterface<ConvCase> {};
 TEST_P(ConvGradient, InputWeightBias) {
   ConvCase p = GetParam();
