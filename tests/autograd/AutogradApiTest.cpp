@@ -5,6 +5,9 @@
 
 #include "lazytensor/lt.h"
 
+#include <atomic>
+#include <thread>
+
 namespace {
 
 class Autograd : public ::testing::Test {
@@ -139,6 +142,31 @@ TEST_F(Autograd, DeepHistoryIsWalkedIteratively) {
   lt::backward(y.sum());
   double expect = std::pow(1.0001, depth);
   EXPECT_NEAR(lt::grad(x).to_vector<double>()[0], expect, 1e-9 * expect);
+}
+
+TEST_F(Autograd, ThreadsRecordAndBackpropIndependently) {
+  std::atomic<int> failures{0};
+  auto worker = [&](double k, bool with_no_grad_scope) {
+    try {
+      for (int i = 0; i < 50; ++i) {
+        lt::Tensor x = vec({1, 2, 3});
+        lt::set_requires_grad(x);
+        if (with_no_grad_scope) {
+          lt::NoGradGuard g;  // per thread: must not affect the other thread
+          if (lt::requires_grad(x * 2.0)) ++failures;
+        }
+        lt::backward((x * x * k).sum());
+        auto gv = lt::grad(x).to_vector<double>();
+        if (gv != std::vector<double>{2 * k, 4 * k, 6 * k}) ++failures;
+      }
+    } catch (const std::exception&) {
+      ++failures;
+    }
+  };
+  std::thread a(worker, 1.0, true), b(worker, 3.0, false);
+  a.join();
+  b.join();
+  EXPECT_EQ(failures.load(), 0);
 }
 
 TEST_F(Autograd, CApiNullArgumentsGiveErrors) {
