@@ -1,7 +1,8 @@
 // TrainStepBenchmark.cpp — one SGD training step (forward + backward + update + lt_sync,
 // a cached graph) of an MLP 784-512-512-10 at batch 128, registered once per loaded
 // backend so one run compares them (e.g. cpu_jit vs cpu_eager). Reports ms per step and,
-// after the runs, the ratio of each backend to cpu_eager.
+// after the runs, the ratio of each backend to cpu_eager. Also: what autograd adds to the
+// cost of recording one op.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -66,6 +67,33 @@ void BM_TrainStep(benchmark::State& state, std::string device) {
   ms_per_step()[device] = ms;
   state.counters["ms_per_step"] = ms;
 }
+
+// Cost of recording one op when autograd is off (no tensor requires gradients), when the
+// op's input requires gradients (history recorded), and inside a no-grad scope.
+void BM_RecordMul(benchmark::State& state) {
+  lt::Device dev = runtime().find_device("cpu_eager");
+  const int mode = static_cast<int>(state.range(0));
+  lt::Tensor x = lt::ones(dev, {4});
+  if (mode > 0) lt::set_requires_grad(x);
+  lt::Tensor k = lt::scalar(dev, 1.0001);
+  std::vector<lt::Tensor> keep;
+  keep.reserve(1 << 16);
+  for (auto _ : state) {
+    if (keep.size() == keep.capacity()) {
+      state.PauseTiming();
+      keep.clear();
+      state.ResumeTiming();
+    }
+    if (mode == 2) {
+      lt::NoGradGuard g;
+      keep.push_back(x * k);
+    } else {
+      keep.push_back(x * k);
+    }
+  }
+  state.SetLabel(mode == 0 ? "no autograd" : mode == 1 ? "recording history" : "no-grad scope");
+}
+BENCHMARK(BM_RecordMul)->Arg(0)->Arg(1)->Arg(2);
 
 }  // namespace
 
