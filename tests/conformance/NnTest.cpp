@@ -66,18 +66,21 @@ TEST_P(Nn, Conv2dStridePaddingDilationGroupsBias) {
                          str(c.w) + " stride" + str(c.stride) + " pad" + str(c.padding) + " dil" +
                          str(c.dilation) + " groups " + std::to_string(c.groups) +
                          (c.bias ? " bias" : "");
-      expect_close(lt::conv2d(upload(dev(), x), upload(dev(), w), bias, c.stride, c.padding,
-                              c.dilation, c.groups),
-                   ref_conv(x, w, c.bias ? &b : nullptr, c), tol(OpClass::kMatmul, dt), what);
+      Host bm = abs_of(b);
+      expect_close_scaled(lt::conv2d(upload(dev(), x), upload(dev(), w), bias, c.stride, c.padding,
+                                     c.dilation, c.groups),
+                          ref_conv(x, w, c.bias ? &b : nullptr, c),
+                          ref_conv(abs_of(x), abs_of(w), c.bias ? &bm : nullptr, c),
+                          tol(OpClass::kMatmul, dt), what);
     }
   }
   // A non-contiguous input (a permuted view) gives the same result.
   ConvCase c = cases[1];
   Host x = make(lt::f32, c.x, Fill::kAny, 63), w = make(lt::f32, c.w, Fill::kAny, 64);
-  expect_close(lt::conv2d(upload_permuted(dev(), x), upload_reversed(dev(), w), Tensor(), c.stride,
-                          c.padding, c.dilation, c.groups),
-               ref_conv(x, w, nullptr, c), tol(OpClass::kMatmul, lt::f32),
-               "conv2d non-contiguous inputs");
+  expect_close_scaled(lt::conv2d(upload_permuted(dev(), x), upload_reversed(dev(), w), Tensor(),
+                                 c.stride, c.padding, c.dilation, c.groups),
+                      ref_conv(x, w, nullptr, c), ref_conv(abs_of(x), abs_of(w), nullptr, c),
+                      tol(OpClass::kMatmul, lt::f32), "conv2d non-contiguous inputs");
 }
 
 Host ref_pool(const Host& x, const Shape& k, const Shape& s, const Shape& p, bool is_max) {

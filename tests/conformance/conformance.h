@@ -32,9 +32,10 @@ namespace ltc {
 //   kMatmul        2e-5      2e-5       1e-10     1e-10      matmul, conv2d
 //   kSoftmax       2e-5      2e-6       1e-10     1e-12      softmax log_softmax
 //
+// kMatmul's relative term is taken against sum |a||b| (expect_close_scaled), not |result|.
 // Backend factors: a backend may compute some op classes in lower precision. The table below
 // replaces the f32 entry for (backend, class); e.g. tpu_sim runs matmul/conv on a bf16
-// systolic array (8 mantissa bits), so rtol 2e-2.
+// systolic array (8 mantissa bits: 2^-8 relative per input), so rtol 1e-2 of sum |a||b|.
 enum class OpClass { kExact, kDiv, kTranscendent, kReduce, kMatmul, kSoftmax };
 
 struct Tol {
@@ -116,6 +117,12 @@ Host ref_binary(const Host& a, const Host& b, lt::DType out_dtype,
 // Checks dtype, shape and every element of `got` against `want`; reports the first few
 // mismatches with their index.
 void expect_close(const lt::Tensor& got, const Host& want, Tol tol, const std::string& what);
+// Same, for sums of products (matmul, conv2d): the relative term is taken against
+// `magnitude` (the same op on |a| and |b|), the scale that rounding of inputs and partial sums
+// (bf16 on tpu_sim) is proportional to, so a result that cancels to near 0 is judged fairly.
+void expect_close_scaled(const lt::Tensor& got, const Host& want, const Host& magnitude, Tol tol,
+                         const std::string& what);
+Host abs_of(const Host& h);
 
 // A non-contiguous view holding exactly `h`'s values: h is uploaded permuted (or reversed) and
 // the op under test sees the result of a permute / slice, not a fresh buffer.
