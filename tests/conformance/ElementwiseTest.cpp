@@ -3,6 +3,7 @@
 // inputs, integer and NaN corner semantics from docs/ops.md.
 #include "conformance.h"
 
+#include <iostream>
 #include <limits>
 
 namespace ltc {
@@ -335,6 +336,47 @@ TEST_P(Elementwise, CastTruncatesSaturatesAndMapsNaN) {
   Host d = from_values(lt::f64, {2}, {1.0 + 1e-9, 0.1});
   expect_close(upload(dev(), d).cast(lt::f32), from_values(lt::f32, {2}, {1.0, 0.1}), {0, 0},
                "f64 -> f32 rounds to nearest");
+}
+
+}  // namespace
+}  // namespace ltc
+
+namespace ltc {
+namespace {
+
+// bf16 and f16 are storage types: a backend either refuses them with a clear error (the test
+// then skips, naming the backend) or stores them with round-to-nearest-even.
+TEST_P(Elementwise, StorageDtypesRoundTripWithRoundToNearestEven) {
+  struct Case {
+    lt::DType dt;
+    std::vector<double> in, out;
+  };
+  const std::vector<Case> cases = {
+      {lt::bf16,
+       {1.5, -2.25, 0.09375, 100, 1.00390625, 1.01171875},
+       {1.5, -2.25, 0.09375, 100, 1.0, 1.015625}},
+      {lt::f16,
+       {1.5, -2.25, 0.09375, 100, 1.00048828125, 1.00146484375},
+       {1.5, -2.25, 0.09375, 100, 1.0, 1.001953125}},
+  };
+  for (const Case& c : cases) {
+    Host in = from_values(lt::f32, {6}, c.in);
+    lt::Tensor stored;
+    try {
+      stored = upload(dev(), in).cast(c.dt);
+      stored.materialize();
+    } catch (const lt::Error& e) {
+      EXPECT_TRUE(e.code() == LT_STATUS_UNSUPPORTED || e.code() == LT_STATUS_DTYPE_MISMATCH ||
+                  e.code() == LT_STATUS_FALLBACK_REFUSED)
+          << e.what();
+      std::cout << "[ INFO     ] " << backend() << " does not store " << lt::dtype_name(c.dt)
+                << ": " << e.what() << "\n";
+      continue;
+    }
+    EXPECT_EQ(stored.dtype(), c.dt);
+    expect_close(stored.cast(lt::f32), from_values(lt::f32, {6}, c.out), {0, 0},
+                 std::string("f32 -> ") + lt::dtype_name(c.dt) + " -> f32");
+  }
 }
 
 }  // namespace
