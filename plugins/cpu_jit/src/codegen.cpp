@@ -277,7 +277,19 @@ void Emitter::loop(llvm::Value* lo, llvm::Value* hi, Body body) {
   body(static_cast<llvm::Value*>(i));
   llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "", true, true);
   i->addIncoming(next, b_.GetInsertBlock());
-  b_.CreateCondBr(b_.CreateICmpSLT(next, hi), head, exit);
+  llvm::BranchInst* latch = b_.CreateCondBr(b_.CreateICmpSLT(next, hi), head, exit);
+  {
+    // Tail folding (masked last vector iteration) instead of a scalar remainder loop and a
+    // second, epilogue-vectorised copy of the body: one copy of the body to compile.
+    llvm::Metadata* pred[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.predicate.enable"),
+                              llvm::ConstantAsMetadata::get(b_.getTrue())};
+    llvm::Metadata* il[] = {llvm::MDString::get(ctx_, "llvm.loop.interleave.count"),
+                            llvm::ConstantAsMetadata::get(b_.getInt32(1))};
+    llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(ctx_, pred), llvm::MDNode::get(ctx_, il)};
+    llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, ops);
+    id->replaceOperandWith(0, id);
+    latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+  }
   b_.SetInsertPoint(exit);
 }
 

@@ -33,8 +33,8 @@ struct KernelDesc {
 class Compiler {
  public:
   virtual ~Compiler() = default;
-  // Generates, optimises (O3, loop + SLP vectorisation) and links one module holding a
-  // kernel per desc. On failure returns false and sets *error.
+  // Generates, optimises (short pipeline, loop vectorisation with tail folding) and links
+  // one module holding a kernel per desc. On failure returns false and sets *error.
   virtual bool compile(std::vector<KernelDesc>& kernels, std::vector<KernelFn>* fns,
                        std::string* error) = 0;
   virtual const std::string& host_description() const = 0;

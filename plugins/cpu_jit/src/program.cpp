@@ -154,8 +154,37 @@ void im2col(const ConvGeom& g, const T* x, T* col) {
   }
 }
 
+// Products below this many multiply-adds run OpenBLAS on the calling thread only. OpenBLAS's
+// own cut-off (256K) sends LSTM-sized gemms (32x800x200) to its pool, whose spinning workers
+// then fight TBB and the caller for 2 cores: measured 7x slower LSTM steps under load.
+constexpr int64_t kSmallGemm = int64_t{1} << 24;
+
+// Caps OpenBLAS at one thread while alive when the product is small. The thread count is
+// process-wide: a concurrent large BLAS call elsewhere may briefly run single-threaded
+// (slower, never wrong); the previous count is restored on exit.
+class SmallGemmScope {
+ public:
+  explicit SmallGemmScope(int64_t macs) {
+    if (macs >= kSmallGemm) return;
+    prev_ = openblas_get_num_threads();
+    if (prev_ > 1)
+      openblas_set_num_threads(1);
+    else
+      prev_ = 0;
+  }
+  ~SmallGemmScope() {
+    if (prev_ > 1) openblas_set_num_threads(prev_);
+  }
+  SmallGemmScope(const SmallGemmScope&) = delete;
+  SmallGemmScope& operator=(const SmallGemmScope&) = delete;
+
+ private:
+  int prev_ = 0;
+};
+
 void gemm(bool f32, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda, const void* b,
           int64_t ldb, void* c, int64_t ldc, bool accumulate) {
+  SmallGemmScope scope(m * n * k);
   if (f32)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f,
                 static_cast<const float*>(a), lda, static_cast<const float*>(b), ldb,
@@ -353,6 +382,7 @@ bool Program::run_opaque(int32_t v, std::vector<void*>& ptr, char* scratch,
     const lt_graph_node& a = g_->nodes[n.operands[0]];
     int64_t batch = n.rank == 3 ? n.shape[0] : 1;
     int64_t m = n.shape[n.rank - 2], nn = n.shape[n.rank - 1], k = a.shape[a.rank - 1];
+    SmallGemmScope scope(m * nn * k);
     for (int64_t b = 0; b < batch; ++b) {
       if (n.dtype == LT_DTYPE_F32) {
         const float* A = static_cast<const float*>(ptr[n.operands[0]]) + b * m * k;
