@@ -232,5 +232,59 @@ TEST(Fusion, StructuralHashSeesShapesNotIdentity) {
   EXPECT_NE(structural_hash(a.view()), structural_hash(c.view()));
 }
 
+lt_attr ints_attr(const char* name, const int64_t* v, size_t n) {
+  return lt_attr{name, LT_ATTR_INTS, 0, 0.0, v, n, nullptr};
+}
+
+// LSTM gate split: with index maps the four slices join the gate kernel; without, they stay
+// opaque (the default, for backends that do not lower slices).
+TEST(Fusion, IndexMapSlicesJoinTheirConsumersKernel) {
+  OwnedGraph g;
+  int32_t a = g.add("input", LT_DTYPE_F32, {8, 40}, {});
+  int32_t c = g.add("input", LT_DTYPE_F32, {8, 10}, {});
+  int32_t gates = g.add("tanh", LT_DTYPE_F32, {8, 40}, {a});
+  int64_t steps[2] = {1, 1};
+  int64_t starts[4][2] = {{0, 0}, {0, 10}, {0, 20}, {0, 30}};
+  int32_t s[4];
+  for (int k = 0; k < 4; ++k) {
+    lt_attr at[2] = {ints_attr("starts", starts[k], 2), ints_attr("steps", steps, 2)};
+    s[k] = g.add("slice", LT_DTYPE_F32, {8, 10}, {gates}, at, 2);
+  }
+  int32_t v = g.add("mul", LT_DTYPE_F32, {8, 10}, {s[0], s[1]});
+  v = g.add("add", LT_DTYPE_F32, {8, 10}, {v, s[2]});
+  v = g.add("mul", LT_DTYPE_F32, {8, 10}, {v, s[3]});
+  v = g.add("add", LT_DTYPE_F32, {8, 10}, {v, c});
+  g.set_inputs({a, c});
+  g.set_outputs({v});
+  Options o;
+  o.index_maps = true;
+  Plan p = plan(g.view(), o);
+  ASSERT_EQ(p.groups.size(), 2u);
+  EXPECT_EQ(p.group_of[gates], 0);
+  EXPECT_EQ(p.groups[0].outputs, (std::vector<int32_t>{gates}));
+  for (int k = 0; k < 4; ++k) EXPECT_EQ(p.group_of[s[k]], 1);
+  EXPECT_EQ(p.groups[1].inputs, (std::vector<int32_t>{c, gates}));
+  EXPECT_EQ(count_kind(plan(g.view()), GroupKind::kOpaque), 4);
+}
+
+// A same-shape slice (a reversal) must never share a group with its operand: it reads the
+// operand at other indices.
+TEST(Fusion, IndexMapNeverFusesWithItsOperand) {
+  OwnedGraph g;
+  int32_t x = g.add("input", LT_DTYPE_F32, {16}, {});
+  int32_t e = g.add("exp", LT_DTYPE_F32, {16}, {x});
+  int64_t start = 15, step = -1;
+  lt_attr at[2] = {ints_attr("starts", &start, 1), ints_attr("steps", &step, 1)};
+  int32_t r = g.add("slice", LT_DTYPE_F32, {16}, {e}, at, 2);
+  int32_t y = g.add("add", LT_DTYPE_F32, {16}, {e, r});
+  g.set_inputs({x});
+  g.set_outputs({y});
+  Options o;
+  o.index_maps = true;
+  Plan p = plan(g.view(), o);
+  EXPECT_NE(p.group_of[e], p.group_of[r]);
+  EXPECT_GE(p.group_of[y], 0);
+}
+
 }  // namespace
 }  // namespace lt::fusion
