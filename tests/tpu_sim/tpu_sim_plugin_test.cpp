@@ -351,8 +351,16 @@ TEST_F(TpuSim, SupportsRejectsLackingOpsAndDtypes) {
   int32_t ok_add = g.node("add", LT_DTYPE_F32, {8}, {f, f});
   int32_t f64_add = g.node("add", LT_DTYPE_F64, {8}, {d, d});
   int32_t i64_neg = g.node("neg", LT_DTYPE_I64, {8}, {l});
+  int32_t i64_add = g.node("add", LT_DTYPE_I64, {8}, {l, l});
   int32_t argmax =
       g.node("argmax", LT_DTYPE_I64, {}, {f}, {Attr::Int("axis", 0), Attr::Int("keepdims", 0)});
+  int32_t bools = g.input(LT_DTYPE_BOOL, {8});
+  int32_t argmax_bool =
+      g.node("argmax", LT_DTYPE_I64, {}, {bools}, {Attr::Int("axis", 0), Attr::Int("keepdims", 0)});
+  int32_t i64_eq = g.node("eq", LT_DTYPE_BOOL, {8}, {l, l});
+  int32_t i64_sum =
+      g.node("sum", LT_DTYPE_I64, {}, {l}, {Attr::Ints("axes", {0}), Attr::Int("keepdims", 0)});
+  int32_t f64_cast = g.node("cast", LT_DTYPE_F64, {8}, {l});
   int32_t scatter = g.node("scatter_add", LT_DTYPE_F32, {8}, {f, idx, f}, {Attr::Int("axis", 0)});
   int32_t rnd = g.node("random_uniform", LT_DTYPE_F32, {8}, {seed},
                        {Attr::Float("low", 0), Attr::Float("high", 1)});
@@ -368,19 +376,85 @@ TEST_F(TpuSim, SupportsRejectsLackingOpsAndDtypes) {
     EXPECT_EQ(api_->supports(&a), nullptr);
     return a.supported;
   };
-  EXPECT_EQ(supported(ok_add), 1);
-  for (int32_t n : {f64_add, i64_neg, argmax, scatter, rnd, to_f32, exp_i32}) {
+  // i64 is emulated (two s32 words): index bookkeeping runs here, i64 arithmetic does not.
+  for (int32_t n : {ok_add, argmax, i64_eq, i64_sum}) {
+    EXPECT_EQ(supported(n), 1) << graph->nodes[n].op;
+  }
+  for (int32_t n :
+       {f64_add, i64_neg, i64_add, argmax_bool, f64_cast, scatter, rnd, to_f32, exp_i32}) {
     EXPECT_EQ(supported(n), 0) << graph->nodes[n].op;
   }
   // compile refuses the same nodes rather than miscomputing them
   GraphBuilder g2;
-  int32_t x = g2.input(LT_DTYPE_F32, {8});
-  g2.output(
-      g2.node("argmax", LT_DTYPE_I64, {}, {x}, {Attr::Int("axis", 0), Attr::Int("keepdims", 0)}));
+  int32_t x = g2.input(LT_DTYPE_I64, {8});
+  g2.output(g2.node("add", LT_DTYPE_I64, {8}, {x, x}));
   lt_plugin_executable* exe = nullptr;
   Status st = s.compile(g2.build(), &exe);
   EXPECT_EQ(st.code, LT_STATUS_UNSUPPORTED);
-  EXPECT_NE(st.message.find("argmax"), std::string::npos) << st.message;
+  EXPECT_NE(st.message.find("add"), std::string::npos) << st.message;
+  EXPECT_NE(st.message.find("i64"), std::string::npos) << st.message;
+}
+
+// The evaluation pass of a classifier (argmax == label, counted) stays on the chip.
+TEST_F(TpuSim, I64IndexBookkeepingCountsCorrectPredictions) {
+  Session s(api_);
+  ASSERT_TRUE(s.create().ok());
+  GraphBuilder g;
+  int32_t x = g.input(LT_DTYPE_F32, {3, 3});
+  int32_t y = g.input(LT_DTYPE_I32, {3});
+  int32_t am =
+      g.node("argmax", LT_DTYPE_I64, {3}, {x}, {Attr::Int("axis", 1), Attr::Int("keepdims", 0)});
+  int32_t eq = g.node("eq", LT_DTYPE_BOOL, {3}, {am, g.node("cast", LT_DTYPE_I64, {3}, {y})});
+  int32_t cnt = g.node("sum", LT_DTYPE_I64, {}, {g.node("cast", LT_DTYPE_I64, {3}, {eq})},
+                       {Attr::Ints("axes", {0}), Attr::Int("keepdims", 0)});
+  g.output(g.node("reshape", LT_DTYPE_I64, {1}, {cnt}));
+  g.output(am);
+  lt_plugin_executable* exe = nullptr;
+  Status st = s.compile(g.build(), &exe);
+  ASSERT_TRUE(st.ok()) << st.message;
+  // row 0: max at 1; row 1: ties keep the first (0); row 2: the first NaN is the maximum (2)
+  auto* xb = s.upload(std::vector<float>{1, 5, 2, 7, 7, 3, 0, 1, NAN});
+  auto* yb = s.upload(std::vector<int32_t>{1, 2, 2});
+  lt_plugin_buffer *cb = nullptr, *ab = nullptr;
+  ASSERT_TRUE(s.alloc(8, &cb).ok());
+  ASSERT_TRUE(s.alloc(24, &ab).ok());
+  ASSERT_TRUE(s.execute(exe, {xb, yb}, {cb, ab}).ok());
+  EXPECT_EQ(s.download<int64_t>(cb, 1), (std::vector<int64_t>{2}));
+  EXPECT_EQ(s.download<int64_t>(ab, 3), (std::vector<int64_t>{1, 0, 2}));
+  auto st_exe = s.stats(exe);
+  EXPECT_GT(st_exe["simulated_ns"], 0.0);
+  s.free(xb), s.free(yb), s.free(cb), s.free(ab), s.destroy(exe);
+}
+
+TEST_F(TpuSim, I64CastsSaturateFromFloatAndWrapToI32) {
+  Session s(api_);
+  ASSERT_TRUE(s.create().ok());
+  {
+    GraphBuilder g;
+    int32_t a = g.input(LT_DTYPE_F32, {5});
+    g.output(g.node("cast", LT_DTYPE_I64, {5}, {a}));
+    auto got =
+        run<int64_t>(s, g, std::vector<std::vector<float>>{{1e30f, -1e30f, NAN, -2.7f, 3.9f}}, 5);
+    EXPECT_EQ(got, (std::vector<int64_t>{INT64_MAX, INT64_MIN, 0, -2, 3}));
+  }
+  {
+    GraphBuilder g;
+    int32_t a = g.input(LT_DTYPE_I64, {3});
+    int32_t i = g.node("cast", LT_DTYPE_I32, {3}, {a});
+    g.output(i);
+    auto got = run<int32_t>(
+        s, g, std::vector<std::vector<int64_t>>{{(int64_t(1) << 32) + 5, -1, int64_t(1) << 31}}, 3);
+    EXPECT_EQ(got, (std::vector<int32_t>{5, -1, INT32_MIN}));
+  }
+  {  // layout ops move 8-byte elements: transpose of an i64 [2,3]
+    GraphBuilder g;
+    int32_t a = g.input(LT_DTYPE_I64, {2, 3});
+    g.output(g.node("permute", LT_DTYPE_I64, {3, 2}, {a}, {Attr::Ints("perm", {1, 0})}));
+    int64_t big = int64_t(1) << 40;
+    auto got =
+        run<int64_t>(s, g, std::vector<std::vector<int64_t>>{{0, 1, 2, big, big + 1, big + 2}}, 6);
+    EXPECT_EQ(got, (std::vector<int64_t>{0, big, 1, big + 1, 2, big + 2}));
+  }
 }
 
 TEST_F(TpuSim, MalformedGraphIsInvalidArgumentNamingTheNode) {

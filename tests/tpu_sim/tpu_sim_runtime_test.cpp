@@ -1,5 +1,6 @@
 // tpu_sim_runtime_test.cpp — tpu_sim behind the core (lt.h): work runs on the simulated TPU
-// with its bf16 MXU numerics, and ops it lacks fall back to cpu_eager and are counted.
+// with its bf16 MXU numerics, i64 index bookkeeping stays on it, and ops it lacks fall back
+// to cpu_eager and are counted.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -56,19 +57,37 @@ TEST_F(TpuSimRuntime, MatmulRunsOnTheMxuInBf16) {
   lt_tensor_free(a), lt_tensor_free(b), lt_tensor_free(c);
 }
 
-TEST_F(TpuSimRuntime, ArgmaxFallsBackToCpuEagerAndIsCounted) {
+TEST_F(TpuSimRuntime, CorrectCountStaysOnTpuSim) {
+  // argmax -> eq against i64 labels -> cast -> sum: i64 index bookkeeping, no fallback.
   lt_tensor* a = from({1, 5, 2, 7, 0, 3}, {2, 3});
-  lt_tensor* r = nullptr;  // relu stays on tpu_sim, argmax (i64 output) falls back
+  lt_tensor* r = nullptr;
   ASSERT_EQ(lt_relu(a, &r), nullptr);
-  lt_tensor* am = nullptr;
+  lt_tensor *am = nullptr, *labels = nullptr, *eq = nullptr, *hits = nullptr, *cnt = nullptr;
   ASSERT_EQ(lt_argmax(r, 1, 0, &am), nullptr);
-  int64_t out[2] = {-1, -1};
-  lt_error* e = lt_tensor_to_host(am, out, sizeof out);
+  const int64_t lv[2] = {1, 2}, shape[1] = {2};
+  ASSERT_EQ(lt_tensor_from_host(dev_, LT_DTYPE_I64, shape, 1, lv, sizeof lv, &labels), nullptr);
+  ASSERT_EQ(lt_eq(am, labels, &eq), nullptr);
+  ASSERT_EQ(lt_cast(eq, LT_DTYPE_I64, &hits), nullptr);
+  ASSERT_EQ(lt_sum(hits, nullptr, 0, 0, &cnt), nullptr);
+  int64_t out = -1;
+  lt_error* e = lt_tensor_to_host(cnt, &out, sizeof out);
   ASSERT_EQ(e, nullptr) << lt_error_message(e);
-  EXPECT_EQ(out[0], 1);
-  EXPECT_EQ(out[1], 0);
-  EXPECT_EQ(metric("fallback.argmax"), 1.0);
-  lt_tensor_free(a), lt_tensor_free(r), lt_tensor_free(am);
+  EXPECT_EQ(out, 1);
+  EXPECT_EQ(metric("fallback_nodes"), 0.0);
+  for (lt_tensor* t : {a, r, am, labels, eq, hits, cnt}) lt_tensor_free(t);
+}
+
+TEST_F(TpuSimRuntime, I64ArithmeticFallsBackToCpuEagerAndIsCounted) {
+  const int64_t v[3] = {1, int64_t(1) << 40, -3}, shape[1] = {3};
+  lt_tensor *a = nullptr, *s = nullptr;
+  ASSERT_EQ(lt_tensor_from_host(dev_, LT_DTYPE_I64, shape, 1, v, sizeof v, &a), nullptr);
+  ASSERT_EQ(lt_add(a, a, &s), nullptr);
+  int64_t out[3] = {};
+  lt_error* e = lt_tensor_to_host(s, out, sizeof out);
+  ASSERT_EQ(e, nullptr) << lt_error_message(e);
+  EXPECT_EQ(out[1], int64_t(1) << 41);
+  EXPECT_EQ(metric("fallback.add"), 1.0);
+  lt_tensor_free(a), lt_tensor_free(s);
 }
 
 }  // namespace

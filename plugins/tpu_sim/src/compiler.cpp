@@ -12,8 +12,20 @@
 namespace lt::tpu {
 namespace {
 
-// Dtype classes an op accepts. F = f32, I = i32, B = bool.
-enum : uint8_t { kF = 1, kI = 2, kB = 4, kFI = kF | kI, kAll = kF | kI | kB };
+// Dtype classes an op accepts. F = f32, I = i32, B = bool, L = i64. A TPU has no 64-bit
+// integer datapath: XLA emulates s64 with pairs of s32 words, which is cheap for data
+// movement, compares, casts and sums but not for arithmetic. So i64 (kL) is accepted only
+// by the index-bookkeeping ops (kIdx: layout, compare, where, cast, full, arange, sum/max/min,
+// argmax's output) and priced at two vector ops per element; i64 arithmetic falls back.
+enum : uint8_t {
+  kF = 1,
+  kI = 2,
+  kB = 4,
+  kL = 8,
+  kFI = kF | kI,
+  kAll = kF | kI | kB,
+  kIdx = kAll | kL,
+};
 
 struct OpInfo {
   Op op;
@@ -22,7 +34,7 @@ struct OpInfo {
 
 const std::unordered_map<std::string_view, OpInfo>& op_table() {
   static const std::unordered_map<std::string_view, OpInfo> table = {
-      {"input", {Op::Input, kAll}},
+      {"input", {Op::Input, kIdx}},
       {"neg", {Op::Neg, kFI}},
       {"abs", {Op::Abs, kFI}},
       {"relu", {Op::Relu, kFI}},
@@ -44,31 +56,32 @@ const std::unordered_map<std::string_view, OpInfo>& op_table() {
       {"pow", {Op::Pow, kF}},
       {"maximum", {Op::Maximum, kFI}},
       {"minimum", {Op::Minimum, kFI}},
-      {"eq", {Op::Eq, kAll}},
-      {"ne", {Op::Ne, kAll}},
-      {"lt", {Op::Lt, kAll}},
-      {"le", {Op::Le, kAll}},
-      {"gt", {Op::Gt, kAll}},
-      {"ge", {Op::Ge, kAll}},
+      {"eq", {Op::Eq, kIdx}},
+      {"ne", {Op::Ne, kIdx}},
+      {"lt", {Op::Lt, kIdx}},
+      {"le", {Op::Le, kIdx}},
+      {"gt", {Op::Gt, kIdx}},
+      {"ge", {Op::Ge, kIdx}},
       {"and", {Op::And, kB}},
       {"or", {Op::Or, kB}},
-      {"where", {Op::Where, kAll}},
-      {"cast", {Op::Cast, kAll}},
-      {"full", {Op::Full, kAll}},
-      {"arange", {Op::Arange, kAll}},
-      {"sum", {Op::Sum, kFI}},
+      {"where", {Op::Where, kIdx}},
+      {"cast", {Op::Cast, kIdx}},
+      {"full", {Op::Full, kIdx}},
+      {"arange", {Op::Arange, kIdx}},
+      {"sum", {Op::Sum, kFI | kL}},
       {"mean", {Op::Mean, kF}},
-      {"max", {Op::Max, kFI}},
-      {"min", {Op::Min, kFI}},
+      {"max", {Op::Max, kFI | kL}},
+      {"min", {Op::Min, kFI | kL}},
+      {"argmax", {Op::Argmax, kL}},
       {"matmul", {Op::Matmul, kF}},
       {"conv2d", {Op::Conv2d, kF}},
-      {"reshape", {Op::Reshape, kAll}},
-      {"permute", {Op::Permute, kAll}},
-      {"broadcast_to", {Op::BroadcastTo, kAll}},
-      {"slice", {Op::Slice, kAll}},
-      {"concat", {Op::Concat, kAll}},
-      {"pad", {Op::Pad, kAll}},
-      {"gather", {Op::Gather, kAll}},
+      {"reshape", {Op::Reshape, kIdx}},
+      {"permute", {Op::Permute, kIdx}},
+      {"broadcast_to", {Op::BroadcastTo, kIdx}},
+      {"slice", {Op::Slice, kIdx}},
+      {"concat", {Op::Concat, kIdx}},
+      {"pad", {Op::Pad, kIdx}},
+      {"gather", {Op::Gather, kIdx}},
       {"max_pool2d", {Op::MaxPool2d, kF}},
       {"avg_pool2d", {Op::AvgPool2d, kF}},
       {"softmax", {Op::Softmax, kF}},
@@ -85,8 +98,10 @@ uint8_t dtype_class(lt_dtype d) {
       return kI;
     case LT_DTYPE_BOOL:
       return kB;
+    case LT_DTYPE_I64:
+      return kL;
     default:
-      return 0;  // f64, i64, bf16/f16 storage: not on this chip (falls back)
+      return 0;  // f64, bf16/f16 storage: not on this chip (falls back)
   }
 }
 
@@ -247,6 +262,28 @@ void decode_and_check(size_t idx, Node& n, const lt_graph_node& g, const std::ve
       if (opnd(0).dtype != n.dtype) bad_node(idx, n, "operand dtype differs");
       return;
     }
+    case Op::Argmax: {
+      need_operands(1, 1);
+      const auto& in = opnd(0).shape;
+      const int64_t axis = attr_int(idx, n, g, "axis");
+      n.i = attr_int(idx, n, g, "keepdims");
+      if (axis < 0 || size_t(axis) >= in.size()) bad_node(idx, n, "axis out of range");
+      if (in[size_t(axis)] == 0) bad_node(idx, n, "reduces an empty axis");
+      n.ints0 = {axis};
+      std::vector<int64_t> expect;
+      for (size_t d = 0; d < in.size(); ++d) {
+        if (d != size_t(axis)) {
+          expect.push_back(in[d]);
+        } else if (n.i) {
+          expect.push_back(1);
+        }
+      }
+      if (expect != n.shape) bad_node(idx, n, "output shape does not match the reduction");
+      if (n.dtype != LT_DTYPE_I64 || opnd(0).dtype == LT_DTYPE_BOOL) {
+        bad_node(idx, n, "argmax takes f32/i32/i64 and returns i64");
+      }
+      return;
+    }
     case Op::Matmul: {
       need_operands(2, 2);
       const auto &a = opnd(0).shape, &b = opnd(1).shape;
@@ -367,8 +404,9 @@ void decode_and_check(size_t idx, Node& n, const lt_graph_node& g, const std::ve
       n.i = attr_int(idx, n, g, "axis");
       const auto &a = opnd(0).shape, &ix = opnd(1).shape;
       std::vector<int64_t> expect;
-      bool ok =
-          n.i >= 0 && size_t(n.i) < a.size() && opnd(1).dtype == LT_DTYPE_I32 && a[size_t(n.i)] > 0;
+      bool ok = n.i >= 0 && size_t(n.i) < a.size() &&
+                (opnd(1).dtype == LT_DTYPE_I32 || opnd(1).dtype == LT_DTYPE_I64) &&
+                a[size_t(n.i)] > 0 && opnd(0).dtype == n.dtype;
       if (ok) {
         expect.assign(a.begin(), a.begin() + n.i);
         expect.insert(expect.end(), ix.begin(), ix.end());
@@ -406,18 +444,22 @@ bool supports_node(const lt_graph& graph, size_t index) {
   const lt_graph_node& g = graph.nodes[index];
   if (!g.op) return false;
   auto it = op_table().find(g.op);
-  if (it == op_table().end()) return false;  // scatter_add, argmax, random_*, custom ops
+  if (it == op_table().end()) return false;  // scatter_add, random_*, custom ops
   const OpInfo& info = it->second;
   uint8_t out_class = dtype_class(g.dtype);
   if (!out_class) return false;
+  // Compares, cast, where, gather and argmax take operands of other classes than their
+  // output (checked in full at compile); every other op's operands share its output's class.
+  const bool mixed = is_compare(info.op) || info.op == Op::Cast || info.op == Op::Where ||
+                     info.op == Op::Gather || info.op == Op::Argmax;
   for (size_t k = 0; k < g.num_operands; ++k) {
     int32_t o = g.operands ? g.operands[k] : -1;
     if (o < 0 || size_t(o) >= graph.num_nodes) return false;
-    if (!dtype_class(graph.nodes[o].dtype)) return false;
+    uint8_t cls = dtype_class(graph.nodes[o].dtype);
+    if (!cls || (!mixed && !(info.dtypes & cls))) return false;
   }
-  if (is_compare(info.op) || info.op == Op::Cast || info.op == Op::Where || info.op == Op::Gather) {
-    return true;  // operand dtypes checked in full at compile
-  }
+  if (info.op == Op::Argmax)
+    return g.num_operands == 1 && (dtype_class(graph.nodes[g.operands[0]].dtype) & (kFI | kL));
   return (info.dtypes & out_class) != 0;
 }
 
@@ -582,7 +624,13 @@ Program compile_program(const lt_graph& graph, const MachineConfig& mc) {
       if (is_transcendental(n.op)) per_elem = 4.0;
       if (n.op == Op::Gelu) per_elem = 8.0;
       if (n.op == Op::Softmax || n.op == Op::LogSoftmax) per_elem = 8.0;
-      if (n.op >= Op::Sum && n.op <= Op::Min) elems = double(p.nodes[size_t(n.operands[0])].numel);
+      if (n.op >= Op::Sum && n.op <= Op::Argmax) {
+        elems = double(p.nodes[size_t(n.operands[0])].numel);
+      }
+      if (n.op == Op::Argmax) per_elem = 2.0;  // compare + select of the index
+      bool wide = n.dtype == LT_DTYPE_I64;
+      for (int32_t o : n.operands) wide = wide || p.nodes[size_t(o)].dtype == LT_DTYPE_I64;
+      if (wide) per_elem *= 2.0;  // s64 emulated as two s32 words
       if (n.op == Op::MaxPool2d || n.op == Op::AvgPool2d)
         per_elem = double(n.ints0[0] * n.ints0[1]);
       if (n.op >= Op::Permute && n.op <= Op::Gather) compute.unit = Unit::Xlu;

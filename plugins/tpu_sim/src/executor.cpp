@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <type_traits>
 
 #include "program.h"
 
@@ -59,18 +60,22 @@ void walk(const Shape& shape, const std::array<Shape, K>& strides, std::array<in
   }
 }
 
-// Conversions with docs/ops.md cast semantics.
-template <typename D>
-D convert(double v) {
-  if constexpr (std::is_same_v<D, float>) {
-    return float(v);
-  } else if constexpr (std::is_same_v<D, int32_t>) {
+// Conversions with docs/ops.md cast semantics (uint8_t is bool): float->int truncates and
+// saturates, NaN -> 0; int->int is modular; int->float rounds to nearest once.
+template <typename D, typename S>
+D convert(S v) {
+  if constexpr (std::is_same_v<D, uint8_t>) {
+    return v != S(0) ? 1 : 0;
+  } else if constexpr (std::is_same_v<S, uint8_t>) {
+    return v != 0 ? D(1) : D(0);
+  } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<S>) {
     if (std::isnan(v)) return 0;
-    if (v >= 2147483647.0) return std::numeric_limits<int32_t>::max();
-    if (v <= -2147483648.0) return std::numeric_limits<int32_t>::min();
-    return int32_t(v);
+    const double hi = -double(std::numeric_limits<D>::min());  // 2^31 or 2^63, exact
+    if (double(v) >= hi) return std::numeric_limits<D>::max();
+    if (double(v) <= -hi) return std::numeric_limits<D>::min();
+    return D(v);
   } else {
-    return v != 0.0 ? 1 : 0;
+    return D(v);
   }
 }
 
@@ -81,6 +86,8 @@ void with_type(lt_dtype d, F&& f) {
       return f(float{});
     case LT_DTYPE_I32:
       return f(int32_t{});
+    case LT_DTYPE_I64:
+      return f(int64_t{});
     default:
       return f(uint8_t{});
   }
@@ -205,6 +212,8 @@ class Runner {
       case Op::Max:
       case Op::Min:
         return reduce(n, out);
+      case Op::Argmax:
+        return argmax(n, static_cast<int64_t*>(out));
       case Op::Matmul: {
         const Node& a = opnd(n, 0);
         size_t r = n.shape.size();
@@ -226,7 +235,14 @@ class Runner {
       case Op::Slice:
       case Op::Concat:
       case Op::Pad:
-        return lt_dtype_size(n.dtype) == 4 ? layout<uint32_t>(n, out) : layout<uint8_t>(n, out);
+        switch (lt_dtype_size(n.dtype)) {
+          case 8:
+            return layout<uint64_t>(n, out);
+          case 4:
+            return layout<uint32_t>(n, out);
+          default:
+            return layout<uint8_t>(n, out);
+        }
       case Op::Gather:
         return gather(n, out);
       case Op::MaxPool2d:
@@ -398,6 +414,10 @@ class Runner {
           return binary_map<I, I>(n, out, fmin_nan<I>);
       }
     }
+    if (dt == LT_DTYPE_I64) {
+      compare<int64_t>(n, out);  // the only i64 binary ops supports_node accepts
+      return;
+    }
     if (compare<uint8_t>(n, out)) return;
     if (n.op == Op::And) {
       binary_map<uint8_t, uint8_t>(n, out, [](uint8_t x, uint8_t y) -> uint8_t { return x && y; });
@@ -435,7 +455,7 @@ class Runner {
         using D = decltype(d);
         const S* a = in<S>(n, 0);
         D* o = static_cast<D*>(out);
-        for (int64_t i = 0; i < n.numel; ++i) o[i] = convert<D>(double(a[i]));
+        for (int64_t i = 0; i < n.numel; ++i) o[i] = convert<D>(a[i]);
       });
     });
   }
@@ -467,9 +487,10 @@ class Runner {
             double div = n.op == Op::Mean ? double(reduced) : 1.0;
             for (int64_t j = 0; j < n.numel; ++j) o[j] = float(acc[size_t(j)] / div);
           } else {
-            std::vector<uint32_t> acc(size_t(n.numel), 0u);
-            visit([&](int32_t v, int64_t j) { acc[size_t(j)] += uint32_t(v); });
-            for (int64_t j = 0; j < n.numel; ++j) o[j] = int32_t(acc[size_t(j)]);
+            using U = std::make_unsigned_t<T>;  // integer sums wrap
+            std::vector<U> acc(size_t(n.numel), U(0));
+            visit([&](T v, int64_t j) { acc[size_t(j)] += U(v); });
+            for (int64_t j = 0; j < n.numel; ++j) o[j] = T(acc[size_t(j)]);
           }
           return;
         }
@@ -484,6 +505,35 @@ class Runner {
           visit([&](T v, int64_t j) { o[j] = fmax_nan(o[j], v); });
         } else {
           visit([&](T v, int64_t j) { o[j] = fmin_nan(o[j], v); });
+        }
+      }
+    });
+  }
+
+  // Index of the first maximum along the axis; the first NaN counts as the maximum.
+  void argmax(const Node& n, int64_t* out) {
+    const Node& a = opnd(n, 0);
+    const size_t ax = size_t(n.ints0[0]);
+    int64_t outer = 1, inner = 1;
+    for (size_t d = 0; d < ax; ++d) outer *= a.shape[d];
+    for (size_t d = ax + 1; d < a.shape.size(); ++d) inner *= a.shape[d];
+    const int64_t dim = a.shape[ax];
+    with_type(a.dtype, [&](auto t) {
+      using T = decltype(t);
+      const T* src = in<T>(n, 0);
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t i = 0; i < inner; ++i) {
+          const T* p = src + o * dim * inner + i;
+          T best = p[0];
+          int64_t arg = 0;
+          for (int64_t d = 1; d < dim && best == best; ++d) {
+            const T v = p[d * inner];
+            if (v != v || v > best) {
+              best = v;
+              arg = d;
+            }
+          }
+          out[o * inner + i] = arg;
         }
       }
     });
@@ -554,13 +604,16 @@ class Runner {
     for (size_t d = 0; d < ax; ++d) outer *= a.shape[d];
     for (size_t d = ax + 1; d < a.shape.size(); ++d) inner *= a.shape[d];
     const int64_t dim = a.shape[ax], nidx = opnd(n, 1).numel;
-    const int32_t* idx = in<int32_t>(n, 1);
+    const bool idx64 = opnd(n, 1).dtype == LT_DTYPE_I64;
+    const int32_t* idx32 = in<int32_t>(n, 1);
+    const int64_t* idx64p = in<int64_t>(n, 1);
     const auto* src = in<std::byte>(n, 0);
     auto* dst = static_cast<std::byte*>(out);
     const size_t row = size_t(inner) * es;
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t j = 0; j < nidx; ++j) {
-        int64_t v = std::min<int64_t>(std::max<int64_t>(idx[j], 0), dim - 1);
+        const int64_t raw = idx64 ? idx64p[j] : int64_t(idx32[j]);
+        int64_t v = std::min<int64_t>(std::max<int64_t>(raw, 0), dim - 1);
         std::memcpy(dst + size_t(o * nidx + j) * row, src + size_t(o * dim + v) * row, row);
       }
     }

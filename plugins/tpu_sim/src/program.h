@@ -55,6 +55,7 @@ enum class Op : uint8_t {
   Mean,
   Max,
   Min,
+  Argmax,  // i64 output: index bookkeeping, emulated as two s32 words (see compiler.cpp)
   // matrix unit
   Matmul,
   Conv2d,
@@ -75,6 +76,7 @@ enum class Op : uint8_t {
 
 // A node with its attributes decoded. Which fields an op uses:
 //   reductions: ints0 = axes, i = keepdims     permute: ints0 = perm
+//   argmax: ints0 = {axis}, i = keepdims
 //   slice: ints0 = starts, ints1 = steps        concat, gather, softmax: i = axis
 //   pad: ints0 = before, ints1 = after, f0 = value   full: f0 = value
 //   arange: f0 = start, f1 = step
