@@ -21,8 +21,17 @@ T* need(T* p, const char* fn, const char* what) {
   return p;
 }
 
-bool valid_dtype(lt_dtype d) {
-  return d >= LT_DTYPE_F32 && d <= LT_DTYPE_F16;
+// A C caller may pass any int as lt_dtype; reading it through memcpy keeps out-of-range
+// values defined behaviour in C++ (they are then rejected by valid_dtype).
+int dtype_raw(const lt_dtype& d) {
+  int raw = 0;
+  static_assert(sizeof(lt_dtype) == sizeof(int));
+  std::memcpy(&raw, &d, sizeof raw);
+  return raw;
+}
+bool valid_dtype(const lt_dtype& d) {
+  int raw = dtype_raw(d);
+  return raw >= LT_DTYPE_F32 && raw <= LT_DTYPE_F16;
 }
 
 Dims checked_shape(const char* fn, const int64_t* shape, size_t rank) {
@@ -127,7 +136,7 @@ lt_error* random_op(uint16_t op, lt_device* device, const int64_t* shape, size_t
   });
   if (err) return err;
   lt_attr at[4] = {attr_ints("shape", shape, rank), attr_float(p1, v1), attr_float(p2, v2),
-                   attr_int("dtype", dtype)};
+                   attr_int("dtype", dtype_raw(dtype))};
   err = apply_id(device, op, &seed_t, 1, at, 4, out);
   tensor_release(seed_t);
   return err;
@@ -212,7 +221,7 @@ LT_API lt_error* lt_tensor_from_host(lt_device* device, lt_dtype dtype, const in
     need(device, fn, "device");
     need(out, fn, "out");
     if (!valid_dtype(dtype))
-      fail(LT_STATUS_INVALID_ARGUMENT, "{}: invalid dtype {}", fn, static_cast<int>(dtype));
+      fail(LT_STATUS_INVALID_ARGUMENT, "{}: invalid dtype {}", fn, dtype_raw(dtype));
     Dims d = checked_shape(fn, shape, rank);
     size_t want = static_cast<size_t>(d.numel()) * lt_dtype_size(dtype);
     if (nbytes != want)
@@ -234,7 +243,7 @@ LT_API lt_error* lt_scalar(lt_device* device, lt_dtype dtype, double value, lt_t
     need(device, "lt_scalar", "device");
     need(out, "lt_scalar", "out");
     if (!valid_dtype(dtype))
-      fail(LT_STATUS_INVALID_ARGUMENT, "lt_scalar: invalid dtype {}", static_cast<int>(dtype));
+      fail(LT_STATUS_INVALID_ARGUMENT, "lt_scalar: invalid dtype {}", dtype_raw(dtype));
     *out = tensor_new(device, make_scalar_leaf(device, dtype, encode_scalar(dtype, value)));
   });
 }
@@ -434,7 +443,7 @@ LT_API lt_error* lt_where(lt_tensor* cond, lt_tensor* a, lt_tensor* b, lt_tensor
   return apply_id(nullptr, kOpWhere, in, 3, nullptr, 0, out);
 }
 LT_API lt_error* lt_cast(lt_tensor* a, lt_dtype dtype, lt_tensor** out) {
-  lt_attr at = attr_int("dtype", dtype);
+  lt_attr at = attr_int("dtype", dtype_raw(dtype));
   return apply_id(nullptr, kOpCast, &a, 1, &at, 1, out);
 }
 
@@ -442,13 +451,13 @@ LT_API lt_error* lt_full(lt_device* device, const int64_t* shape, size_t rank, d
                          lt_dtype dtype, lt_tensor** out) {
   if (rank && !shape) return make_error(LT_STATUS_INVALID_ARGUMENT, "full: shape is NULL");
   lt_attr at[3] = {attr_ints("shape", shape, rank), attr_float("value", value),
-                   attr_int("dtype", dtype)};
+                   attr_int("dtype", dtype_raw(dtype))};
   return apply_id(device, kOpFull, nullptr, 0, at, 3, out);
 }
 LT_API lt_error* lt_arange(lt_device* device, double start, double stop, double step,
                            lt_dtype dtype, lt_tensor** out) {
   lt_attr at[4] = {attr_float("start", start), attr_float("stop", stop), attr_float("step", step),
-                   attr_int("dtype", dtype)};
+                   attr_int("dtype", dtype_raw(dtype))};
   return apply_id(device, kOpArange, nullptr, 0, at, 4, out);
 }
 LT_API lt_error* lt_random_uniform(lt_device* device, const int64_t* shape, size_t rank,

@@ -46,6 +46,9 @@ TEST(Runtime, TracesLazilyAndMaterialisesOnRead) {
 }
 
 TEST(Runtime, MatmulNumpySemanticsLowered) {
+#ifndef LT_TEST_HAVE_CPU_EAGER
+  GTEST_SKIP() << "the reshape/broadcast_to of the lowering run on the cpu_eager fallback";
+#endif
   RuntimeHandle h{make_runtime(plugin_dir("partial"), "partial")};
   ASSERT_NE(h.rt, nullptr);
   lt_device* d = lt_runtime_default_device(h.rt);
