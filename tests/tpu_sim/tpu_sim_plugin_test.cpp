@@ -352,6 +352,7 @@ TEST_F(TpuSim, SupportsRejectsLackingOpsAndDtypes) {
   int32_t f64_add = g.node("add", LT_DTYPE_F64, {8}, {d, d});
   int32_t i64_neg = g.node("neg", LT_DTYPE_I64, {8}, {l});
   int32_t i64_add = g.node("add", LT_DTYPE_I64, {8}, {l, l});
+  int32_t i64_div = g.node("div", LT_DTYPE_I64, {8}, {l, l});
   int32_t argmax =
       g.node("argmax", LT_DTYPE_I64, {}, {f}, {Attr::Int("axis", 0), Attr::Int("keepdims", 0)});
   int32_t bools = g.input(LT_DTYPE_BOOL, {8});
@@ -376,22 +377,21 @@ TEST_F(TpuSim, SupportsRejectsLackingOpsAndDtypes) {
     EXPECT_EQ(api_->supports(&a), nullptr);
     return a.supported;
   };
-  // i64 is emulated (two s32 words): index bookkeeping runs here, i64 arithmetic does not.
-  for (int32_t n : {ok_add, argmax, i64_eq, i64_sum}) {
+  // i64 is emulated (two s32 words): index bookkeeping and add/sub/mul run here, div does not.
+  for (int32_t n : {ok_add, argmax, i64_eq, i64_sum, i64_neg, i64_add, scatter}) {
     EXPECT_EQ(supported(n), 1) << graph->nodes[n].op;
   }
-  for (int32_t n :
-       {f64_add, i64_neg, i64_add, argmax_bool, f64_cast, scatter, rnd, to_f32, exp_i32}) {
+  for (int32_t n : {f64_add, i64_div, argmax_bool, f64_cast, rnd, to_f32, exp_i32}) {
     EXPECT_EQ(supported(n), 0) << graph->nodes[n].op;
   }
   // compile refuses the same nodes rather than miscomputing them
   GraphBuilder g2;
   int32_t x = g2.input(LT_DTYPE_I64, {8});
-  g2.output(g2.node("add", LT_DTYPE_I64, {8}, {x, x}));
+  g2.output(g2.node("div", LT_DTYPE_I64, {8}, {x, x}));
   lt_plugin_executable* exe = nullptr;
   Status st = s.compile(g2.build(), &exe);
   EXPECT_EQ(st.code, LT_STATUS_UNSUPPORTED);
-  EXPECT_NE(st.message.find("add"), std::string::npos) << st.message;
+  EXPECT_NE(st.message.find("div"), std::string::npos) << st.message;
   EXPECT_NE(st.message.find("i64"), std::string::npos) << st.message;
 }
 
@@ -454,6 +454,42 @@ TEST_F(TpuSim, I64CastsSaturateFromFloatAndWrapToI32) {
     auto got =
         run<int64_t>(s, g, std::vector<std::vector<int64_t>>{{0, 1, 2, big, big + 1, big + 2}}, 6);
     EXPECT_EQ(got, (std::vector<int64_t>{0, big, 1, big + 1, 2, big + 2}));
+  }
+}
+
+// max_pool2d's gradient: i64 flat indices (add/mul wrap like s64) and scatter_add into zeros.
+TEST_F(TpuSim, I64ArithmeticAndScatterAdd) {
+  Session s(api_);
+  ASSERT_TRUE(s.create().ok());
+  {
+    GraphBuilder g;
+    int32_t a = g.input(LT_DTYPE_I64, {3});
+    int32_t b = g.input(LT_DTYPE_I64, {3});
+    int32_t sum = g.node("add", LT_DTYPE_I64, {3}, {a, b});
+    int32_t prod = g.node("mul", LT_DTYPE_I64, {3}, {sum, b});
+    g.output(g.node("neg", LT_DTYPE_I64, {3}, {prod}));
+    const int64_t big = int64_t(1) << 40;
+    auto got =
+        run<int64_t>(s, g, std::vector<std::vector<int64_t>>{{big, INT64_MAX, -3}, {1, 1, 2}}, 3);
+    EXPECT_EQ(got, (std::vector<int64_t>{-(big + 1), INT64_MIN, 2}));  // INT64_MAX + 1 wraps
+  }
+  {  // rows of a [4,2] get updates[j] at idx[j]; 9 and -1 are dropped, 1 repeats
+    GraphBuilder g;
+    int32_t a = g.input(LT_DTYPE_F32, {4, 2});
+    int32_t ix = g.input(LT_DTYPE_I64, {4});
+    int32_t up = g.input(LT_DTYPE_F32, {4, 2});
+    g.output(g.node("scatter_add", LT_DTYPE_F32, {4, 2}, {a, ix, up}, {Attr::Int("axis", 0)}));
+    lt_plugin_executable* exe = nullptr;
+    Status st = s.compile(g.build(), &exe);
+    ASSERT_TRUE(st.ok()) << st.message;
+    auto* ab = s.upload(std::vector<float>{1, 1, 1, 1, 1, 1, 1, 1});
+    auto* ib = s.upload(std::vector<int64_t>{1, 9, 1, -1});
+    auto* ub = s.upload(std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8});
+    lt_plugin_buffer* out = nullptr;
+    ASSERT_TRUE(s.alloc(32, &out).ok());
+    ASSERT_TRUE(s.execute(exe, {ab, ib, ub}, {out}).ok());
+    EXPECT_EQ(s.download<float>(out, 8), (std::vector<float>{1, 1, 7, 9, 1, 1, 1, 1}));
+    s.free(ab), s.free(ib), s.free(ub), s.free(out), s.destroy(exe);
   }
 }
 

@@ -14,9 +14,10 @@ namespace {
 
 // Dtype classes an op accepts. F = f32, I = i32, B = bool, L = i64. A TPU has no 64-bit
 // integer datapath: XLA emulates s64 with pairs of s32 words, which is cheap for data
-// movement, compares, casts and sums but not for arithmetic. So i64 (kL) is accepted only
-// by the index-bookkeeping ops (kIdx: layout, compare, where, cast, full, arange, sum/max/min,
-// argmax's output) and priced at two vector ops per element; i64 arithmetic falls back.
+// movement, compares, casts, sums and add/sub/mul (with carries), not for division. So i64
+// (kL) is accepted by the index-bookkeeping ops (kIdx: layout, compare, where, cast, full,
+// arange, sum/max/min, argmax's output, neg/abs/add/sub/mul/maximum/minimum) and priced at two
+// vector ops per element (four for mul); i64 div falls back.
 enum : uint8_t {
   kF = 1,
   kI = 2,
@@ -35,8 +36,8 @@ struct OpInfo {
 const std::unordered_map<std::string_view, OpInfo>& op_table() {
   static const std::unordered_map<std::string_view, OpInfo> table = {
       {"input", {Op::Input, kIdx}},
-      {"neg", {Op::Neg, kFI}},
-      {"abs", {Op::Abs, kFI}},
+      {"neg", {Op::Neg, kFI | kL}},
+      {"abs", {Op::Abs, kFI | kL}},
       {"relu", {Op::Relu, kFI}},
       {"exp", {Op::Exp, kF}},
       {"log", {Op::Log, kF}},
@@ -49,13 +50,13 @@ const std::unordered_map<std::string_view, OpInfo>& op_table() {
       {"cos", {Op::Cos, kF}},
       {"floor", {Op::Floor, kF}},
       {"not", {Op::Not, kB}},
-      {"add", {Op::Add, kFI}},
-      {"sub", {Op::Sub, kFI}},
-      {"mul", {Op::Mul, kFI}},
+      {"add", {Op::Add, kFI | kL}},
+      {"sub", {Op::Sub, kFI | kL}},
+      {"mul", {Op::Mul, kFI | kL}},
       {"div", {Op::Div, kFI}},
       {"pow", {Op::Pow, kF}},
-      {"maximum", {Op::Maximum, kFI}},
-      {"minimum", {Op::Minimum, kFI}},
+      {"maximum", {Op::Maximum, kFI | kL}},
+      {"minimum", {Op::Minimum, kFI | kL}},
       {"eq", {Op::Eq, kIdx}},
       {"ne", {Op::Ne, kIdx}},
       {"lt", {Op::Lt, kIdx}},
@@ -82,6 +83,7 @@ const std::unordered_map<std::string_view, OpInfo>& op_table() {
       {"concat", {Op::Concat, kIdx}},
       {"pad", {Op::Pad, kIdx}},
       {"gather", {Op::Gather, kIdx}},
+      {"scatter_add", {Op::ScatterAdd, kFI}},
       {"max_pool2d", {Op::MaxPool2d, kF}},
       {"avg_pool2d", {Op::AvgPool2d, kF}},
       {"softmax", {Op::Softmax, kF}},
@@ -415,6 +417,22 @@ void decode_and_check(size_t idx, Node& n, const lt_graph_node& g, const std::ve
       if (!ok || expect != n.shape) bad_node(idx, n, "operand shapes do not fit gather");
       return;
     }
+    case Op::ScatterAdd: {
+      need_operands(3, 3);
+      n.i = attr_int(idx, n, g, "axis");
+      const auto &a = opnd(0).shape, &ix = opnd(1).shape;
+      std::vector<int64_t> expect;
+      bool ok = n.i >= 0 && size_t(n.i) < a.size() && a == n.shape &&
+                (opnd(1).dtype == LT_DTYPE_I32 || opnd(1).dtype == LT_DTYPE_I64) &&
+                opnd(0).dtype == n.dtype && opnd(2).dtype == n.dtype;
+      if (ok) {
+        expect.assign(a.begin(), a.begin() + n.i);
+        expect.insert(expect.end(), ix.begin(), ix.end());
+        expect.insert(expect.end(), a.begin() + n.i + 1, a.end());
+      }
+      if (!ok || expect != opnd(2).shape) bad_node(idx, n, "operand shapes do not fit scatter_add");
+      return;
+    }
     default:
       bad_node(idx, n, "not handled by the compiler");
   }
@@ -444,14 +462,14 @@ bool supports_node(const lt_graph& graph, size_t index) {
   const lt_graph_node& g = graph.nodes[index];
   if (!g.op) return false;
   auto it = op_table().find(g.op);
-  if (it == op_table().end()) return false;  // scatter_add, random_*, custom ops
+  if (it == op_table().end()) return false;  // random_* (counter-based RNG), custom ops
   const OpInfo& info = it->second;
   uint8_t out_class = dtype_class(g.dtype);
   if (!out_class) return false;
   // Compares, cast, where, gather and argmax take operands of other classes than their
   // output (checked in full at compile); every other op's operands share its output's class.
   const bool mixed = is_compare(info.op) || info.op == Op::Cast || info.op == Op::Where ||
-                     info.op == Op::Gather || info.op == Op::Argmax;
+                     info.op == Op::Gather || info.op == Op::ScatterAdd || info.op == Op::Argmax;
   for (size_t k = 0; k < g.num_operands; ++k) {
     int32_t o = g.operands ? g.operands[k] : -1;
     if (o < 0 || size_t(o) >= graph.num_nodes) return false;
@@ -630,10 +648,13 @@ Program compile_program(const lt_graph& graph, const MachineConfig& mc) {
       if (n.op == Op::Argmax) per_elem = 2.0;  // compare + select of the index
       bool wide = n.dtype == LT_DTYPE_I64;
       for (int32_t o : n.operands) wide = wide || p.nodes[size_t(o)].dtype == LT_DTYPE_I64;
-      if (wide) per_elem *= 2.0;  // s64 emulated as two s32 words
+      if (wide) per_elem *= n.op == Op::Mul ? 4.0 : 2.0;  // s64 emulated as two s32 words
       if (n.op == Op::MaxPool2d || n.op == Op::AvgPool2d)
         per_elem = double(n.ints0[0] * n.ints0[1]);
-      if (n.op >= Op::Permute && n.op <= Op::Gather) compute.unit = Unit::Xlu;
+      if (n.op >= Op::Permute && n.op <= Op::ScatterAdd) compute.unit = Unit::Xlu;
+      if (n.op == Op::ScatterAdd) {  // copy a, then one read-modify-write per update
+        elems = double(n.numel) + double(p.nodes[size_t(n.operands[2])].numel);
+      }
       compute.ops = elems * per_elem;
       compute.ns = compute.ops / vec * 1e9;
       c.vector_ns += compute.ns;

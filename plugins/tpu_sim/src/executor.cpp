@@ -245,6 +245,8 @@ class Runner {
         }
       case Op::Gather:
         return gather(n, out);
+      case Op::ScatterAdd:
+        return n.dtype == LT_DTYPE_F32 ? scatter_add<float>(n, out) : scatter_add<int32_t>(n, out);
       case Op::MaxPool2d:
       case Op::AvgPool2d:
         return pool(n, static_cast<float*>(out));
@@ -280,6 +282,15 @@ class Runner {
             o[i] = x > 0 ? x : 0;
             break;  // relu
         }
+      }
+      return;
+    }
+    if (n.dtype == LT_DTYPE_I64) {  // neg / abs, wrapping (INT64_MIN stays INT64_MIN)
+      const int64_t* a = in<int64_t>(n, 0);
+      int64_t* o = static_cast<int64_t*>(out);
+      for (int64_t i = 0; i < cnt; ++i) {
+        const uint64_t neg = 0 - uint64_t(a[i]);
+        o[i] = n.op == Op::Abs && a[i] >= 0 ? a[i] : int64_t(neg);
       }
       return;
     }
@@ -414,9 +425,22 @@ class Runner {
           return binary_map<I, I>(n, out, fmin_nan<I>);
       }
     }
-    if (dt == LT_DTYPE_I64) {
-      compare<int64_t>(n, out);  // the only i64 binary ops supports_node accepts
-      return;
+    if (dt == LT_DTYPE_I64) {  // s64 emulation: compares and wrapping add/sub/mul/max/min
+      if (compare<int64_t>(n, out)) return;
+      using L = int64_t;
+      using U = uint64_t;
+      switch (n.op) {
+        case Op::Add:
+          return binary_map<L, L>(n, out, [](L x, L y) { return L(U(x) + U(y)); });
+        case Op::Sub:
+          return binary_map<L, L>(n, out, [](L x, L y) { return L(U(x) - U(y)); });
+        case Op::Mul:
+          return binary_map<L, L>(n, out, [](L x, L y) { return L(U(x) * U(y)); });
+        case Op::Maximum:
+          return binary_map<L, L>(n, out, fmax_nan<L>);
+        default:
+          return binary_map<L, L>(n, out, fmin_nan<L>);
+      }
     }
     if (compare<uint8_t>(n, out)) return;
     if (n.op == Op::And) {
@@ -615,6 +639,39 @@ class Runner {
         const int64_t raw = idx64 ? idx64p[j] : int64_t(idx32[j]);
         int64_t v = std::min<int64_t>(std::max<int64_t>(raw, 0), dim - 1);
         std::memcpy(dst + size_t(o * nidx + j) * row, src + size_t(o * dim + v) * row, row);
+      }
+    }
+  }
+
+  // out = a; out[.., idx[j], ..] += updates[.., j, ..]; out-of-range indices are dropped and
+  // repeats accumulate in index order (i32 sums wrap).
+  template <typename T>
+  void scatter_add(const Node& n, void* out) {
+    const Node& a = opnd(n, 0);
+    const size_t ax = size_t(n.i);
+    int64_t outer = 1, inner = 1;
+    for (size_t d = 0; d < ax; ++d) outer *= a.shape[d];
+    for (size_t d = ax + 1; d < a.shape.size(); ++d) inner *= a.shape[d];
+    const int64_t dim = a.shape[ax], nidx = opnd(n, 1).numel;
+    const bool idx64 = opnd(n, 1).dtype == LT_DTYPE_I64;
+    const int32_t* idx32 = in<int32_t>(n, 1);
+    const int64_t* idx64p = in<int64_t>(n, 1);
+    const T* upd = in<T>(n, 2);
+    T* o = static_cast<T*>(out);
+    if (n.nbytes) std::memmove(o, in<T>(n, 0), n.nbytes);
+    for (int64_t q = 0; q < outer; ++q) {
+      for (int64_t j = 0; j < nidx; ++j) {
+        const int64_t v = idx64 ? idx64p[j] : int64_t(idx32[j]);
+        if (v < 0 || v >= dim) continue;
+        T* dst = o + (q * dim + v) * inner;
+        const T* src = upd + (q * nidx + j) * inner;
+        for (int64_t i = 0; i < inner; ++i) {
+          if constexpr (std::is_same_v<T, int32_t>) {
+            dst[i] = int32_t(uint32_t(dst[i]) + uint32_t(src[i]));
+          } else {
+            dst[i] += src[i];
+          }
+        }
       }
     }
   }

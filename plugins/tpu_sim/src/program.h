@@ -67,6 +67,7 @@ enum class Op : uint8_t {
   Concat,
   Pad,
   Gather,
+  ScatterAdd,
   // nn on the vector unit
   MaxPool2d,
   AvgPool2d,
@@ -77,7 +78,7 @@ enum class Op : uint8_t {
 // A node with its attributes decoded. Which fields an op uses:
 //   reductions: ints0 = axes, i = keepdims     permute: ints0 = perm
 //   argmax: ints0 = {axis}, i = keepdims
-//   slice: ints0 = starts, ints1 = steps        concat, gather, softmax: i = axis
+//   slice: ints0 = starts, ints1 = steps        concat, gather, scatter_add, softmax: i = axis
 //   pad: ints0 = before, ints1 = after, f0 = value   full: f0 = value
 //   arange: f0 = start, f1 = step
 //   conv2d: ints0 = stride, ints1 = padding, ints2 = dilation, i = groups
