@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "custom_ops.h"
 #include "error.h"
 #include "ops.h"
 
@@ -80,7 +81,7 @@ bool ask_supports(Device* dev, const lt_graph* g, size_t node) {
   a.device = dev->index;
   a.graph = g;
   a.node = node;
-  p->check(p->api->supports(&a), "supports");
+  p->call("supports", [&] { return p->api->supports(&a); });
   return a.supported != 0;
 }
 
@@ -147,8 +148,11 @@ void record_plugin_stats(Runtime* rt, Plugin* p, lt_plugin_executable* exe) {
     } catch (...) {
     }
   };
-  lt_plugin_error* e = p->api->stats(&a);
-  if (e) p->api->error_destroy(e);
+  try {
+    p->call("stats", [&] { return p->api->stats(&a); });
+  } catch (const Error& e) {
+    rt->log->debug("{}", e.message());  // stats are optional: a failure only loses them
+  }
 }
 
 lt_plugin_executable* compile_region(Device* dev, const lt_graph* g) {
@@ -158,7 +162,7 @@ lt_plugin_executable* compile_region(Device* dev, const lt_graph* g) {
   a.context = p->ctx;
   a.device = dev->index;
   a.graph = g;
-  p->check(p->api->compile(&a), "compile");
+  p->call("compile", [&] { return p->api->compile(&a); });
   if (!a.executable) fail(LT_STATUS_PLUGIN_ERROR, "{}: compile returned no executable", p->name);
   return a.executable;
 }
@@ -218,6 +222,17 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c) {
       continue;
     }
     const char* op = op_name(node->op);
+    // A custom op no backend claims runs its CPU kernel in the core (where[i] stays null).
+    bool custom = find_custom_op(node->op) != nullptr;
+    if (custom && !(fb_dev && ask_supports(fb_dev, &full.g, i))) {
+      if (rt->policy == FallbackPolicy::kError)
+        fail(LT_STATUS_FALLBACK_REFUSED,
+             "fallback refused: custom op '{}' ({}) is not supported by backend '{}' and the "
+             "fallback policy is 'error'",
+             op, node_desc(node), dev->plugin->name);
+      plan->fallback_ops.push_back(node->op);
+      continue;
+    }
     if (!fb_dev)
       fail(LT_STATUS_UNSUPPORTED, "op '{}' ({}) is not supported by backend '{}'{}", op,
            node_desc(node), dev->plugin->name,
@@ -250,6 +265,12 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c) {
   std::vector<std::vector<int32_t>> members;
   for (size_t i = 0; i < n; ++i) {
     if (c.is_input(i)) continue;
+    if (!where[i]) {  // custom op on host: a region of its own
+      region_of[i] = static_cast<int32_t>(region_dev.size());
+      region_dev.push_back(nullptr);
+      members.push_back({static_cast<int32_t>(i)});
+      continue;
+    }
     int32_t need = 0;
     for (int32_t k = c.op_begin[i]; k < c.op_begin[i + 1]; ++k) {
       int32_t o = c.operand_idx[k];
@@ -285,6 +306,11 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c) {
     reg.dev = region_dev[r];
     GraphBuf gb;
     region_graph(c, members[r], region_of, static_cast<int32_t>(r), reg, used_outside, gb);
+    if (!reg.dev) {
+      reg.host_node = members[r].front();
+      plan->regions.push_back(std::move(reg));
+      continue;
+    }
     try {
       reg.exe = compile_region(reg.dev, &gb.g);
     } catch (const Error& e) {
@@ -355,12 +381,12 @@ BufferPtr transfer(Runtime* rt, const Buffer* src, Device* to) {
       lt_plugin_buffer_args a{};
       a.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
       a.context = from->plugin->ctx, a.device = from->index, a.buffer = src->handle;
-      from->plugin->check(from->plugin->api->buffer_host_ptr(&a), "buffer_host_ptr");
+      from->plugin->call("buffer_host_ptr", [&] { return from->plugin->api->buffer_host_ptr(&a); });
       sp = a.host_ptr;
       lt_plugin_buffer_args b{};
       b.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
       b.context = to->plugin->ctx, b.device = to->index, b.buffer = dst->handle;
-      to->plugin->check(to->plugin->api->buffer_host_ptr(&b), "buffer_host_ptr");
+      to->plugin->call("buffer_host_ptr", [&] { return to->plugin->api->buffer_host_ptr(&b); });
       dp = b.host_ptr;
     }
     if (sp && dp) {
@@ -411,6 +437,28 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
 
   std::vector<lt_plugin_buffer*> ins, outs;
   for (const Region& r : plan.regions) {
+    if (!r.dev) {
+      // Custom op: operands copied to host, the CPU kernel, the result onto the graph's device.
+      int32_t g = r.host_node;
+      const Node* node = c.nodes[g];
+      std::vector<std::vector<unsigned char>> host;
+      std::vector<const Node*> args;
+      std::vector<const void*> ptrs;
+      for (int32_t k = c.op_begin[g]; k < c.op_begin[g + 1]; ++k) {
+        int32_t o = c.operand_idx[k];
+        const Buffer* b = home[o];
+        auto& h = host.emplace_back(c.nodes[o]->nbytes());
+        download_from(b->device, b, h.data(), h.size());
+        args.push_back(c.nodes[o]);
+      }
+      for (auto& h : host) ptrs.push_back(h.data());
+      std::vector<unsigned char> out(node->nbytes());
+      run_custom_kernel(*find_custom_op(node->op), node, args, ptrs, out.data());
+      produced[g] = dev->allocator->allocate(out.size());
+      upload_to(dev, produced[g].get(), out.data(), out.size());
+      home[g] = produced[g].get();
+      continue;
+    }
     ins.clear();
     outs.clear();
     for (int32_t g : r.in_globals) ins.push_back(buffer_on(g, r.dev));
@@ -428,7 +476,7 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
     a.inputs = ins.data();
     a.num_outputs = outs.size();
     a.outputs = outs.data();
-    p->check(p->api->execute(&a), "execute");
+    p->call("execute", [&] { return p->api->execute(&a); });
   }
   // Roots take their buffers (on the graph's device); then the graph is cut.
   std::vector<BufferPtr> root_bufs;
@@ -460,7 +508,10 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
 
 Plan::~Plan() {
   for (auto& r : regions)
-    if (r.exe) r.dev->plugin->api->executable_destroy(r.dev->plugin->ctx, r.exe);
+    if (r.exe) {
+      Plugin* p = r.dev->plugin;
+      p->call_noexcept("executable_destroy", [&] { p->api->executable_destroy(p->ctx, r.exe); });
+    }
 }
 
 void collect(const std::vector<Node*>& roots, Collected& c) {
@@ -613,7 +664,7 @@ void upload_to(Device* dev, Buffer* buf, const void* data, size_t nbytes) {
   a.nbytes = nbytes;
   a.src = data;
   a.buffer = buf->handle;
-  dev->plugin->check(dev->plugin->api->buffer_upload(&a), "buffer_upload");
+  dev->plugin->call("buffer_upload", [&] { return dev->plugin->api->buffer_upload(&a); });
 }
 
 void download_from(Device* dev, const Buffer* buf, void* data, size_t nbytes) {
@@ -625,7 +676,7 @@ void download_from(Device* dev, const Buffer* buf, void* data, size_t nbytes) {
   a.nbytes = nbytes;
   a.dst = data;
   a.buffer = buf->handle;
-  dev->plugin->check(dev->plugin->api->buffer_download(&a), "buffer_download");
+  dev->plugin->call("buffer_download", [&] { return dev->plugin->api->buffer_download(&a); });
 }
 
 bool example_supported(Runtime* rt, Device* dev, uint16_t op) {

@@ -23,10 +23,11 @@ void collect(const std::vector<Node*>& roots, Collected& c);
 
 // One compiled region: runs on `dev` (the graph's device or the fallback's device).
 struct Region {
-  Device* dev = nullptr;
+  Device* dev = nullptr;  // nullptr: a custom op's CPU kernel run by the core (host_node)
   lt_plugin_executable* exe = nullptr;
   std::vector<int32_t> in_globals;   // collected node index bound to local input k
   std::vector<int32_t> out_globals;  // collected node index of local output k
+  int32_t host_node = -1;            // custom-op node run on host (dev == nullptr)
 };
 
 struct Plan {

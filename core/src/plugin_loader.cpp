@@ -49,15 +49,22 @@ struct Required {
 // Returns "" if the table is usable, else the reason.
 std::string validate(const lt_plugin_api* api) {
   if (!api) return "entry symbol returned a NULL function table";
-  size_t need = offsetof(lt_plugin_api, executable_destroy) + sizeof(void*);
-  if (api->struct_size < need)
-    return fmt::format("function table struct_size {} is smaller than the required {}",
-                       api->struct_size, need);
+  // The version fields come first so that a plugin of another major is named as such even
+  // when its table layout differs; they are read only if struct_size covers them.
+  size_t head = offsetof(lt_plugin_api, abi_minor) + sizeof(uint32_t);
+  if (api->struct_size < head)
+    return fmt::format(
+        "function table struct_size {} is too small to hold even the version fields ({} bytes)",
+        api->struct_size, head);
   if (api->abi_major != LT_PLUGIN_ABI_MAJOR)
     return fmt::format(
         "plugin ABI version {}.{} is incompatible with the core's {}.{} (major "
         "versions differ)",
         api->abi_major, api->abi_minor, LT_PLUGIN_ABI_MAJOR, LT_PLUGIN_ABI_MINOR);
+  size_t need = offsetof(lt_plugin_api, executable_destroy) + sizeof(void*);
+  if (api->struct_size < need)
+    return fmt::format("function table struct_size {} is smaller than the required {}",
+                       api->struct_size, need);
   if (!api->name || !*api->name) return "plugin has no name";
   for (const char* c = api->name; *c; ++c)
     if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_'))
@@ -120,7 +127,13 @@ std::unique_ptr<Plugin> load_one(Runtime* rt, const std::string& path, std::stri
     g_libs->push_back(lib);
   }
   auto entry = lib.get<const lt_plugin_api*()>(LT_PLUGIN_ENTRY_SYMBOL);
-  const lt_plugin_api* api = entry();
+  const lt_plugin_api* api = nullptr;
+  try {
+    api = entry();
+  } catch (...) {
+    reason = fmt::format("entry symbol '{}' threw a C++ exception", LT_PLUGIN_ENTRY_SYMBOL);
+    return nullptr;
+  }
   reason = validate(api);
   if (!reason.empty()) return nullptr;
   for (auto& p : rt->plugins)
@@ -156,7 +169,7 @@ std::unique_ptr<Plugin> load_one(Runtime* rt, const std::string& path, std::stri
   ca.log = plugin_log;
   ca.log_user = plugin.get();
   try {
-    plugin->check(api->create(&ca), "create");
+    plugin->call("create", [&] { return api->create(&ca); });
     if (!ca.context) fail(LT_STATUS_PLUGIN_ERROR, "create returned no context");
   } catch (const Error& e) {
     reason = e.message();
@@ -165,14 +178,14 @@ std::unique_ptr<Plugin> load_one(Runtime* rt, const std::string& path, std::stri
   plugin->ctx = ca.context;
   size_t count = 0;
   try {
-    plugin->check(api->device_count(plugin->ctx, &count), "device_count");
+    plugin->call("device_count", [&] { return api->device_count(plugin->ctx, &count); });
     if (count == 0) fail(LT_STATUS_PLUGIN_ERROR, "plugin reports 0 devices");
     for (size_t i = 0; i < count; ++i) {
       lt_plugin_device_info_args ia{};
       ia.struct_size = LT_PLUGIN_DEVICE_INFO_ARGS_STRUCT_SIZE;
       ia.context = plugin->ctx;
       ia.device = i;
-      plugin->check(api->device_info(&ia), "device_info");
+      plugin->call("device_info", [&] { return api->device_info(&ia); });
       auto dev = std::make_unique<lt_device>();
       dev->runtime = rt;
       dev->plugin = plugin.get();
@@ -192,7 +205,7 @@ std::unique_ptr<Plugin> load_one(Runtime* rt, const std::string& path, std::stri
     rt->devices.erase(std::remove_if(rt->devices.begin(), rt->devices.end(),
                                      [&](auto& d) { return d->plugin == plugin.get(); }),
                       rt->devices.end());
-    api->destroy(plugin->ctx);
+    plugin->call_noexcept("destroy", [&] { api->destroy(plugin->ctx); });
     reason = e.message();
     return nullptr;
   }
@@ -201,11 +214,47 @@ std::unique_ptr<Plugin> load_one(Runtime* rt, const std::string& path, std::stri
 
 }  // namespace
 
+namespace {
+// The exception in flight, for a message; called only inside a catch block.
+std::string escaped_what() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return fmt::format("std::exception: {}", e.what());
+  } catch (...) {
+    return "an exception of unknown type";
+  }
+}
+}  // namespace
+
+void Plugin::escaped(const char* what) const {
+  fail(LT_STATUS_PLUGIN_ERROR,
+       "{}: {} threw a C++ exception across the plugin ABI ({}); plugins must return errors "
+       "as lt_plugin_error values ({})",
+       name, what, escaped_what(), path);
+}
+
+void Plugin::log_escaped(const char* what) const noexcept {
+  try {
+    std::string msg = fmt::format("{}: {} threw a C++ exception across the plugin ABI ({})", name,
+                                  what, escaped_what());
+    if (logger) logger->error("{}", msg);
+  } catch (...) {
+  }
+}
+
 void Plugin::check(lt_plugin_error* err, const char* what) const {
   if (!err) return;
-  std::string msg = api->error_message(err) ? api->error_message(err) : "";
-  lt_status_code code = api->error_code(err);
-  api->error_destroy(err);
+  std::string msg;
+  lt_status_code code = LT_STATUS_PLUGIN_ERROR;
+  try {
+    const char* m = api->error_message(err);
+    msg = m ? m : "";
+    code = api->error_code(err);
+    api->error_destroy(err);
+  } catch (...) {
+    msg = "(the plugin's error functions threw a C++ exception)";
+  }
   // Out-of-memory stays recognisable to the application; every other plugin failure is
   // reported as PLUGIN_ERROR with the plugin's own message.
   fail(code == LT_STATUS_OUT_OF_MEMORY ? LT_STATUS_OUT_OF_MEMORY : LT_STATUS_PLUGIN_ERROR,
@@ -261,6 +310,8 @@ void load_plugins(Runtime* rt) {
         p = load_one(rt, f, reason);
       } catch (const std::exception& e) {
         reason = std::string("unexpected error: ") + e.what();
+      } catch (...) {
+        reason = "unexpected error: an exception of unknown type while loading";
       }
       if (p) {
         rt->log->debug("loaded plugin {} {} from {}", p->name, p->version, f);

@@ -70,13 +70,17 @@ BufferPtr Allocator::allocate(size_t nbytes) {
     a.context = p->ctx;
     a.device = dev_->index;
     a.nbytes = cls;
-    lt_plugin_error* err = p->api->buffer_alloc(&a);
-    if (err) {
+    bool first_failed = false;
+    try {
+      p->call("buffer_alloc", [&] { return p->api->buffer_alloc(&a); });
+    } catch (const Error&) {
+      first_failed = true;
+    }
+    if (first_failed) {
       // Out of device memory is often just the cache holding everything: trim and retry once.
-      p->api->error_destroy(err);
       trim();
       a.buffer = nullptr;
-      p->check(p->api->buffer_alloc(&a), "buffer_alloc");
+      p->call("buffer_alloc", [&] { return p->api->buffer_alloc(&a); });
     }
     if (!a.buffer) fail(LT_STATUS_PLUGIN_ERROR, "{}: buffer_alloc returned no buffer", p->name);
     h = a.buffer;
@@ -97,7 +101,8 @@ void Allocator::release(Buffer* b) noexcept {
     free_[b->capacity].push_back(b->handle);
     bytes_cached_ += b->capacity;
   } catch (...) {
-    dev_->plugin->api->buffer_free(dev_->plugin->ctx, b->handle);
+    Plugin* p = dev_->plugin;
+    p->call_noexcept("buffer_free", [&] { p->api->buffer_free(p->ctx, b->handle); });
   }
   delete b;
 }
@@ -105,7 +110,10 @@ void Allocator::release(Buffer* b) noexcept {
 void Allocator::trim() noexcept {
   std::lock_guard lk(mu_);
   for (auto& [cls, v] : free_)
-    for (auto* h : v) dev_->plugin->api->buffer_free(dev_->plugin->ctx, h);
+    for (auto* h : v) {
+      Plugin* p = dev_->plugin;
+      p->call_noexcept("buffer_free", [&] { p->api->buffer_free(p->ctx, h); });
+    }
   free_.clear();
   bytes_cached_ = 0;
 }
@@ -187,7 +195,7 @@ lt_runtime::~lt_runtime() {
   cache.clear();
   for (auto& d : devices) d->allocator->trim();
   for (auto& p : plugins)
-    if (p->ctx) p->api->destroy(p->ctx);
+    if (p->ctx) p->call_noexcept("destroy", [&] { p->api->destroy(p->ctx); });
 }
 
 namespace lt {
@@ -265,8 +273,11 @@ void collect_ctx_stats(Plugin* p, nlohmann::json& out) {
   a.emit = [](void* user, const char* name, double v) {
     if (name) (*static_cast<nlohmann::json*>(user))[name] = v;
   };
-  lt_plugin_error* e = p->api->stats(&a);
-  if (e) p->api->error_destroy(e);
+  try {
+    p->call("stats", [&] { return p->api->stats(&a); });
+  } catch (const Error&) {
+    // optional: a failing stats call only leaves the report without them
+  }
 }
 }  // namespace
 

@@ -96,6 +96,31 @@ struct Plugin {
   bool has(size_t offset_end) const { return api->struct_size >= offset_end; }
   // Throws lt::Error(PLUGIN_ERROR or the plugin's code) for a non-NULL plugin error, destroying it.
   void check(lt_plugin_error* err, const char* what) const;
+  // Calls one fallible table function (`f` returns its lt_plugin_error*) and checks the result.
+  // A C++ exception that escapes the plugin (an ABI violation, but a common bug) is caught here
+  // and reported as PLUGIN_ERROR naming the plugin and the call, instead of unwinding the core.
+  template <class F>
+  void call(const char* what, F&& f) const {
+    lt_plugin_error* err = nullptr;
+    try {
+      err = f();
+    } catch (...) {
+      escaped(what);
+    }
+    check(err, what);
+  }
+  // Same for a call that cannot fail (free/destroy): an escaping exception is logged and
+  // swallowed, since these run in destructors and cleanup paths.
+  template <class F>
+  void call_noexcept(const char* what, F&& f) const noexcept {
+    try {
+      f();
+    } catch (...) {
+      log_escaped(what);
+    }
+  }
+  [[noreturn]] void escaped(const char* what) const;  // throws lt::Error (plugin_loader.cpp)
+  void log_escaped(const char* what) const noexcept;
 };
 #define LT_PLUGIN_HAS(plugin, field) \
   ((plugin)->has(offsetof(lt_plugin_api, field) + sizeof(void*)) && (plugin)->api->field)

@@ -319,6 +319,80 @@ LT_API void lt_no_grad_begin(void);
 /* Closes the innermost no-grad scope of the calling thread; extra calls are ignored. */
 LT_API void lt_no_grad_end(void);
 
+/* ---- custom ops (appended in 0.1 by the SDK) ----------------------------------------- */
+
+/* An application or plugin adds an op at run time: a name, a shape/dtype inference callback,
+ * a CPU kernel over host buffers and optionally a gradient. The op is then recorded like any
+ * other (lt_apply with its name) and crosses the plugin ABI by that name: a backend that
+ * knows it claims it in supports(); on every other backend the core runs the CPU kernel on
+ * host copies of the operands (counted as fallback.<name>, subject to the fallback policy).
+ * Registration is process-wide and permanent; names must not clash with any op. */
+
+#define LT_CUSTOM_OP_MAX_RANK 64
+
+/* One operand (or, for the kernel, the output) as the callbacks see it. Borrowed. */
+typedef struct lt_custom_op_tensor {
+  lt_dtype dtype;
+  size_t rank;
+  const int64_t* shape;
+  const void* data; /* kernel: dense row-major host data; inference: NULL */
+} lt_custom_op_tensor;
+
+/* Arguments of both callbacks. Everything is borrowed for the duration of the call. */
+typedef struct lt_custom_op_args {
+  size_t struct_size;
+  void* user; /* lt_custom_op_def.user */
+  size_t num_inputs;
+  const lt_custom_op_tensor* inputs;
+  size_t num_attrs;
+  const lt_attr* attrs;
+  /* inference: set out_dtype, out_rank (<= LT_CUSTOM_OP_MAX_RANK) and out_shape[0..rank).
+   * kernel: these describe the output, and out_data (out_nbytes bytes) is to be filled. */
+  lt_dtype out_dtype;
+  size_t out_rank;
+  int64_t* out_shape; /* core-owned array of LT_CUSTOM_OP_MAX_RANK entries */
+  void* out_data;     /* kernel only; NULL during inference */
+  size_t out_nbytes;
+  /* On failure write a NUL-terminated message here (error_size bytes incl. the NUL). */
+  char* error;
+  size_t error_size;
+} lt_custom_op_args;
+#define LT_CUSTOM_OP_ARGS_STRUCT_SIZE \
+  (offsetof(lt_custom_op_args, error_size) + sizeof(size_t))
+
+/* Returns LT_STATUS_OK, or the category of the failure (e.g. LT_STATUS_SHAPE_MISMATCH) with a
+ * message in args->error. Must not throw (C++), abort or exit; may run on any thread. */
+typedef lt_status_code (*lt_custom_op_fn)(lt_custom_op_args* args);
+
+/* Gradient: given the op's inputs, output and the output's gradient (lazy tensors, borrowed),
+ * writes new handles to grad_inputs[i] (or leaves NULL where an input gets no gradient),
+ * built with lt_apply and other lt.h ops so the backward pass stays lazy. */
+typedef lt_error* (*lt_custom_grad_fn)(void* user, lt_tensor* const* inputs, size_t num_inputs,
+                                       lt_tensor* output, lt_tensor* grad_output,
+                                       const lt_attr* attrs, size_t num_attrs,
+                                       lt_tensor** grad_inputs);
+
+typedef struct lt_custom_op_def {
+  size_t struct_size;
+  const char* name; /* [a-z0-9_.]+, not an existing op; copied */
+  size_t min_inputs;
+  size_t max_inputs;
+  const char* const* attr_names; /* accepted attribute names (copied); may be NULL if none */
+  size_t num_attr_names;
+  lt_custom_op_fn infer;      /* required */
+  lt_custom_op_fn cpu_kernel; /* required */
+  lt_custom_grad_fn grad;     /* optional: NULL = not differentiable */
+  void* user;                 /* passed to every callback; must outlive the process's use */
+} lt_custom_op_def;
+#define LT_CUSTOM_OP_DEF_STRUCT_SIZE (offsetof(lt_custom_op_def, user) + sizeof(void*))
+
+/* Registers a custom op. Errors: NULL/invalid fields, a name already taken. */
+LT_API lt_error* lt_register_custom_op(const lt_custom_op_def* def);
+
+/* A new error (for callbacks such as lt_custom_grad_fn that return lt_error*); the message
+ * is copied. The receiver frees it with lt_error_destroy. */
+LT_API lt_error* lt_error_create(lt_status_code code, const char* message);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "autograd/autograd.h"
+#include "custom_ops.h"  // custom-op gradients (SDK engineer)
 #include "error.h"
 
 namespace lt::autograd {
@@ -694,7 +695,9 @@ const std::unordered_map<std::string, Rule>& rule_table() {
 Rule find_rule(const std::string& op) {
   const auto& t = rule_table();
   auto it = t.find(op);
-  return it == t.end() ? nullptr : it->second;
+  if (it != t.end()) return it->second;
+  // Custom ops registered with a gradient callback (SDK engineer, core/src/custom_ops.cpp).
+  return lt::find_custom_op_with_grad(op) ? lt::custom_grad_rule : nullptr;
 }
 
 bool is_non_differentiable(const char* op) {
