@@ -1,0 +1,69 @@
+// hostile_plugin.cpp — misbehaving test plugins, one per HOSTILE_CASE (see CMakeLists.txt):
+// C++ exceptions thrown out of table functions, NULL required entries, a table too small for
+// its own version fields, zero devices, and buffers smaller than asked for. The core must
+// report each (plugin path + reason, or an lt_error naming the call) and keep working.
+#include <stdexcept>
+
+#include "../abi/mini_backend.h"
+
+namespace {
+
+#define THROWS_CREATE 1
+#define THROWS_SUPPORTS 2
+#define THROWS_COMPILE 3
+#define THROWS_EXECUTE 4
+#define NULL_FIELDS 5
+#define TINY_STRUCT 6
+#define ZERO_DEVICES 7
+#define SHORT_BUFFERS 8
+#define THROWS_FREE 9
+
+[[noreturn]] void boom(const char* where) {
+  throw std::runtime_error(std::string("hostile plugin threw in ") + where);
+}
+
+lt_plugin_api make() {
+  lt_plugin_api t = mini::table(HOSTILE_NAME);
+#if HOSTILE_CASE == THROWS_CREATE
+  t.create = [](lt_plugin_create_args*) -> lt_plugin_error* { boom("create"); };
+#elif HOSTILE_CASE == THROWS_SUPPORTS
+  t.supports = [](lt_plugin_supports_args*) -> lt_plugin_error* { boom("supports"); };
+#elif HOSTILE_CASE == THROWS_COMPILE
+  t.compile = [](lt_plugin_compile_args*) -> lt_plugin_error* { boom("compile"); };
+#elif HOSTILE_CASE == THROWS_EXECUTE
+  t.execute = [](lt_plugin_execute_args*) -> lt_plugin_error* { boom("execute"); };
+#elif HOSTILE_CASE == NULL_FIELDS
+  t.compile = nullptr;
+  t.buffer_free = nullptr;
+#elif HOSTILE_CASE == TINY_STRUCT
+  t.struct_size = 4;  // not even the struct_size field itself
+#elif HOSTILE_CASE == ZERO_DEVICES
+  t.device_count = [](lt_plugin_context*, size_t* n) -> lt_plugin_error* {
+    *n = 0;
+    return nullptr;
+  };
+#elif HOSTILE_CASE == SHORT_BUFFERS
+  t.buffer_alloc = [](lt_plugin_buffer_args* a) -> lt_plugin_error* {
+    a->buffer = new lt_plugin_buffer{std::vector<unsigned char>(a->nbytes / 2)};
+    return nullptr;
+  };
+#elif HOSTILE_CASE == THROWS_FREE
+  t.buffer_free = [](lt_plugin_context*, lt_plugin_buffer* b) {
+    delete b;
+    boom("buffer_free");
+  };
+  t.executable_destroy = [](lt_plugin_context*, lt_plugin_executable* e) {
+    delete e;
+    boom("executable_destroy");
+  };
+#endif
+  return t;
+}
+
+const lt_plugin_api kTable = make();
+
+}  // namespace
+
+extern "C" LT_PLUGIN_EXPORT const lt_plugin_api* lt_plugin_get_api(void) {
+  return &kTable;
+}

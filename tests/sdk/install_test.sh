@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# install_test.sh <build dir> <source dir> <cmake> <ninja> — the SDK end-to-end check (see
+# CMakeLists.txt). Every step prints what it checks; the first failure ends the test.
+set -euo pipefail
+build="$1" src="$2" cmake="$3" ninja="$4"
+work="$(mktemp -d "${TMPDIR:-/tmp}/lt-sdk-test.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+step() { echo "== $*"; }
+gen=(-G Ninja "-DCMAKE_MAKE_PROGRAM=$ninja" -DCMAKE_BUILD_TYPE=Release)
+# No inherited plugin path or device: the package must find its own plugins.
+unset LT_PLUGIN_PATH LT_DEVICE LT_CONFIG
+
+step "install to a temporary prefix, then move it (the package must be relocatable)"
+"$cmake" --install "$build" --prefix "$work/staged" >/dev/null
+mv "$work/staged" "$work/prefix"
+p="$work/prefix"
+libdir=lib
+[ -d "$p/lib" ] || libdir="$(cd "$p" && ls -d lib*/ | head -1)"
+for f in include/lazytensor/lt.h include/lazytensor/lt_plugin.h include/lazytensor/lazytensor.hpp \
+  "$libdir/cmake/LazyTensor/LazyTensorConfig.cmake" \
+  "$libdir/cmake/LazyTensor/LazyTensorConfigVersion.cmake" \
+  "$libdir/cmake/LazyTensor/LazyTensorPlugin.cmake" "$libdir/pkgconfig/lazytensor.pc" \
+  "$libdir/lazytensor/plugins/liblt_plugin_cpu_eager.so" bin/lt-info bin/lt-conformance; do
+  [ -e "$p/$f" ] || { echo "missing from the package: $f"; exit 1; }
+done
+soname="$(objdump -p "$p/$libdir/liblazytensor.so" | awk '/SONAME/ {print $2}')"
+echo "SONAME $soname"
+[[ "$soname" == liblazytensor.so.[0-9]* ]] || { echo "unversioned SONAME"; exit 1; }
+if grep -rIl -- "$build" "$p" >/dev/null; then
+  echo "the package mentions the build directory:"; grep -rIl -- "$build" "$p"; exit 1
+fi
+
+step "lt-info from the moved prefix finds cpu_eager in <prefix>/$libdir/lazytensor/plugins"
+"$p/bin/lt-info" --json >"$work/info.json"
+grep -q "\"path\": \"$p/$libdir/lazytensor/plugins/liblt_plugin_cpu_eager.so\"" "$work/info.json" \
+  || { cat "$work/info.json"; echo "cpu_eager not loaded from the moved prefix"; exit 1; }
+
+step "examples/external_plugin builds against the package alone"
+"$cmake" -S "$src/examples/external_plugin" -B "$work/toy" "${gen[@]}" \
+  "-DCMAKE_PREFIX_PATH=$p" >"$work/toy.log" 2>&1 || { cat "$work/toy.log"; exit 1; }
+"$cmake" --build "$work/toy" >>"$work/toy.log" 2>&1 || { cat "$work/toy.log"; exit 1; }
+[ -f "$work/toy/liblt_plugin_toy.so" ] || { echo "plugin not in its own build dir"; exit 1; }
+[ ! -e "$p/$libdir/lazytensor/plugins/liblt_plugin_toy.so" ] || { echo "wrote into the package"; exit 1; }
+
+step "the toy backend runs through the core (LT_PLUGIN_PATH = its build dir)"
+LT_PLUGIN_PATH="$work/toy" "$work/toy/toy_demo"
+
+step "lt-conformance passes on the toy plugin"
+"$p/bin/lt-conformance" "$work/toy/liblt_plugin_toy.so" --gtest_brief=1 >"$work/conf.log" 2>&1 \
+  || { cat "$work/conf.log"; exit 1; }
+grep -E "^(add|neg|relu|exp) " "$work/conf.log"
+tail -n 2 "$work/conf.log"
+
+step "c_quickstart and cpp_quickstart build against the package and run"
+"$cmake" -S "$src/tests/sdk/consumer" -B "$work/apps" "${gen[@]}" "-DCMAKE_PREFIX_PATH=$p" \
+  "-DLT_SOURCE_DIR=$src" >"$work/apps.log" 2>&1 || { cat "$work/apps.log"; exit 1; }
+"$cmake" --build "$work/apps" >>"$work/apps.log" 2>&1 || { cat "$work/apps.log"; exit 1; }
+"$work/apps/c_quickstart/lt_c_quickstart" >/dev/null
+"$work/apps/cpp_quickstart/lt_cpp_quickstart" >/dev/null
+
+step "pkg-config: a C program compiles and links with lazytensor.pc"
+export PKG_CONFIG_PATH="$p/$libdir/pkgconfig"
+flags="$(pkg-config --cflags --libs lazytensor)"
+echo "pkg-config: $flags"
+cc -std=c11 -o "$work/qs_pc" "$src/examples/c_quickstart/main.c" $flags \
+  -Wl,-rpath,"$p/$libdir"
+"$work/qs_pc" >/dev/null
+echo "sdk install test: ok"

@@ -1,0 +1,244 @@
+// lt-conformance main: loads ONE plugin file, runs the shared conformance suite (plus the kit's
+// own checks) against its backend, and prints a per-op pass/fail table. Exit status: 0 all
+// passed, 1 a test failed, 2 the plugin could not be loaded or the arguments are wrong.
+#include <gtest/gtest.h>
+
+#include <lazytensor/lazytensor.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kit.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Every op of docs/ops.md: failure messages and test names are matched against these words.
+const std::vector<std::string> kOps = {"neg",
+                                       "abs",
+                                       "exp",
+                                       "log",
+                                       "sqrt",
+                                       "rsqrt",
+                                       "tanh",
+                                       "sigmoid",
+                                       "relu",
+                                       "gelu",
+                                       "sin",
+                                       "cos",
+                                       "floor",
+                                       "not",
+                                       "add",
+                                       "sub",
+                                       "mul",
+                                       "div",
+                                       "pow",
+                                       "maximum",
+                                       "minimum",
+                                       "eq",
+                                       "ne",
+                                       "lt",
+                                       "le",
+                                       "gt",
+                                       "ge",
+                                       "and",
+                                       "or",
+                                       "where",
+                                       "cast",
+                                       "full",
+                                       "arange",
+                                       "random_uniform",
+                                       "random_normal",
+                                       "sum",
+                                       "mean",
+                                       "max",
+                                       "min",
+                                       "argmax",
+                                       "matmul",
+                                       "reshape",
+                                       "permute",
+                                       "broadcast_to",
+                                       "slice",
+                                       "concat",
+                                       "pad",
+                                       "gather",
+                                       "scatter_add",
+                                       "conv2d",
+                                       "max_pool2d",
+                                       "avg_pool2d",
+                                       "softmax",
+                                       "log_softmax"};
+
+bool is_word_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
+
+// Ops named in `text` as whole words ("max" does not match inside "max_pool2d").
+std::set<std::string> ops_named(const std::string& text) {
+  std::set<std::string> out;
+  for (const auto& op : kOps) {
+    for (size_t p = text.find(op); p != std::string::npos; p = text.find(op, p + 1)) {
+      bool left = p == 0 || !is_word_char(text[p - 1]);
+      bool right = p + op.size() >= text.size() || !is_word_char(text[p + op.size()]);
+      if (left && right) {
+        out.insert(op);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// Test names in CamelCase ("MatmulTwoDBatched", "ScatterAdd") -> lower snake words.
+std::string snake(const std::string& name) {
+  std::string s;
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    if (std::isupper(static_cast<unsigned char>(c)) && i) s += '_';
+    s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return s;
+}
+
+// Aggregates results per op and per test while the suite runs.
+class OpTable : public ::testing::EmptyTestEventListener {
+ public:
+  std::map<std::string, int> op_failures, op_tests;
+  struct Row {
+    std::string name;
+    const char* result;
+  };
+  std::vector<Row> tests;
+  int failed = 0, skipped = 0, passed = 0;
+
+  void OnTestStart(const ::testing::TestInfo&) override { current_ops_.clear(); }
+  void OnTestPartResult(const ::testing::TestPartResult& r) override {
+    if (!r.failed()) return;
+    auto named = ops_named(r.message());
+    current_ops_.insert(named.begin(), named.end());
+    if (named.empty()) current_ops_.insert("(unattributed)");
+  }
+  void OnTestEnd(const ::testing::TestInfo& t) override {
+    std::string full = std::string(t.test_suite_name()) + "." + t.name();
+    // Ops a test exercises: those its name mentions (matching the snake-cased name).
+    std::string words = snake(t.name());
+    for (char& c : words)
+      if (c == '_') c = ' ';
+    auto covered = ops_named(snake(t.name()));
+    auto more = ops_named(words);
+    covered.insert(more.begin(), more.end());
+    const auto* r = t.result();
+    const char* res = r->Skipped() ? "SKIP" : r->Failed() ? "FAIL" : "pass";
+    if (r->Skipped()) {
+      ++skipped;
+    } else if (r->Failed()) {
+      ++failed;
+      for (const auto& op : current_ops_) ++op_failures[op];
+    } else {
+      ++passed;
+    }
+    for (const auto& op : covered) ++op_tests[op];
+    tests.push_back({full, res});
+  }
+
+ private:
+  std::set<std::string> current_ops_;
+};
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: lt-conformance <path/to/liblt_plugin_NAME.so> [gtest options]\n"
+               "Runs the LazyTensor conformance suite against the backend in that plugin file\n"
+               "(numerics against host references, error paths, buffer round trips, cache).\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return usage();
+  std::error_code ec;
+  fs::path plugin = fs::weakly_canonical(fs::absolute(argv[1]), ec);
+  if (ec || !fs::is_regular_file(plugin)) {
+    std::fprintf(stderr, "lt-conformance: %s: no such plugin file\n", argv[1]);
+    return 2;
+  }
+  // The plugin's folder first; the core always adds its install plugin folder (cpu_eager,
+  // the fallback and reference) after it.
+  std::string dir = plugin.parent_path().string();
+  setenv("LT_PLUGIN_PATH", dir.c_str(), 1);
+  setenv("LT_FALLBACK", "silent", 0);
+
+  // Which backend does this file hold, and what does it claim? Ask the core.
+  std::string backend;
+  std::vector<std::string> claimed;
+  try {
+    lt::RuntimeOptions o;
+    o.plugin_path = dir;
+    o.log_level = "error";
+    lt::Runtime probe = lt::Runtime::create(o);
+    auto report = nlohmann::json::parse(probe.plugin_report(true));
+    for (const auto& p : report["plugins"]) {
+      if (fs::weakly_canonical(p["path"].get<std::string>(), ec) == plugin) {
+        backend = p["name"].get<std::string>();
+        for (const auto& op : p["ops"]) claimed.push_back(op.get<std::string>());
+      }
+    }
+    if (backend.empty()) {
+      std::string why = "it was not loaded (another plugin of the same name loaded first?)";
+      for (const auto& f : report["failed"])
+        if (fs::weakly_canonical(f["path"].get<std::string>(), ec) == plugin)
+          why = f["reason"].get<std::string>();
+      std::fprintf(stderr, "lt-conformance: %s: %s\n", plugin.c_str(), why.c_str());
+      return 2;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lt-conformance: cannot create a runtime with %s: %s\n", plugin.c_str(),
+                 e.what());
+    return 2;
+  }
+  setenv("LT_CONFORMANCE_DEVICES", backend.c_str(), 1);
+  ltkit::set_claimed_ops(backend, claimed);
+  std::printf("lt-conformance: backend '%s' from %s claims %zu ops\n", backend.c_str(),
+              plugin.c_str(), claimed.size());
+
+  // argv[1] is ours; the rest go to GoogleTest (--gtest_filter=..., --gtest_brief=1, ...).
+  std::vector<char*> args = {argv[0]};
+  for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+  int gargc = static_cast<int>(args.size());
+  ::testing::InitGoogleTest(&gargc, args.data());
+  auto* table = new OpTable;  // owned by GoogleTest's listener list
+  ::testing::UnitTest::GetInstance()->listeners().Append(table);
+  int rc = RUN_ALL_TESTS();
+
+  std::printf("\nconformance of backend '%s' (%s)\n", backend.c_str(), plugin.c_str());
+  std::printf("%-16s %-10s %s\n", "op", "result", "notes");
+  std::set<std::string> claimed_set(claimed.begin(), claimed.end());
+  for (const auto& op : kOps) {
+    bool claims = claimed_set.count(op) > 0;
+    int fails = table->op_failures.count(op) ? table->op_failures[op] : 0;
+    const char* res = fails ? "FAIL" : claims ? "pass" : "fallback";
+    std::string note = claims ? "" : "not claimed: runs on cpu_eager";
+    if (fails) note = std::to_string(fails) + " failing test(s) name this op";
+    std::printf("%-16s %-10s %s\n", op.c_str(), res, note.c_str());
+  }
+  if (table->op_failures.count("(unattributed)"))
+    std::printf("%-16s %-10s %d failing test(s) name no op\n", "(other)", "FAIL",
+                table->op_failures["(unattributed)"]);
+  std::printf("\ntests: %d passed, %d failed, %d skipped\n", table->passed, table->failed,
+              table->skipped);
+  for (const auto& row : table->tests)
+    if (std::string(row.result) != "pass") std::printf("  %s %s\n", row.result, row.name.c_str());
+  bool ok = rc == 0 && table->failed == 0 && table->passed > 0;
+  std::printf("%s\n", ok ? "CONFORMANT" : "NOT CONFORMANT");
+  return ok ? 0 : 1;
+}
