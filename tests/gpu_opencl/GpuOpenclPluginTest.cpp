@@ -463,6 +463,60 @@ TEST_F(GpuOpencl, SoftmaxAndLogSoftmaxAreAtMostTwoKernels) {
   }
 }
 
+// Rows whose length is a multiple of the vector width take the CPU vector row kernel.
+TEST_F(GpuOpencl, VectorRowReductionsKeepNanAndInfSemantics) {
+  const int64_t R = 16, C = 48;
+  GraphBuilder gb;
+  int32_t x = gb.Input(F32, {R, C});
+  gb.Output(gb.Op("softmax", F32, {R, C}, {x}, {gb.Int("axis", 1)}));
+  gb.Output(gb.Op("max", F32, {R}, {x}, {gb.Ints("axes", {1}), gb.Int("keepdims", 0)}));
+  gb.Output(gb.Op("min", F32, {R, 1}, {x}, {gb.Ints("axes", {1}), gb.Int("keepdims", 1)}));
+  gb.Output(gb.Op("sum", F32, {R}, {x}, {gb.Ints("axes", {1}), gb.Int("keepdims", 0)}));
+  auto X = Random(R * C, 21, -5, 5);
+  X[3 * C + 17] = NAN;
+  for (int64_t j = 0; j < C; ++j) X[5 * C + j] = -INFINITY;
+  auto out = Run(gb, {Raw(X)});
+  ASSERT_EQ(out.size(), 4u);
+  auto sm = As<float>(out[0]), mx = As<float>(out[1]), mn = As<float>(out[2]),
+       sum = As<float>(out[3]);
+  EXPECT_TRUE(std::isnan(mx[3]));
+  EXPECT_TRUE(std::isnan(mn[3]));
+  EXPECT_TRUE(std::isnan(sm[3 * C]));
+  EXPECT_EQ(mx[5], -INFINITY);
+  for (int64_t i = 0; i < R; ++i) {
+    if (i == 3 || i == 5) continue;
+    float m = -INFINITY, lo = INFINITY, s = 0, es = 0;
+    for (int64_t j = 0; j < C; ++j) {
+      m = std::max(m, X[i * C + j]);
+      lo = std::min(lo, X[i * C + j]);
+      s += X[i * C + j];
+    }
+    for (int64_t j = 0; j < C; ++j) es += std::exp(X[i * C + j] - m);
+    EXPECT_EQ(mx[i], m);
+    EXPECT_EQ(mn[i], lo);
+    EXPECT_NEAR(sum[i], s, 1e-4f);
+    for (int64_t j = 0; j < C; ++j)
+      ASSERT_NEAR(sm[i * C + j], std::exp(X[i * C + j] - m) / es, 1e-5f) << i << "," << j;
+  }
+}
+
+// Column panels: full vector panels, a partial last panel and a partial row block.
+TEST_F(GpuOpencl, MatmulPanelsAndTailsMatchLoops) {
+  const int64_t M = 19, K = 33, N = 40;
+  GraphBuilder gb;
+  int32_t a = gb.Input(F32, {M, K});
+  int32_t b = gb.Input(F32, {K, N});
+  gb.Output(gb.Op("matmul", F32, {M, N}, {a, b}));
+  auto A = Random(M * K, 22), B = Random(K * N, 23);
+  auto got = As<float>(Run(gb, {Raw(A), Raw(B)})[0]);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      float acc = 0;
+      for (int64_t k = 0; k < K; ++k) acc += A[i * K + k] * B[k * N + j];
+      ASSERT_NEAR(got[i * N + j], acc, 1e-4f) << i << "," << j;
+    }
+}
+
 TEST_F(GpuOpencl, SoftmaxOverLeadingAxis) {
   GraphBuilder gb;
   int32_t x = gb.Input(F32, {5, 3, 4});

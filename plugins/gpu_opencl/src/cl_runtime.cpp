@@ -283,6 +283,7 @@ Device* Device::create(const Options& options, const Logger& log) {
   dev->global_mem_ = device_val<cl_ulong>(dev->device_, CL_DEVICE_GLOBAL_MEM_SIZE);
   dev->local_mem_ = device_val<cl_ulong>(dev->device_, CL_DEVICE_LOCAL_MEM_SIZE);
   dev->max_wg_ = device_val<size_t>(dev->device_, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+  dev->native_float_ = device_val<cl_uint>(dev->device_, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT);
   dev->fp64_ =
       device_str(dev->device_, CL_DEVICE_EXTENSIONS).find("cl_khr_fp64") != std::string::npos;
   // Short name: "pocl-cpu" style — platform's first word + kind.

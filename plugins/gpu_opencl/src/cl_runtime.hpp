@@ -74,6 +74,8 @@ class Device {
   uint64_t local_mem() const { return local_mem_; }
   bool has_fp64() const { return fp64_; }
   bool is_cpu() const { return kind_ == "cpu"; }
+  // CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT: SIMD lanes of a float (16 on AVX-512 PoCL).
+  unsigned native_float_width() const { return native_float_; }
 
   // Returns a built program for `source` (cached in memory by source hash, then on disk by
   // device + driver + source hash). Failure carries the build log. `built` and `hit` are
@@ -103,6 +105,7 @@ class Device {
   std::string short_name_, kind_, description_, cache_key_, cache_dir_;
   uint64_t global_mem_ = 0, local_mem_ = 0;
   size_t max_wg_ = 1;
+  unsigned native_float_ = 1;
   bool fp64_ = false;
 
   mutable std::mutex mutex_;  // guards programs_ and stats_

@@ -28,6 +28,12 @@ namespace {
 struct PlanError {
   std::string why;
 };
+// A row kernel the CPU vector path cannot express; the caller uses the scalar kernel.
+struct VecError {};
+
+// Name of the lane-base index variable in CPU vector row kernels: an index holding exactly
+// this name is lanes base..base+W-1 of a vector.
+constexpr const char* kLane = "lvb";
 
 using Idx = std::vector<std::string>;
 
@@ -256,6 +262,13 @@ class Emitter {
     presets_[node] = {key(node, normalize(node, idx)), var};
   }
 
+  // Vector mode (CPU row kernels): an index equal to kLane stands for `width` consecutive
+  // indices of the last dimension; values depending on it are vectors of `width` lanes.
+  // Only float arithmetic whose operand indices pass through unchanged is allowed; anything
+  // else throws VecError so the caller falls back to scalar code.
+  void vector_mode(int width) { vw_ = width; }
+  bool is_vector(const std::string& var) const { return vecs_.count(var) != 0; }
+
   std::string value(int32_t root, const Idx& root_idx) {
     struct Frame {
       int32_t node;
@@ -291,6 +304,7 @@ class Emitter {
           continue;
         }
         if (!is_inline_op(n.op)) throw PlanError{std::string(n.op) + " cannot be evaluated inline"};
+        if (vw_ && !vector_ok(n)) throw VecError{};
         f.ops = operand_indices(f.node, f.idx);
         if (std::string_view(n.op) == "gather")
           f.opnodes = {n.operands[1]};
@@ -346,10 +360,47 @@ class Emitter {
     return std::to_string(node) + "|" + join(idx);
   }
 
+  bool vector_ok(const lt_graph_node& n) const {
+    if (!is_float(n.dtype)) return false;
+    std::string_view op = n.op;
+    if (op == "not") return false;
+    if (unary_ops().count(op) || op == "full" || op == "broadcast_to") return true;
+    if (op == "add" || op == "sub" || op == "mul" || op == "div" || op == "pow" ||
+        op == "maximum" || op == "minimum")
+      return true;
+    if (op == "reshape") {  // only when it adds or drops size-1 dims
+      const lt_graph_node& on = g_.nodes[n.operands[0]];
+      std::vector<int64_t> a, b;
+      for (size_t d = 0; d < n.rank; ++d)
+        if (n.shape[d] != 1) a.push_back(n.shape[d]);
+      for (size_t d = 0; d < on.rank; ++d)
+        if (on.shape[d] != 1) b.push_back(on.shape[d]);
+      return a == b;
+    }
+    return false;
+  }
+
   std::string emit_load(int32_t node, const Idx& idx) {
     loads_.insert(node);
     const lt_graph_node& n = g_.nodes[node];
     std::string v = tmp();
+    if (vw_) {
+      bool lane = false;
+      for (size_t d = 0; d < idx.size(); ++d) {
+        if (idx[d] == kLane && d + 1 == idx.size()) {
+          lane = true;
+        } else if (idx[d].find(kLane) != std::string::npos) {
+          throw VecError{};
+        }
+      }
+      if (lane) {
+        if (!is_float(n.dtype)) throw VecError{};
+        os_ << ind_ << "const " << ctype(n.dtype) << vw_ << " " << v << " = vload" << vw_ << "(0, p"
+            << node << " + " << flat_expr(idx, shape_of(n)) << ");\n";
+        vecs_.insert(v);
+        return v;
+      }
+    }
     os_ << ind_ << "const " << ctype(n.dtype) << " " << v << " = p" << node << "["
         << flat_expr(idx, shape_of(n)) << "];\n";
     return v;
@@ -461,7 +512,18 @@ class Emitter {
   std::string emit_node(int32_t node, const Idx& I, const std::vector<Idx>& ops) {
     const lt_graph_node& n = g_.nodes[node];
     std::string_view op = n.op;
-    auto val = [&](size_t k) { return memo_.at(key(n.operands[k], ops[k])); };
+    auto raw = [&](size_t k) { return memo_.at(key(n.operands[k], ops[k])); };
+    bool vec = false;
+    if (vw_)
+      for (size_t k = 0; k < ops.size() && k < n.num_operands; ++k)
+        vec = vec || vecs_.count(raw(k));
+    // In a vector expression every operand is a vector: scalars are widened explicitly.
+    auto val = [&](size_t k) {
+      std::string x = raw(k);
+      if (!vec || vecs_.count(x)) return x;
+      return "((" + std::string(ctype(g_.nodes[n.operands[k]].dtype)) + std::to_string(vw_) + ")(" +
+             x + "))";
+    };
     std::string e;
     const lt_dtype d = n.dtype;
     if (unary_ops().count(op)) {
@@ -524,7 +586,12 @@ class Emitter {
       fail(LT_STATUS_UNSUPPORTED, "gpu_opencl: cannot generate op " + std::string(op));
     }
     std::string v = tmp();
-    os_ << ind_ << "const " << ctype(d) << " " << v << " = " << e << ";\n";
+    if (vec) {
+      vecs_.insert(v);
+      os_ << ind_ << "const " << ctype(d) << vw_ << " " << v << " = " << e << ";\n";
+    } else {
+      os_ << ind_ << "const " << ctype(d) << " " << v << " = " << e << ";\n";
+    }
     return v;
   }
 
@@ -537,6 +604,8 @@ class Emitter {
   std::set<int32_t>& loads_;
   std::unordered_map<std::string, std::string> memo_;
   std::unordered_map<int32_t, std::pair<std::string, std::string>> presets_;
+  int vw_ = 0;                  // vector width in vector mode, else 0
+  std::set<std::string> vecs_;  // variables holding vectors
 };
 
 // Declares `prefix<d>` = the coordinates of flat index `var` in `shape`; size-1 dims get "0".
@@ -730,6 +799,133 @@ class Generator {
     return l;
   }
 
+  // CPU devices: one work-item per row, the row loop in explicit vectors of W lanes along
+  // the last reduced dimension (PoCL vectorises neither a loop inside a work-item nor a
+  // work-group around one). Only trailing float sum/mean/max/min whose whole expression
+  // tree is float arithmetic qualify; returns false (nothing emitted) otherwise.
+  bool row_kernel_vec(const std::vector<char>& member, const std::vector<ReduceSpec>& reds,
+                      const std::vector<int32_t>& outs, const std::vector<int64_t>& domain,
+                      const std::vector<int64_t>& axes) {
+    if (domain.empty() || axes.empty()) return false;
+    const size_t R = domain.size();
+    for (size_t i = 0; i < axes.size(); ++i)
+      if (axes[i] != static_cast<int64_t>(R - axes.size() + i)) return false;
+    for (const ReduceSpec& rs : reds)
+      if (rs.op == "argmax" || !is_float(rs.dtype)) return false;
+    const int64_t last = domain.back();
+    int64_t W = 4;
+    while (W < 16 && W < static_cast<int64_t>(caps_.vec_width)) W *= 2;
+    while (W > 4 && last % W != 0) W /= 2;
+    if (last % W != 0) return false;
+    std::vector<int64_t> kept(domain.begin(), domain.end() - axes.size());
+    std::vector<int64_t> reduced(domain.end() - axes.size(), domain.end());
+    const int64_t rows = numel(kept), count = numel(reduced);
+    if (rows < 16 || count == 0) return false;
+    for (int32_t o : outs) {
+      const lt_graph_node& n = g_.nodes[o];
+      if (shape_of(n) == domain && !is_float(n.dtype)) return false;
+      if (shape_of(n) != domain && numel(shape_of(n)) != rows) return false;
+    }
+    const int mark = counter_;
+    try {
+      std::ostringstream body;
+      std::set<int32_t> loads;
+      body << "  const long row = get_global_id(0);\n  if (row >= " << rows << "L) return;\n";
+      Idx kidx = decompose(body, "  ", "row", kept, "k");
+      auto row_idx = [&](const lt_graph_node& n) {
+        if (n.rank == R) {
+          Idx idx = kidx;
+          idx.resize(R, "0");
+          return idx;
+        }
+        if (n.rank != kept.size()) throw VecError{};
+        return kidx;
+      };
+      // The loop over the row in steps of W; the last reduced index is the lane base.
+      auto loop_head = [&](const std::string& ind) {
+        body << ind << "for (long r = 0; r < " << count << "L; r += " << W << ") {\n";
+        Idx ridx = decompose(body, ind + "  ", "r", reduced, "r");
+        if (reduced.back() == 1) throw VecError{};
+        body << ind << "  const long " << kLane << " = " << ridx.back() << ";\n";
+        ridx.back() = kLane;
+        Idx idx = kidx;
+        idx.insert(idx.end(), ridx.begin(), ridx.end());
+        return idx;
+      };
+      std::vector<std::pair<int32_t, std::string>> results;
+      auto make_emitter = [&](const std::string& ind) {
+        auto em = std::make_unique<Emitter>(g_, member, body, ind, counter_, loads);
+        em->vector_mode(static_cast<int>(W));
+        for (auto& [n, v] : results) em->preset(n, row_idx(g_.nodes[n]), v);
+        return em;
+      };
+      static const char* kHex = "0123456789abcdef";
+      for (const ReduceSpec& rs : reds) {
+        const lt_graph_node& rn = g_.nodes[rs.node];
+        const std::string T = ctype(rs.dtype), V = T + std::to_string(W);
+        const std::string acc = "acc" + std::to_string(rs.node);
+        const bool sum = rs.op == "sum" || rs.op == "mean";
+        std::string init = sum ? "0" : literal(rs.op == "max" ? -INFINITY : INFINITY, rs.dtype);
+        body << "  " << V << " " << acc << " = (" << V << ")(" << init << ");\n";
+        Idx idx = loop_head("  ");
+        {
+          auto em = make_emitter("    ");
+          std::string v = em->value(rn.operands[0], idx);
+          if (!em->is_vector(v)) v = "((" + V + ")(" + v + "))";
+          body << "    " << acc << " = "
+               << (sum ? "(" + acc + " + " + v + ")"
+                       : binary_expr(rs.op == "max" ? "maximum" : "minimum", acc, v, rs.dtype))
+               << ";\n  }\n";
+        }
+        // Horizontal step over the lanes, in lane order.
+        const std::string h = "h" + std::to_string(rs.node);
+        body << "  " << T << " " << h << " = " << acc << ".s0;\n";
+        for (int64_t j = 1; j < W; ++j) {
+          std::string lane = acc + ".s" + kHex[j];
+          body << "  " << h << " = "
+               << (sum ? h + " + " + lane
+                       : binary_expr(rs.op == "max" ? "maximum" : "minimum", h, lane, rs.dtype))
+               << ";\n";
+        }
+        const std::string res = "res" + std::to_string(rs.node);
+        std::string rv = h;
+        if (rs.op == "mean") rv = "(" + h + " / (" + T + ")" + std::to_string(count) + ")";
+        body << "  const " << ctype(rn.dtype) << " " << res << " = " << rv << ";\n";
+        results.emplace_back(rs.node, res);
+      }
+      std::vector<int32_t> full, per_row;
+      for (int32_t o : outs) (shape_of(g_.nodes[o]) == domain ? full : per_row).push_back(o);
+      if (!full.empty()) {
+        Idx idx = loop_head("  ");
+        auto em = make_emitter("    ");
+        for (int32_t o : full) {
+          std::string v = em->value(o, idx);
+          std::string V = std::string(ctype(g_.nodes[o].dtype)) + std::to_string(W);
+          if (!em->is_vector(v)) v = "((" + V + ")(" + v + "))";
+          body << "    vstore" << W << "(" << v << ", 0, p" << o << " + " << flat_expr(idx, domain)
+               << ");\n";
+        }
+        body << "  }\n";
+      }
+      if (!per_row.empty()) {
+        auto em = std::make_unique<Emitter>(g_, member, body, "  ", counter_, loads);
+        for (auto& [n, v] : results) em->preset(n, row_idx(g_.nodes[n]), v);
+        for (int32_t o : per_row) {
+          std::string v = em->value(o, row_idx(g_.nodes[o]));
+          body << "  p" << o << "[row] = " << v << ";\n";
+        }
+      }
+      KernelLaunch l;
+      l.global[0] = round_up(static_cast<size_t>(rows), 8);
+      emit_kernel("", body.str(), loads, outs, l);
+      return true;
+    } catch (const VecError&) {
+    } catch (const PlanError&) {
+    }
+    counter_ = mark;
+    return false;
+  }
+
   // One work-group per output row of the reductions; reductions in order, each a strided
   // loop plus a local-memory tree; then the full-shape outputs, then the per-row outputs.
   void row_kernel(const std::vector<char>& member, const std::vector<ReduceSpec>& reds,
@@ -741,6 +937,7 @@ class Generator {
     for (size_t d = 0; d < domain.size(); ++d) (is_axis[d] ? reduced : kept).push_back(domain[d]);
     int64_t rows = numel(kept), count = numel(reduced);
     if (rows == 0) return;
+    if (caps_.cpu && row_kernel_vec(member, reds, outs, domain, axes)) return;
     size_t L = row_local_size(rows, count);
 
     std::ostringstream body;
@@ -896,9 +1093,12 @@ class Generator {
     }
   }
 
-  // CPU devices (PoCL): no local memory or barriers; work-item (col, row block) keeps RB
-  // accumulators so each B value loaded serves RB rows, and PoCL vectorises across
-  // work-items along the column.
+  // CPU devices (PoCL): a register-blocked micro-kernel in explicit vector types, since
+  // PoCL does not vectorise across work-items around an inner loop. A work-item owns an
+  // RB x VW block of C (RB accumulators of VW lanes, VW = the device's native float width);
+  // the K loop is innermost and each step is one vector load of B, RB broadcasts of A and
+  // RB fused multiply-adds. Dim 0 walks row blocks so consecutive work-items reuse the same
+  // B panel from cache. The last, partial column panel runs a scalar loop instead.
   void matmul_kernel_cpu(int32_t anchor, const std::vector<char>& member,
                          const std::vector<int32_t>& outs) {
     const lt_graph_node& n = g_.nodes[anchor];
@@ -910,40 +1110,62 @@ class Generator {
     const int64_t K = an.shape[an.rank - 1];
     if (M == 0 || N == 0 || batch == 0) return;
     const std::string T = ctype(n.dtype);
+    int64_t VW = 4;
+    while (VW < 16 && VW < static_cast<int64_t>(caps_.vec_width)) VW *= 2;
+    if (n.dtype == LT_DTYPE_F64) VW = std::max<int64_t>(2, VW / 2);
+    while (VW > 2 && VW / 2 >= N) VW /= 2;
     const int64_t RB = std::min<int64_t>(8, M);
+    const std::string V = T + std::to_string(VW);
+    const std::string vw = std::to_string(VW), rbs = std::to_string(RB);
     std::ostringstream body;
     std::set<int32_t> loads = {A, B};
-    body << "  const long col = get_global_id(0);\n"
-         << "  const long ccol = min(col, " << N - 1 << "L);\n"
-         << "  const long rbase = get_global_id(1) * " << RB << "L;\n"
+    body << "  const long rbase = get_global_id(0) * " << RB << "L;\n"
+         << "  const long col0 = get_global_id(1) * " << VW << "L;\n"
          << "  const long b = get_global_id(2);\n"
+         << "  if (rbase >= " << M << "L || col0 >= " << N << "L) return;\n"
          << "  __global const " << T << "* a = p" << A << " + b * " << M * K << "L;\n"
-         << "  __global const " << T << "* bm = p" << B << " + b * " << K * N << "L + ccol;\n";
-    for (int64_t r = 0; r < RB; ++r) {
-      body << "  " << T << " acc" << r << " = 0;\n";
+         << "  __global const " << T << "* bm = p" << B << " + b * " << K * N << "L;\n"
+         << "  " << T << " c[" << RB * VW << "];\n";
+    for (int64_t r = 0; r < RB; ++r)
       body << "  __global const " << T << "* a" << r << " = a + min(rbase + " << r << "L, " << M - 1
            << "L) * " << K << "L;\n";
-    }
-    body << "  for (long k = 0; k < " << K << "L; ++k) {\n    const " << T << " bv = bm[k * " << N
-         << "L];\n";
-    for (int64_t r = 0; r < RB; ++r) body << "    acc" << r << " += a" << r << "[k] * bv;\n";
-    body << "  }\n";
-    for (int64_t r = 0; r < RB; ++r) {
-      body << "  if (col < " << N << "L && rbase + " << r << "L < " << M
-           << "L) {\n    const long row" << r << " = rbase + " << r << "L;\n";
-      std::string row = "row" + std::to_string(r);
-      Idx idx = batched ? Idx{"b", row, "col"} : Idx{row, "col"};
-      store_epilogue(body, "    ", member, loads, anchor, idx, "acc" + std::to_string(r), outs);
-      body << "  }\n";
-    }
+    body << "  if (col0 + " << VW << "L <= " << N << "L) {\n";
+    for (int64_t r = 0; r < RB; ++r) body << "    " << V << " acc" << r << " = (" << V << ")0;\n";
+    body << "    __global const " << T << "* bp = bm + col0;\n"
+         << "    for (long k = 0; k < " << K << "L; ++k) {\n"
+         << "      const " << V << " bv = vload" << vw << "(0, bp + k * " << N << "L);\n";
+    for (int64_t r = 0; r < RB; ++r)
+      body << "      acc" << r << " = fma((" << V << ")a" << r << "[k], bv, acc" << r << ");\n";
+    body << "    }\n";
+    for (int64_t r = 0; r < RB; ++r)
+      body << "    vstore" << vw << "(acc" << r << ", " << r << ", c);\n";
+    body << "  } else {\n"
+         << "    for (int j = 0; j < " << VW << "; ++j) {\n"
+         << "      const long cc = min(col0 + j, " << N - 1 << "L);\n";
+    for (int64_t r = 0; r < RB; ++r) body << "      " << T << " s" << r << " = 0;\n";
+    body << "      for (long k = 0; k < " << K << "L; ++k) {\n"
+         << "        const " << T << " bv = bm[k * " << N << "L + cc];\n";
+    for (int64_t r = 0; r < RB; ++r)
+      body << "        s" << r << " = fma(a" << r << "[k], bv, s" << r << ");\n";
+    body << "      }\n";
+    for (int64_t r = 0; r < RB; ++r) body << "      c[" << r * VW << " + j] = s" << r << ";\n";
+    body << "    }\n  }\n"
+         << "  for (int i = 0; i < " << RB << "; ++i) {\n"
+         << "    const long row = rbase + i;\n"
+         << "    if (row >= " << M << "L) break;\n"
+         << "    for (int j = 0; j < " << VW << "; ++j) {\n"
+         << "      const long col = col0 + j;\n"
+         << "      if (col >= " << N << "L) break;\n"
+         << "      const " << T << " cv = c[i * " << VW << " + j];\n";
+    Idx idx = batched ? Idx{"b", "row", "col"} : Idx{"row", "col"};
+    store_epilogue(body, "      ", member, loads, anchor, idx, "cv", outs);
+    body << "    }\n  }\n";
     KernelLaunch l;
     l.dims = 3;
-    l.global[0] = round_up(N, 16);
-    l.global[1] = (M + RB - 1) / RB;
+    l.global[0] = (M + RB - 1) / RB;
+    l.global[1] = (N + VW - 1) / VW;
     l.global[2] = batch;
-    l.local[0] = 16;
-    l.local[1] = 1;
-    l.local[2] = 1;
+    (void)rbs;
     emit_kernel("", body.str(), loads, outs, l);
   }
 

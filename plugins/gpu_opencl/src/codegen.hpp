@@ -14,8 +14,9 @@ namespace lt::ocl {
 
 struct DeviceCaps {
   bool fp64 = false;
-  bool cpu = false;     // tune work-group sizes for a CPU device (PoCL)
-  size_t max_wg = 256;  // CL_DEVICE_MAX_WORK_GROUP_SIZE
+  bool cpu = false;        // tune work-group sizes for a CPU device (PoCL)
+  size_t max_wg = 256;     // CL_DEVICE_MAX_WORK_GROUP_SIZE
+  unsigned vec_width = 8;  // CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT (CPU kernels use it)
 };
 
 struct KernelLaunch {

@@ -128,6 +128,7 @@ lt_plugin_error* create(lt_plugin_create_args* args) {
     ctx->caps.fp64 = ctx->device->has_fp64();
     ctx->caps.cpu = ctx->device->is_cpu();
     ctx->caps.max_wg = ctx->device->max_work_group();
+    ctx->caps.vec_width = ctx->device->native_float_width();
     args->context = ctx.release();
   });
 }
