@@ -34,7 +34,8 @@ foreach(tool lt-info lt-run lt-conformance)
 endforeach()
 
 configure_package_config_file("${PROJECT_SOURCE_DIR}/cmake/LazyTensorConfig.cmake.in"
-  "${PROJECT_BINARY_DIR}/LazyTensorConfig.cmake" INSTALL_DESTINATION "${LT_CMAKE_INSTALL_DIR}")
+  "${PROJECT_BINARY_DIR}/LazyTensorConfig.cmake" INSTALL_DESTINATION "${LT_CMAKE_INSTALL_DIR}"
+  PATH_VARS CMAKE_INSTALL_INCLUDEDIR)
 write_basic_package_version_file("${PROJECT_BINARY_DIR}/LazyTensorConfigVersion.cmake"
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
 install(FILES "${PROJECT_BINARY_DIR}/LazyTensorConfig.cmake"
