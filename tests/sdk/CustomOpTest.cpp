@@ -42,9 +42,7 @@ void register_ops() {
       }
     };
     sq.grad = [](const std::vector<lt::Tensor>& in, const lt::Tensor&, const lt::Tensor& g,
-                 const lt::CustomAttrs&) {
-      return std::vector<lt::Tensor>{in[0] * 2.0 * g};
-    };
+                 const lt::CustomAttrs&) { return std::vector<lt::Tensor>{in[0] * 2.0 * g}; };
     lt::register_custom_op(sq);
 
     lt::CustomOpDef pm;
@@ -68,9 +66,7 @@ void register_ops() {
 
     lt::CustomOpDef bad;
     bad.name = "sdk_test.fails_at_run";
-    bad.infer = [](const std::vector<lt::TensorSpec>& in, const lt::CustomAttrs&) {
-      return in[0];
-    };
+    bad.infer = [](const std::vector<lt::TensorSpec>& in, const lt::CustomAttrs&) { return in[0]; };
     bad.cpu_kernel = [](const std::vector<lt::HostInput>&, const lt::HostOutput&,
                         const lt::CustomAttrs&) { throw std::runtime_error("kernel exploded"); };
     lt::register_custom_op(bad);

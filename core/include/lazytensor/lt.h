@@ -357,8 +357,7 @@ typedef struct lt_custom_op_args {
   char* error;
   size_t error_size;
 } lt_custom_op_args;
-#define LT_CUSTOM_OP_ARGS_STRUCT_SIZE \
-  (offsetof(lt_custom_op_args, error_size) + sizeof(size_t))
+#define LT_CUSTOM_OP_ARGS_STRUCT_SIZE (offsetof(lt_custom_op_args, error_size) + sizeof(size_t))
 
 /* Returns LT_STATUS_OK, or the category of the failure (e.g. LT_STATUS_SHAPE_MISMATCH) with a
  * message in args->error. Must not throw (C++), abort or exit; may run on any thread. */
