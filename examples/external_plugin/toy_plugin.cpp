@@ -221,7 +221,7 @@ lt_plugin_error* execute(lt_plugin_execute_args* a) {
             y[e] = x[e] * z[e];
             break;
           case Op::kRelu:
-            y[e] = x[e] > 0.0f ? x[e] : 0.0f;
+            y[e] = x[e] < 0.0f ? 0.0f : x[e];  // NaN stays NaN (docs/ops.md)
             break;
           case Op::kNeg:
             y[e] = -x[e];
