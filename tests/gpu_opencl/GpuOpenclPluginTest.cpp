@@ -500,21 +500,26 @@ TEST_F(GpuOpencl, VectorRowReductionsKeepNanAndInfSemantics) {
   }
 }
 
-// Column panels: full vector panels, a partial last panel and a partial row block.
+// Column panels: full vector panels (aligned when N is a multiple of the vector width), a
+// partial last panel and a partial row block, batched.
 TEST_F(GpuOpencl, MatmulPanelsAndTailsMatchLoops) {
-  const int64_t M = 19, K = 33, N = 40;
-  GraphBuilder gb;
-  int32_t a = gb.Input(F32, {M, K});
-  int32_t b = gb.Input(F32, {K, N});
-  gb.Output(gb.Op("matmul", F32, {M, N}, {a, b}));
-  auto A = Random(M * K, 22), B = Random(K * N, 23);
-  auto got = As<float>(Run(gb, {Raw(A), Raw(B)})[0]);
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t j = 0; j < N; ++j) {
-      float acc = 0;
-      for (int64_t k = 0; k < K; ++k) acc += A[i * K + k] * B[k * N + j];
-      ASSERT_NEAR(got[i * N + j], acc, 1e-4f) << i << "," << j;
-    }
+  for (int64_t N : {40, 32}) {
+    const int64_t Bt = 2, M = 19, K = 33;
+    GraphBuilder gb;
+    int32_t a = gb.Input(F32, {Bt, M, K});
+    int32_t b = gb.Input(F32, {Bt, K, N});
+    gb.Output(gb.Op("matmul", F32, {Bt, M, N}, {a, b}));
+    auto A = Random(Bt * M * K, 22), B = Random(Bt * K * N, 23);
+    auto got = As<float>(Run(gb, {Raw(A), Raw(B)})[0]);
+    for (int64_t t = 0; t < Bt; ++t)
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          float acc = 0;
+          for (int64_t k = 0; k < K; ++k) acc += A[(t * M + i) * K + k] * B[(t * K + k) * N + j];
+          ASSERT_NEAR(got[(t * M + i) * N + j], acc, 1e-4f)
+              << N << ": " << t << "," << i << "," << j;
+        }
+  }
 }
 
 TEST_F(GpuOpencl, SoftmaxOverLeadingAxis) {

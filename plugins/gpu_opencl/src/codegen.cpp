@@ -1131,9 +1131,17 @@ class Generator {
            << "L) * " << K << "L;\n";
     body << "  if (col0 + " << VW << "L <= " << N << "L) {\n";
     for (int64_t r = 0; r < RB; ++r) body << "    " << V << " acc" << r << " = (" << V << ")0;\n";
-    body << "    __global const " << T << "* bp = bm + col0;\n"
-         << "    for (long k = 0; k < " << K << "L; ++k) {\n"
-         << "      const " << V << " bv = vload" << vw << "(0, bp + k * " << N << "L);\n";
+    // With N a multiple of VW every B row segment is vector-aligned (buffers are aligned
+    // to CL_DEVICE_MEM_BASE_ADDR_ALIGN): a plain vector load instead of vloadN.
+    if (N % VW == 0) {
+      body << "    __global const " << V << "* bp = (__global const " << V << "*)(bm + col0);\n"
+           << "    for (long k = 0; k < " << K << "L; ++k) {\n"
+           << "      const " << V << " bv = bp[k * " << N / VW << "L];\n";
+    } else {
+      body << "    __global const " << T << "* bp = bm + col0;\n"
+           << "    for (long k = 0; k < " << K << "L; ++k) {\n"
+           << "      const " << V << " bv = vload" << vw << "(0, bp + k * " << N << "L);\n";
+    }
     for (int64_t r = 0; r < RB; ++r)
       body << "      acc" << r << " = fma((" << V << ")a" << r << "[k], bv, acc" << r << ");\n";
     body << "    }\n";
