@@ -1,4 +1,4 @@
-// gpu_opencl_bench.cpp — steady-state time of four workloads (the cpu_jit set) through the
+// gpu_opencl_bench.cpp — steady-state time of six workloads (the cpu_jit set) through the
 // core on gpu_opencl and on cpu_eager; each gpu_opencl run also reports
 // speedup_vs_cpu_eager = cpu_eager time / gpu_opencl time measured in the same process.
 // Inputs are uploaded once; an iteration records the ops, materialises the result (a
@@ -142,6 +142,63 @@ Workload matmul() {
           }};
 }
 
+// STREAM triad a = b + s*c on 4M f32: the memory-bandwidth reference of the cpu_jit set.
+Workload triad() {
+  return {{{4 << 20}, {4 << 20}}, [](auto& in, auto& tmp, Check& c) {
+            lt_tensor *s = nullptr, *sc = nullptr, *a = nullptr;
+            c(lt_full(lt_tensor_device(in[0]), nullptr, 0, 3.0, LT_DTYPE_F32, &s));
+            keep(tmp, s);
+            c(lt_mul(s, in[1], &sc));
+            keep(tmp, sc);
+            c(lt_add(in[0], sc, &a));
+            return keep(tmp, a);
+          }};
+}
+
+// LSTM cell as in the cpu_jit set: batch 32, input 128, hidden 200, 50 steps traced in a
+// loop with one lt_sync per step (gates = x*W + h*U + b, sliced into i, f, g, o).
+Workload lstm() {
+  constexpr int64_t B = 32, I = 128, H = 200, T = 50;
+  return {{{B, I}, {I, 4 * H}, {H, 4 * H}, {4 * H}}, [](auto& in, auto& tmp, Check& c) {
+            lt_device* d = lt_tensor_device(in[0]);
+            const int64_t hs[2] = {B, H};
+            lt_tensor *h = nullptr, *cs = nullptr;
+            c(lt_full(d, hs, 2, 0.0, LT_DTYPE_F32, &h));
+            c(lt_full(d, hs, 2, 0.0, LT_DTYPE_F32, &cs));
+            for (int64_t t = 0; t < T && c.ok; ++t) {
+              lt_tensor *xw = nullptr, *hu = nullptr, *s1 = nullptr, *gates = nullptr;
+              c(lt_matmul(in[0], in[1], &xw));
+              c(lt_matmul(h, in[2], &hu));
+              c(lt_add(xw, hu, &s1));
+              c(lt_add(s1, in[3], &gates));
+              lt_tensor* g[4] = {};
+              for (int k = 0; k < 4; ++k) {
+                int64_t starts[2] = {0, k * H}, stops[2] = {B, (k + 1) * H}, steps[2] = {1, 1};
+                c(lt_slice(gates, starts, stops, steps, 2, &g[k]));
+              }
+              lt_tensor *ig = nullptr, *fg = nullptr, *gg = nullptr, *og = nullptr, *fc = nullptr,
+                        *ic = nullptr, *c2 = nullptr, *tc = nullptr, *h2 = nullptr;
+              c(lt_sigmoid(g[0], &ig));
+              c(lt_sigmoid(g[1], &fg));
+              c(lt_tanh(g[2], &gg));
+              c(lt_sigmoid(g[3], &og));
+              c(lt_mul(fg, cs, &fc));
+              c(lt_mul(ig, gg, &ic));
+              c(lt_add(fc, ic, &c2));
+              c(lt_tanh(c2, &tc));
+              c(lt_mul(og, tc, &h2));
+              for (lt_tensor* z :
+                   {xw, hu, s1, gates, g[0], g[1], g[2], g[3], ig, fg, gg, og, fc, ic, tc, h, cs})
+                if (z) lt_tensor_free(z);
+              h = h2;
+              cs = c2;
+              c(lt_sync(d));
+            }
+            if (cs) keep(tmp, cs);
+            return h ? keep(tmp, h) : nullptr;
+          }};
+}
+
 // Inputs of one workload on one backend's device.
 struct Session {
   std::vector<lt_tensor*> inputs;
@@ -210,9 +267,11 @@ void bench(benchmark::State& state, Workload (*make)(), const char* backend) {
       ->UseRealTime();
 
 LT_BENCH(elementwise_chain)
+LT_BENCH(triad)
 LT_BENCH(softmax)
 LT_BENCH(layernorm_gelu)
 LT_BENCH(matmul)
+LT_BENCH(lstm)
 
 }  // namespace
 
