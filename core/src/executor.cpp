@@ -314,7 +314,14 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c) {
     try {
       reg.exe = compile_region(reg.dev, &gb.g);
     } catch (const Error& e) {
-      if (!fb_dev || reg.dev == fb_dev) throw;
+      // Out of device memory is a property of the program (its size), not a capability gap:
+      // the user must see it. So must a user who asked for no fallback at all.
+      if (!fb_dev || reg.dev == fb_dev || e.code() == LT_STATUS_OUT_OF_MEMORY) throw;
+      if (rt->config.fallback == "error")
+        throw Error(LT_STATUS_FALLBACK_REFUSED,
+                    fmt::format("fallback refused: compile on '{}' failed ({}) and the fallback "
+                                "policy is 'error'",
+                                reg.dev->plugin->name, e.message()));
       rt->metrics.compile_failures.fetch_add(1);
       rt->log->warn("compile on '{}' failed ({}); running the region on '{}'",
                     reg.dev->plugin->name, e.message(), fb_dev->plugin->name);

@@ -42,6 +42,14 @@ std::map<std::string, double> flat(Runtime* rt) {
     f["cache_entries"] = static_cast<double>(rt->lru.size());
     f["cache_capacity"] = static_cast<double>(rt->config.cache_capacity);
   }
+  // Context-wide plugin totals (e.g. tpu_sim's simulated time over every execution); the
+  // per-executable "plugin.<backend>.<stat>" entries describe the last compiled program.
+  for (auto& p : rt->plugins) {
+    nlohmann::json st = nlohmann::json::object();
+    collect_ctx_stats(p.get(), st);
+    for (auto& [k, v] : st.items())
+      if (v.is_number()) f["plugin." + p->name + ".total." + k] = v.get<double>();
+  }
   std::lock_guard lk(m.mu);
   for (auto& [k, v] : m.named) f[k] = v;
   return f;

@@ -263,6 +263,8 @@ std::vector<std::string> supported_ops(Runtime* rt, Device* dev) {
   return out;
 }
 
+}  // namespace
+
 void collect_ctx_stats(Plugin* p, nlohmann::json& out) {
   if (!LT_PLUGIN_HAS(p, stats)) return;
   lt_plugin_stats_args a{};
@@ -279,7 +281,6 @@ void collect_ctx_stats(Plugin* p, nlohmann::json& out) {
     // optional: a failing stats call only leaves the report without them
   }
 }
-}  // namespace
 
 std::string plugin_report(Runtime* rt, bool json) {
   nlohmann::json j;

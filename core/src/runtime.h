@@ -4,6 +4,7 @@
 // it owns plugins, devices and the compile cache. Tensors own a reference to their node.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -211,6 +212,8 @@ void runtime_retain(Runtime* rt) noexcept;
 void runtime_release(Runtime* rt) noexcept;
 Runtime* runtime_create(const lt_runtime_options* options);  // throws lt::Error
 std::string plugin_report(Runtime* rt, bool json);
+// Context-wide stats a plugin reports (its optional `stats` call with no executable).
+void collect_ctx_stats(Plugin* p, nlohmann::json& out);
 void load_plugins(Runtime* rt);  // plugin_loader.cpp
 std::string choose_openblas_coretype();
 
