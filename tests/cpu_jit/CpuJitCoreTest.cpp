@@ -217,4 +217,122 @@ TEST_F(CpuJitCore, Conv2dWithBiasAndReluEpilogue) {
         }
 }
 
+// ---- reductions with more than one outer row (regression: a reduction's own output was
+// addressed as if it were its operand, so every row landed in row 0 or on the wrong axis) ---
+
+using Red = lt_error* (*)(lt_tensor*, const int64_t*, size_t, int, lt_tensor**);
+
+// Plain-loop reference of op over `axes` of a dense row-major tensor (keepdims does not
+// change the element order).
+std::vector<double> ref_reduce(const std::vector<float>& x, const std::vector<int64_t>& shape,
+                               const std::vector<int64_t>& axes, const std::string& op) {
+  size_t rank = shape.size();
+  std::vector<char> red(rank, 0);
+  for (int64_t a : axes) red[a] = 1;
+  std::vector<int64_t> oshape;
+  for (size_t d = 0; d < rank; ++d) oshape.push_back(red[d] ? 1 : shape[d]);
+  int64_t on = 1, n = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    on *= oshape[d];
+    n *= shape[d];
+  }
+  double init = op == "max" ? -INFINITY : op == "min" ? INFINITY : 0.0;
+  std::vector<double> acc(on, init), cnt(on, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, o = 0, ostride = 1;
+    for (size_t d = rank; d-- > 0;) {
+      int64_t c = rem % shape[d];
+      rem /= shape[d];
+      if (!red[d]) o += c * ostride;
+      ostride *= oshape[d];
+    }
+    double v = x[i];
+    acc[o] = op == "max" ? std::max(acc[o], v) : op == "min" ? std::min(acc[o], v) : acc[o] + v;
+    cnt[o] += 1;
+  }
+  if (op == "mean")
+    for (int64_t o = 0; o < on; ++o) acc[o] /= cnt[o];
+  return acc;
+}
+
+TEST_F(CpuJitCore, ReductionsOverEveryAxisSubsetWithManyRows) {
+  // The brief's example: arange(24).reshape({2,3,4}).sum({1}) == [[12,15,18,21],[48,51,54,57]].
+  {
+    lt_tensor* x = from(ramp(24, 0, 24), {2, 3, 4});
+    int64_t ax[] = {1};
+    lt_tensor* y = nullptr;
+    ASSERT_EQ(take(lt_sum(x, ax, 1, 0, &y)), "");
+    own(y);
+    std::vector<float> want = {12, 15, 18, 21, 48, 51, 54, 57};
+    EXPECT_EQ(read(y, 8), want);
+    int64_t last[] = {2};
+    ASSERT_EQ(take(lt_sum(x, last, 1, 0, &y)), "");
+    own(y);
+    want = {6, 22, 38, 54, 70, 86};
+    EXPECT_EQ(read(y, 6), want);
+  }
+  const std::vector<int64_t> shape = {3, 5, 7};
+  std::vector<float> xv = ramp(3 * 5 * 7, -4, 5);
+  std::swap(xv[11], xv[90]);  // max/min not at the ends of a row
+  const std::vector<std::vector<int64_t>> subsets = {{0},    {1},    {2},      {0, 1},
+                                                     {0, 2}, {1, 2}, {0, 1, 2}};
+  const std::pair<const char*, Red> ops[] = {
+      {"sum", lt_sum}, {"mean", lt_mean}, {"max", lt_max}, {"min", lt_min}};
+  for (const auto& [name, fn] : ops)
+    for (const auto& axes : subsets)
+      for (int keep : {0, 1}) {
+        lt_tensor* y = nullptr;
+        ASSERT_EQ(take(fn(from(xv, shape), axes.data(), axes.size(), keep, &y)), "");
+        own(y);
+        std::vector<double> want = ref_reduce(xv, shape, axes, name);
+        std::vector<float> got = read(y, want.size());
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], 1e-4) << name << " axes size " << axes.size() << " first "
+                                             << axes[0] << " keepdims " << keep << " at " << i;
+      }
+  EXPECT_EQ(metric("fallback_nodes"), 0.0);
+}
+
+// A reduction fused with its producer and consumers: x - mean(x, axis) over a middle and a
+// leading axis, with the mean itself also an output (both roles stored by one kernel).
+TEST_F(CpuJitCore, FusedCenteringOverMiddleAndLeadingAxes) {
+  const std::vector<int64_t> shape = {4, 3, 5};
+  std::vector<float> xv = ramp(60, -3, 3);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = xv[i] * xv[i] - 0.1f * i;
+  for (int64_t axis : {0, 1, 2}) {
+    lt_tensor* x = from(xv, shape);
+    lt_tensor* sq = bin(lt_mul, x, x);
+    lt_tensor* m = nullptr;
+    ASSERT_EQ(take(lt_mean(sq, &axis, 1, 1, &m)), "");
+    own(m);
+    lt_tensor* c = bin(lt_sub, sq, m);
+    std::vector<float> sqv(xv.size());
+    for (size_t i = 0; i < xv.size(); ++i) sqv[i] = xv[i] * xv[i];
+    std::vector<double> mw = ref_reduce(sqv, shape, {axis}, "mean");
+    std::vector<float> cg = read(c, 60), mg = read(m, mw.size());
+    for (size_t i = 0; i < mw.size(); ++i) ASSERT_NEAR(mg[i], mw[i], 1e-4) << axis << " " << i;
+    for (int64_t i = 0; i < 60; ++i) {
+      int64_t a = i / 15, b = (i / 5) % 3, k = i % 5;
+      int64_t o = axis == 0 ? b * 5 + k : axis == 1 ? a * 5 + k : a * 3 + b;
+      ASSERT_NEAR(cg[i], sqv[i] - mw[o], 1e-3) << "axis " << axis << " at " << i;
+    }
+  }
+  EXPECT_EQ(metric("fallback_nodes"), 0.0);
+}
+
+// A strided slice (index map) feeding a multi-row reduction.
+TEST_F(CpuJitCore, SliceFeedingARowReduction) {
+  std::vector<float> xv = ramp(6 * 10, 0, 60);                         // x[r][c] = r*10 + c
+  lt_tensor* s = slice(from(xv, {6, 10}), {5, 1}, {-7, 10}, {-2, 3});  // rows 5,3,1; cols 1,4,7
+  int64_t ax = 1;
+  lt_tensor* y = nullptr;
+  ASSERT_EQ(take(lt_sum(s, &ax, 1, 0, &y)), "");
+  own(y);
+  std::vector<float> got = read(y, 3);
+  for (int i = 0; i < 3; ++i) {
+    int r = 5 - 2 * i;
+    EXPECT_FLOAT_EQ(got[i], 3 * (r * 10) + 1 + 4 + 7) << i;
+  }
+}
+
 }  // namespace

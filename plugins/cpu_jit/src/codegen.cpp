@@ -207,8 +207,11 @@ std::vector<int64_t> Emitter::domain_strides(int32_t buf, int32_t user, int64_t*
   *offset = 0;
   lt_graph_node u = g_.nodes[user];
   Role r = role(user);
-  if (fusion::is_reduction_op(u.op)) {
-    // A reduction reads its operand over the full domain.
+  if (fusion::is_reduction_op(u.op) && buf != user) {
+    // A reduction reads its operand over the full domain. Its own output (buf == user:
+    // the store of a reduction that is a kernel output) is laid out by its reduced role,
+    // like any other reduced-shape node; mapping it onto the full domain put the kept
+    // axes' strides on the wrong loop dims (multi-row reductions overwrote row 0).
     u.shape = k_.domain.data();
     u.rank = k_.domain.size();
     r = Role::kFull;
