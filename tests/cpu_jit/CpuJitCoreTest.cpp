@@ -335,4 +335,39 @@ TEST_F(CpuJitCore, SliceFeedingARowReduction) {
   }
 }
 
+// Above the threading threshold the outer loop is split across TBB chunks; every chunk must
+// write its own rows. Also two reductions over different axes chained, and a reduced
+// (keepdims=0) result combined with an external tensor of the reduced shape.
+TEST_F(CpuJitCore, ThreadedAndChainedReductions) {
+  const std::vector<int64_t> shape = {64, 50, 33};
+  std::vector<float> xv = ramp(64 * 50 * 33, -1, 1);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] += 0.001f * float(i % 7);
+  for (int64_t axis : {0, 1, 2}) {
+    lt_tensor* y = nullptr;
+    ASSERT_EQ(take(lt_sum(from(xv, shape), &axis, 1, 0, &y)), "");
+    own(y);
+    std::vector<double> want = ref_reduce(xv, shape, {axis}, "sum");
+    std::vector<float> got = read(y, want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-3) << "axis " << axis << " at " << i;
+  }
+  // max over axis 1 of (sum over axis 2) + w, w of shape [64, 50].
+  std::vector<float> wv = ramp(64 * 50, 3, -3);
+  int64_t a2 = 2, a1 = 1;
+  lt_tensor* s = nullptr;
+  ASSERT_EQ(take(lt_sum(from(xv, shape), &a2, 1, 0, &s)), "");
+  own(s);
+  lt_tensor* t = bin(lt_add, s, from(wv, {64, 50}));
+  lt_tensor* m = nullptr;
+  ASSERT_EQ(take(lt_max(t, &a1, 1, 0, &m)), "");
+  own(m);
+  std::vector<double> sw = ref_reduce(xv, shape, {2}, "sum");
+  std::vector<float> tv(sw.size());
+  for (size_t i = 0; i < sw.size(); ++i) tv[i] = float(sw[i] + wv[i]);
+  std::vector<double> want = ref_reduce(tv, {64, 50}, {1}, "max");
+  std::vector<float> got = read(m, 64);
+  for (size_t i = 0; i < 64; ++i) ASSERT_NEAR(got[i], want[i], 1e-3) << i;
+  EXPECT_EQ(metric("fallback_nodes"), 0.0);
+}
+
 }  // namespace
