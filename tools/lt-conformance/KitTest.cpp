@@ -79,7 +79,7 @@ TEST_P(Kit, ClaimedElementwiseOpsRunOnTheBackendItself) {
     bool unary =
         std::strcmp(op, "neg") == 0 || std::strcmp(op, "relu") == 0 || std::strcmp(op, "exp") == 0;
     double before = 0;
-    lt_metric_get(rt->get(), (std::string("fallback.") + op).c_str(), &before);
+    lt_error_destroy(lt_metric_get(rt->get(), (std::string("fallback.") + op).c_str(), &before));
     Host a = make(lt::f32, {4, 5}, Fill::kAny, 3), b = make(lt::f32, {4, 5}, Fill::kAny, 4);
     lt::Tensor x = upload(dev(), a), y = upload(dev(), b);
     lt_tensor* in[2] = {x.get(), y.get()};
@@ -91,7 +91,7 @@ TEST_P(Kit, ClaimedElementwiseOpsRunOnTheBackendItself) {
     lt_error_destroy(e);
     lt_tensor_free(out);
     double after = 0;
-    lt_metric_get(rt->get(), (std::string("fallback.") + op).c_str(), &after);
+    lt_error_destroy(lt_metric_get(rt->get(), (std::string("fallback.") + op).c_str(), &after));
     EXPECT_EQ(after, before) << op << ": claimed by the backend but ran on the fallback "
                              << "(its compile failed? see the log)";
   }
