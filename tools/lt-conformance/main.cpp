@@ -215,6 +215,7 @@ int main(int argc, char** argv) {
   std::vector<char*> args = {argv[0]};
   for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
   int gargc = static_cast<int>(args.size());
+  args.push_back(nullptr);  // GoogleTest shifts argv up to and including argv[argc]
   ::testing::InitGoogleTest(&gargc, args.data());
   auto* table = new OpTable;  // owned by GoogleTest's listener list
   ::testing::UnitTest::GetInstance()->listeners().Append(table);
