@@ -158,9 +158,10 @@ typedef struct lt_plugin_compile_args {
 } lt_plugin_compile_args;
 #define LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE LT_STRUCT_SIZE(lt_plugin_compile_args, executable)
 
-/* Inputs and outputs are buffers of this plugin on the executable's device, sized exactly
- * for the graph's input/output nodes; the core allocates outputs. Outputs never alias
- * inputs or each other. */
+/* Inputs and outputs are buffers of this plugin on the executable's device, each at least
+ * as large as its graph node needs (the core's caching allocator rounds sizes up to a size
+ * class; read and write only the node's numel * dtype size bytes). The core allocates
+ * outputs. Outputs never alias inputs or each other. */
 typedef struct lt_plugin_execute_args {
   size_t struct_size;
   lt_plugin_context* context;
