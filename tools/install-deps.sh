@@ -5,7 +5,7 @@ set -euo pipefail
 
 PKGS=(
   # toolchain
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config git clang-format
   # core: plugin loading, logging, config parsing, JSON metrics, CLI parsing
   libboost-dev libboost-filesystem-dev libspdlog-dev libfmt-dev
   libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
