@@ -616,11 +616,11 @@ bool is_storage(lt_dtype d) {
 
 void prepare_cast(PrepareCall& c) {
   expect_operands(c, 1, 1);
+  if (!same_shape(c.in[0], c.out)) {
+    fail(LT_STATUS_SHAPE_MISMATCH, std::string("cast: output shape ") + shape_str(c.out) +
+                                       " != operand shape " + shape_str(c.in[0]));
+  }
   if (is_storage(c.in[0].dtype) || is_storage(c.out.dtype)) {
-    if (!same_shape(c.in[0], c.out)) {
-      fail(LT_STATUS_SHAPE_MISMATCH, std::string("cast: output shape ") + shape_str(c.out) +
-                                         " != operand shape " + shape_str(c.in[0]));
-    }
     SpanFn fn = nullptr;
     switch (c.in[0].dtype) {
       case LT_DTYPE_F32:
@@ -651,10 +651,6 @@ void prepare_cast(PrepareCall& c) {
   }
   expect_dtype_in(c, c.in[0].dtype, true, true, true, "operand");
   expect_dtype_in(c, c.out.dtype, true, true, true, "output");
-  if (!same_shape(c.in[0], c.out)) {
-    fail(LT_STATUS_SHAPE_MISMATCH, std::string("cast: output shape ") + shape_str(c.out) +
-                                       " != operand shape " + shape_str(c.in[0]));
-  }
   SpanFn fn = nullptr;
   switch (c.in[0].dtype) {
     case LT_DTYPE_F32:
