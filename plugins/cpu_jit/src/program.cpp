@@ -154,45 +154,64 @@ void im2col(const ConvGeom& g, const T* x, T* col) {
   }
 }
 
-// Products below this many multiply-adds run OpenBLAS on the calling thread only. OpenBLAS's
-// own cut-off (256K) sends LSTM-sized gemms (32x800x200) to its pool, whose spinning workers
-// then fight TBB and the caller for 2 cores: measured 7x slower LSTM steps under load.
-constexpr int64_t kSmallGemm = int64_t{1} << 24;
+// One thread budget for gemm: TBB owns the cores. Products below kSerialGemm multiply-adds
+// run OpenBLAS on the calling thread; up to kBlasThreadsGemm they are split into column
+// panels over TBB, each panel a single-threaded OpenBLAS call (LSTM-sized 32x800x200 gemms:
+// OpenBLAS's own pool spins after each call and fights TBB and the caller for 2 cores,
+// measured 7x slower steps under load); larger products use OpenBLAS's threads, called from
+// the calling thread only, never from inside a TBB loop.
+constexpr int64_t kSerialGemm = int64_t{1} << 18;
+constexpr int64_t kBlasThreadsGemm = int64_t{1} << 24;
 
-// Caps OpenBLAS at one thread while alive when the product is small. The thread count is
-// process-wide: a concurrent large BLAS call elsewhere may briefly run single-threaded
-// (slower, never wrong); the previous count is restored on exit.
-class SmallGemmScope {
+// Caps OpenBLAS at one thread while alive. The thread count is process-wide: a concurrent
+// large BLAS call elsewhere may briefly run single-threaded (slower, never wrong); the
+// previous count is restored on exit.
+class SerialBlasScope {
  public:
-  explicit SmallGemmScope(int64_t macs) {
-    if (macs >= kSmallGemm) return;
+  SerialBlasScope() {
     prev_ = openblas_get_num_threads();
     if (prev_ > 1)
       openblas_set_num_threads(1);
     else
       prev_ = 0;
   }
-  ~SmallGemmScope() {
+  ~SerialBlasScope() {
     if (prev_ > 1) openblas_set_num_threads(prev_);
   }
-  SmallGemmScope(const SmallGemmScope&) = delete;
-  SmallGemmScope& operator=(const SmallGemmScope&) = delete;
+  SerialBlasScope(const SerialBlasScope&) = delete;
+  SerialBlasScope& operator=(const SerialBlasScope&) = delete;
 
  private:
   int prev_ = 0;
 };
 
-void gemm(bool f32, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda, const void* b,
-          int64_t ldb, void* c, int64_t ldc, bool accumulate) {
-  SmallGemmScope scope(m * n * k);
-  if (f32)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f,
-                static_cast<const float*>(a), lda, static_cast<const float*>(b), ldb,
-                accumulate ? 1.0f : 0.0f, static_cast<float*>(c), ldc);
-  else
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0,
-                static_cast<const double*>(a), lda, static_cast<const double*>(b), ldb,
-                accumulate ? 1.0 : 0.0, static_cast<double*>(c), ldc);
+// C[m,n] (+)= A[m,k]·B[k,n], row-major with leading dimensions; T is float or double.
+template <class T>
+void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
+          int64_t ldc, bool accumulate) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (!accumulate)
+      for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
+    return;
+  }
+  auto call = [&](int64_t j0, int64_t j1) {
+    if constexpr (std::is_same_v<T, float>)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, j1 - j0, k, 1.0f, a, lda, b + j0,
+                  ldb, accumulate ? 1.0f : 0.0f, c + j0, ldc);
+    else
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, j1 - j0, k, 1.0, a, lda, b + j0,
+                  ldb, accumulate ? 1.0 : 0.0, c + j0, ldc);
+  };
+  int64_t macs = m * n * k;
+  if (macs >= kBlasThreadsGemm) return call(0, n);
+  SerialBlasScope serial;
+  // Panels of at least 64 columns and ~kSerialGemm multiply-adds each.
+  int64_t panel = std::max<int64_t>(64, kSerialGemm / std::max<int64_t>(1, m * k));
+  if (macs < kSerialGemm || n < 2 * panel) return call(0, n);
+  int64_t panels = (n + panel - 1) / panel;
+  tbb::parallel_for(int64_t{0}, panels,
+                    [&](int64_t p) { call(p * panel, std::min(n, (p + 1) * panel)); });
 }
 
 template <class T>
@@ -214,8 +233,7 @@ void conv2d(const ConvGeom& g, const T* x, const T* w, const T* bias, T* out, T*
         im2col(g, xg, col);
         B = col;
       }
-      gemm(std::is_same_v<T, float>, g.Og, P, K, w + gi * g.Og * K, K, B, P, og, P,
-           bias != nullptr);
+      gemm<T>(g.Og, P, K, w + gi * g.Og * K, K, B, P, og, P, bias != nullptr);
     }
   }
 }
@@ -382,28 +400,26 @@ bool Program::run_opaque(int32_t v, std::vector<void*>& ptr, char* scratch,
     const lt_graph_node& a = g_->nodes[n.operands[0]];
     int64_t batch = n.rank == 3 ? n.shape[0] : 1;
     int64_t m = n.shape[n.rank - 2], nn = n.shape[n.rank - 1], k = a.shape[a.rank - 1];
-    SmallGemmScope scope(m * nn * k);
-    for (int64_t b = 0; b < batch; ++b) {
-      if (n.dtype == LT_DTYPE_F32) {
-        const float* A = static_cast<const float*>(ptr[n.operands[0]]) + b * m * k;
-        const float* B = static_cast<const float*>(ptr[n.operands[1]]) + b * k * nn;
-        float* C = static_cast<float*>(ptr[v]) + b * m * nn;
-        if (k == 0)
-          std::memset(C, 0, sizeof(float) * m * nn);
-        else if (m > 0 && nn > 0)
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, nn, k, 1.0f, A, k, B, nn, 0.0f,
-                      C, nn);
+    auto run = [&](auto* out) {
+      using T = std::remove_pointer_t<decltype(out)>;
+      const T* A = static_cast<const T*>(ptr[n.operands[0]]);
+      const T* B = static_cast<const T*>(ptr[n.operands[1]]);
+      auto one = [&](int64_t b) {
+        gemm<T>(m, nn, k, A + b * m * k, k, B + b * k * nn, nn, out + b * m * nn, nn, false);
+      };
+      int64_t macs = m * nn * k;
+      if (batch > 1 && macs < kBlasThreadsGemm && batch * macs >= kSerialGemm) {
+        // Many small products: one TBB task per batch entry, OpenBLAS serial in each.
+        SerialBlasScope serial;
+        tbb::parallel_for(int64_t{0}, batch, one);
       } else {
-        const double* A = static_cast<const double*>(ptr[n.operands[0]]) + b * m * k;
-        const double* B = static_cast<const double*>(ptr[n.operands[1]]) + b * k * nn;
-        double* C = static_cast<double*>(ptr[v]) + b * m * nn;
-        if (k == 0)
-          std::memset(C, 0, sizeof(double) * m * nn);
-        else if (m > 0 && nn > 0)
-          cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, nn, k, 1.0, A, k, B, nn, 0.0, C,
-                      nn);
+        for (int64_t b = 0; b < batch; ++b) one(b);
       }
-    }
+    };
+    if (n.dtype == LT_DTYPE_F32)
+      run(static_cast<float*>(ptr[v]));
+    else
+      run(static_cast<double*>(ptr[v]));
     return true;
   }
   *error = std::string("cpu_jit: no lowering for op ") + n.op;
