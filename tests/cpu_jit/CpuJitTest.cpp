@@ -1,6 +1,8 @@
 // CpuJitTest.cpp — cpu_jit through its plugin table: one kernel per fused chain, softmax in
 // one kernel, plugin compile cache, numerics vs plain loops, exp/log/tanh/sigmoid/gelu
-// accuracy sweeps against double-precision libm.
+// accuracy sweeps against double-precision libm. Every test runs once per vector width the
+// plugin can be narrowed to (option vector_bits), so each math code path (AVX-512 vscalefps,
+// the generic exponent arithmetic, SSE) is checked on a host that has them all.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -17,7 +19,7 @@ namespace {
 
 using lt::fusion::OwnedGraph;
 
-class CpuJit : public ::testing::Test {
+class CpuJit : public ::testing::TestWithParam<std::string> {
  protected:
   static void SetUpTestSuite() {
     handle_ = dlopen(LT_CPU_JIT_PLUGIN, RTLD_NOW | RTLD_LOCAL);
@@ -25,16 +27,36 @@ class CpuJit : public ::testing::Test {
     auto get = reinterpret_cast<lt_plugin_get_api_fn>(dlsym(handle_, LT_PLUGIN_ENTRY_SYMBOL));
     ASSERT_NE(get, nullptr);
     api_ = get();
+  }
+  static void TearDownTestSuite() {
+    for (auto& [bits, c] : contexts_) api_->destroy(c);
+    contexts_.clear();
+  }
+  // One context per vector_bits value, shared by the tests of that width.
+  void SetUp() override {
+    ASSERT_NE(api_, nullptr);
+    lt_plugin_context*& c = contexts_[GetParam()];
+    if (!c) {
+      std::string e = create({{"vector_bits", GetParam()}}, &c);
+      ASSERT_EQ(e, "");
+    }
+    ctx_ = c;
+  }
+
+  // Creates a context with `options`; returns the error message ("" on success).
+  std::string create(const std::vector<std::pair<std::string, std::string>>& options,
+                     lt_plugin_context** out) {
+    std::vector<lt_plugin_option> opts;
+    for (const auto& [k, v] : options) opts.push_back({k.c_str(), v.c_str()});
     lt_plugin_create_args a{};
     a.struct_size = LT_PLUGIN_CREATE_ARGS_STRUCT_SIZE;
     a.core_abi_major = LT_PLUGIN_ABI_MAJOR;
     a.core_abi_minor = LT_PLUGIN_ABI_MINOR;
-    lt_plugin_error* e = api_->create(&a);
-    ASSERT_EQ(e, nullptr) << api_->error_message(e);
-    ctx_ = a.context;
-  }
-  static void TearDownTestSuite() {
-    if (api_ && ctx_) api_->destroy(ctx_);
+    a.num_options = opts.size();
+    a.options = opts.data();
+    std::string e = err(api_->create(&a));
+    *out = a.context;
+    return e;
   }
 
   std::string err(lt_plugin_error* e) {
@@ -139,13 +161,25 @@ class CpuJit : public ::testing::Test {
 
   static void* handle_;
   static const lt_plugin_api* api_;
-  static lt_plugin_context* ctx_;
+  static std::map<std::string, lt_plugin_context*> contexts_;
+  lt_plugin_context* ctx_ = nullptr;
 };
 void* CpuJit::handle_ = nullptr;
 const lt_plugin_api* CpuJit::api_ = nullptr;
-lt_plugin_context* CpuJit::ctx_ = nullptr;
+std::map<std::string, lt_plugin_context*> CpuJit::contexts_;
 
-TEST_F(CpuJit, ElementwiseChainOfEightCompilesToOneKernel) {
+INSTANTIATE_TEST_SUITE_P(VectorBits, CpuJit, ::testing::Values("auto", "256", "128"),
+                         [](const auto& info) { return "bits_" + info.param; });
+
+TEST_P(CpuJit, OptionsAreCheckedAndNamed) {
+  lt_plugin_context* c = nullptr;
+  EXPECT_NE(create({{"vector_bits", "300"}}, &c).find("vector_bits = '300'"), std::string::npos);
+  EXPECT_EQ(c, nullptr);
+  EXPECT_NE(create({{"opt_level", "3"}}, &c).find("unknown option 'opt_level'"), std::string::npos);
+  EXPECT_EQ(c, nullptr);
+}
+
+TEST_P(CpuJit, ElementwiseChainOfEightCompilesToOneKernel) {
   const int64_t R = 300, C = 70;
   OwnedGraph g;
   int32_t x = g.add("input", LT_DTYPE_F32, {R, C}, {});
@@ -174,7 +208,34 @@ TEST_F(CpuJit, ElementwiseChainOfEightCompilesToOneKernel) {
   }
 }
 
-TEST_F(CpuJit, SoftmaxIsOneKernelAndCorrect) {
+// The innermost loop runs in unmasked chunks of the vector width plus a masked remainder;
+// the outer loop is split across threads at arbitrary points. Every remainder length, rows
+// shorter than a chunk, and threaded (>= 32K element) kernels must compute every element.
+TEST_P(CpuJit, ChunkedLoopsCoverEveryRemainderLength) {
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {
+      {1, 1},  {1, 15},  {1, 16},  {1, 17},   {1, 63},    {1, 64},   {1, 65},    {3, 31},
+      {5, 33}, {7, 127}, {2, 129}, {1, 1000}, {1, 40001}, {300, 70}, {1000, 47}, {64, 1024}};
+  for (auto [R, C] : shapes) {
+    OwnedGraph g;
+    int32_t x = g.add("input", LT_DTYPE_F32, {R, C}, {});
+    int32_t b = g.add("input", LT_DTYPE_F32, {C}, {});
+    int32_t m = g.add("mul", LT_DTYPE_F32, {R, C}, {x, b});
+    int32_t e = g.add("exp", LT_DTYPE_F32, {R, C}, {m});
+    int32_t t = g.add("tanh", LT_DTYPE_F32, {R, C}, {x});
+    int32_t y = g.add("add", LT_DTYPE_F32, {R, C}, {e, t});
+    g.set_inputs({x, b});
+    g.set_outputs({y});
+    auto xs = random(R * C, -3, 3), bs = random(C, -1, 1, 3);
+    auto out = run(g, {xs, bs});
+    ASSERT_EQ(out.size(), 1u);
+    for (int64_t i = 0; i < R * C; ++i) {
+      double r = std::exp(double(xs[i]) * bs[i % C]) + std::tanh(double(xs[i]));
+      ASSERT_NEAR(out[0][i], r, 1e-6 * (1 + std::fabs(r))) << R << "x" << C << " at " << i;
+    }
+  }
+}
+
+TEST_P(CpuJit, SoftmaxIsOneKernelAndCorrect) {
   const int64_t R = 37, C = 1000;
   OwnedGraph g;
   lt_attr axis{"axis", LT_ATTR_INT, 1, 0.0, nullptr, 0, nullptr};
@@ -200,7 +261,7 @@ TEST_F(CpuJit, SoftmaxIsOneKernelAndCorrect) {
   }
 }
 
-TEST_F(CpuJit, LayerNormGeluIsOneKernel) {
+TEST_P(CpuJit, LayerNormGeluIsOneKernel) {
   const int64_t R = 16, C = 768;
   int64_t ax = 1;
   lt_attr at[2] = {{"axes", LT_ATTR_INTS, 0, 0.0, &ax, 1, nullptr},
@@ -241,7 +302,7 @@ TEST_F(CpuJit, LayerNormGeluIsOneKernel) {
   }
 }
 
-TEST_F(CpuJit, MatmulBiasReluMatchesLoops) {
+TEST_P(CpuJit, MatmulBiasReluMatchesLoops) {
   const int64_t M = 33, K = 70, N = 45;
   OwnedGraph g;
   int32_t a = g.add("input", LT_DTYPE_F32, {M, K}, {});
@@ -265,7 +326,45 @@ TEST_F(CpuJit, MatmulBiasReluMatchesLoops) {
     }
 }
 
-TEST_F(CpuJit, ReductionOverLeadingAxisAndMaxWithNaN) {
+// gemm runs serially below 2^18 multiply-adds, as TBB column panels (or one task per batch
+// entry) of single-threaded OpenBLAS up to 2^24, and on OpenBLAS's threads above: every
+// path, ragged last panels included, must give the product.
+TEST_P(CpuJit, MatmulEveryThreadingPathMatchesLoops) {
+  struct Case {
+    int64_t batch, M, K, N;
+  };
+  const Case cases[] = {{1, 7, 9, 11},    {1, 32, 200, 800}, {1, 32, 200, 801}, {1, 3, 500, 1000},
+                        {16, 32, 40, 50}, {3, 20, 100, 130}, {1, 256, 256, 257}};
+  for (const Case& c : cases) {
+    std::vector<int64_t> sa = {c.M, c.K}, sb = {c.K, c.N}, so = {c.M, c.N};
+    if (c.batch > 1) {
+      sa.insert(sa.begin(), c.batch);
+      sb.insert(sb.begin(), c.batch);
+      so.insert(so.begin(), c.batch);
+    }
+    OwnedGraph g;
+    int32_t a = g.add("input", LT_DTYPE_F32, sa, {});
+    int32_t b = g.add("input", LT_DTYPE_F32, sb, {});
+    int32_t mm = g.add("matmul", LT_DTYPE_F32, so, {a, b});
+    g.set_inputs({a, b});
+    g.set_outputs({mm});
+    auto as = random(c.batch * c.M * c.K, -1, 1, 7), bs = random(c.batch * c.K * c.N, -1, 1, 8);
+    auto out = run(g, {as, bs});
+    ASSERT_EQ(out.size(), 1u);
+    for (int64_t p = 0; p < c.batch; ++p)
+      for (int64_t i = 0; i < c.M; ++i)
+        for (int64_t j = 0; j < c.N; ++j) {
+          double s = 0;
+          for (int64_t k = 0; k < c.K; ++k)
+            s += (double)as[(p * c.M + i) * c.K + k] * bs[(p * c.K + k) * c.N + j];
+          ASSERT_NEAR(out[0][(p * c.M + i) * c.N + j], s, 1e-4 * (1 + std::sqrt(double(c.K))))
+              << c.batch << "x" << c.M << "x" << c.K << "x" << c.N << " at " << p << "," << i << ","
+              << j;
+        }
+  }
+}
+
+TEST_P(CpuJit, ReductionOverLeadingAxisAndMaxWithNaN) {
   const int64_t R = 50, C = 9;
   int64_t ax = 0;
   lt_attr at[2] = {{"axes", LT_ATTR_INTS, 0, 0.0, &ax, 1, nullptr},
@@ -296,7 +395,7 @@ TEST_F(CpuJit, ReductionOverLeadingAxisAndMaxWithNaN) {
   }
 }
 
-TEST_F(CpuJit, IdenticalGraphsCompileOnce) {
+TEST_P(CpuJit, IdenticalGraphsCompileOnce) {
   auto make = [] {
     OwnedGraph g;
     int32_t x = g.add("input", LT_DTYPE_F32, {123}, {});
@@ -317,7 +416,7 @@ TEST_F(CpuJit, IdenticalGraphsCompileOnce) {
   EXPECT_EQ(stats(nullptr)["cache_hits"], hits + 2);
 }
 
-TEST_F(CpuJit, DeclinesWhatItCannotLower) {
+TEST_P(CpuJit, DeclinesWhatItCannotLower) {
   OwnedGraph g;
   int32_t x = g.add("input", LT_DTYPE_BF16, {4}, {});
   int32_t i = g.add("input", LT_DTYPE_I64, {2}, {});
@@ -344,7 +443,7 @@ TEST_F(CpuJit, DeclinesWhatItCannotLower) {
   EXPECT_NE(err(api_->compile(&c)).find("is not supported"), std::string::npos);
 }
 
-TEST_F(CpuJit, MalformedGraphIsAnErrorNotACrash) {
+TEST_P(CpuJit, MalformedGraphIsAnErrorNotACrash) {
   OwnedGraph g;
   g.add("input", LT_DTYPE_F32, {4}, {});
   g.add("exp", LT_DTYPE_F32, {4}, {3});
@@ -366,7 +465,7 @@ struct Sweep {
   double max_rel;
 };
 
-TEST_F(CpuJit, TranscendentalAccuracySweep) {
+TEST_P(CpuJit, TranscendentalAccuracySweep) {
   const Sweep sweeps[] = {
       {"exp", -87.0f, 88.0f, [](double x) { return std::exp(x); }, 3e-7},
       {"log", 1e-30f, 1e30f, [](double x) { return std::log(x); }, 3e-7},
@@ -420,7 +519,7 @@ TEST_F(CpuJit, TranscendentalAccuracySweep) {
   }
 }
 
-TEST_F(CpuJit, TranscendentalSpecialValues) {
+TEST_P(CpuJit, TranscendentalSpecialValues) {
   std::vector<float> xs = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 100.0f, -200.0f};
   const char* ops[] = {"exp", "log", "tanh", "sigmoid", "gelu"};
   for (const char* op : ops) {
@@ -446,6 +545,9 @@ TEST_F(CpuJit, TranscendentalSpecialValues) {
       EXPECT_EQ(out[0][1], 1.0f);
       EXPECT_EQ(out[0][2], -1.0f);
       EXPECT_EQ(out[0][3], 0.0f);
+      EXPECT_TRUE(std::signbit(out[0][4]));  // tanh(-0) = -0
+      EXPECT_EQ(out[0][5], 1.0f);
+      EXPECT_EQ(out[0][6], -1.0f);
     } else if (o == "sigmoid") {
       EXPECT_EQ(out[0][1], 1.0f);
       EXPECT_EQ(out[0][2], 0.0f);

@@ -1,7 +1,6 @@
 // codegen.cpp — LLVM IR for fused groups: a loop nest over the (coalesced) domain with
-// stride-0 broadcasts, row-wise multi-phase reductions, and vectorisable polynomial
-// exp/log/tanh (Cody-Waite + minimax, cephes coefficients) so no scalar libm call blocks
-// the loop vectoriser. Also answers which nodes the JIT can lower.
+// stride-0 broadcasts and row-wise multi-phase reductions; f32 transcendentals come from
+// vecmath (vectorisable, no scalar libm call). Also answers which nodes the JIT can lower.
 #include "codegen.h"
 
 #include <algorithm>
@@ -94,8 +93,13 @@ struct Access {
 
 class Emitter {
  public:
-  Emitter(llvm::Module& m, KernelDesc& k, const std::string& name)
-      : m_(m), ctx_(m.getContext()), b_(ctx_), k_(k), g_(*k.graph), name_(name) {}
+  Emitter(llvm::Module& m, KernelDesc& k, const std::string& name, const MathTarget& math)
+      : m_(m), ctx_(m.getContext()), b_(ctx_), k_(k), g_(*k.graph), name_(name), math_(math) {
+    // a·b + c may become one FMA (docs/ops.md): e.g. 0.5·x + 1 and s·t + x in the chain.
+    llvm::FastMathFlags fmf;
+    fmf.setAllowContract(true);
+    b_.setFastMathFlags(fmf);
+  }
 
   llvm::Error run();
 
@@ -132,9 +136,12 @@ class Emitter {
   int access_of(int32_t buf, int32_t user);
 
   // -- loops
+  // fold_tail: the vectoriser masks the last iteration instead of adding a scalar loop.
   template <class Body>
-  void loop(llvm::Value* lo, llvm::Value* hi, Body body);
-  void nest(size_t first, size_t last, std::vector<llvm::Value*>& offs,
+  void loop(llvm::Value* lo, llvm::Value* hi, bool fold_tail, Body body);
+  // chunk: the innermost loop carries no reduction, so it may be split into unmasked
+  // vector-width chunks (a reduction would then reduce horizontally every chunk).
+  void nest(size_t first, size_t last, std::vector<llvm::Value*>& offs, bool chunk,
             const std::function<void(std::vector<llvm::Value*>&)>& body);
 
   // -- values
@@ -152,13 +159,11 @@ class Emitter {
     return b_.CreateIntrinsic(id, {args[0]->getType()}, args);
   }
   llvm::Value* fma(llvm::Value* a, llvm::Value* b, llvm::Value* c) {
-    return intrinsic(llvm::Intrinsic::fma, {a, b, c});
+    return intrinsic(llvm::Intrinsic::fmuladd, {a, b, c});
   }
-  llvm::Value* exp_f32(llvm::Value* x);
-  llvm::Value* log_f32(llvm::Value* x);
-  llvm::Value* tanh_f32(llvm::Value* x);
   llvm::Value* exp_any(llvm::Value* x) {
-    return x->getType()->isFloatTy() ? exp_f32(x) : intrinsic(llvm::Intrinsic::exp, {x});
+    return x->getType()->isFloatTy() ? emit_exp_f32(b_, x, math_)
+                                     : intrinsic(llvm::Intrinsic::exp, {x});
   }
 
   llvm::Module& m_;
@@ -167,13 +172,15 @@ class Emitter {
   KernelDesc& k_;
   const lt_graph& g_;
   std::string name_;
+  const MathTarget& math_;
   std::map<int32_t, int> member_;  // node -> position
   std::map<int32_t, int> slot_;    // node -> slot
   std::vector<Access> acc_;
   std::map<std::pair<int32_t, int32_t>, int> acc_of_;  // (buf, user) -> access
   std::vector<int64_t> loop_dims_;                     // coalesced loop extents
   size_t n_outer_ = 0;                                 // first n_outer_ loop dims are outer
-  std::vector<llvm::Value*> base_;                     // slot -> base pointer
+  int64_t lanes_ = 16;              // lanes of the widest vector of the kernel's narrowest element
+  std::vector<llvm::Value*> base_;  // slot -> base pointer
   // Slot k's accesses are in scope k and noalias with every other slot: buffers bound to
   // distinct slots never overlap where one is written (outputs and temps are fresh), so the
   // vectoriser needs no runtime checks and hoists stride-0 (scalar) loads out of loops.
@@ -269,7 +276,7 @@ int Emitter::access_of(int32_t buf, int32_t user) {
 }
 
 template <class Body>
-void Emitter::loop(llvm::Value* lo, llvm::Value* hi, Body body) {
+void Emitter::loop(llvm::Value* lo, llvm::Value* hi, bool fold_tail, Body body) {
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx_, "loop", fn_);
   llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "exit", fn_);
@@ -280,12 +287,13 @@ void Emitter::loop(llvm::Value* lo, llvm::Value* hi, Body body) {
   body(static_cast<llvm::Value*>(i));
   llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "", true, true);
   i->addIncoming(next, b_.GetInsertBlock());
-  llvm::BranchInst* latch = b_.CreateCondBr(b_.CreateICmpSLT(next, hi), head, exit);
+  // `!=` rather than `<` (equivalent after the lo < hi guard) gives SCEV the exact trip count.
+  llvm::BranchInst* latch = b_.CreateCondBr(b_.CreateICmpNE(next, hi), head, exit);
   {
     // Tail folding (masked last vector iteration) instead of a scalar remainder loop and a
-    // second, epilogue-vectorised copy of the body: one copy of the body to compile.
+    // second, epilogue-vectorised copy of the body.
     llvm::Metadata* pred[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.predicate.enable"),
-                              llvm::ConstantAsMetadata::get(b_.getTrue())};
+                              llvm::ConstantAsMetadata::get(b_.getInt1(fold_tail))};
     llvm::Metadata* il[] = {llvm::MDString::get(ctx_, "llvm.loop.interleave.count"),
                             llvm::ConstantAsMetadata::get(b_.getInt32(1))};
     llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(ctx_, pred), llvm::MDNode::get(ctx_, il)};
@@ -296,7 +304,7 @@ void Emitter::loop(llvm::Value* lo, llvm::Value* hi, Body body) {
   b_.SetInsertPoint(exit);
 }
 
-void Emitter::nest(size_t first, size_t last, std::vector<llvm::Value*>& offs,
+void Emitter::nest(size_t first, size_t last, std::vector<llvm::Value*>& offs, bool chunk,
                    const std::function<void(std::vector<llvm::Value*>&)>& body) {
   if (first == last) {
     body(offs);
@@ -308,7 +316,7 @@ void Emitter::nest(size_t first, size_t last, std::vector<llvm::Value*>& offs,
     lo = fn_->getArg(1);
     hi = fn_->getArg(2);
   }
-  loop(lo, hi, [&](llvm::Value* i) {
+  auto level = [&](llvm::Value* i) {
     std::vector<llvm::Value*> inner = offs;
     for (size_t a = 0; a < acc_.size(); ++a) {
       int64_t s = acc_[a].strides[first];
@@ -316,8 +324,27 @@ void Emitter::nest(size_t first, size_t last, std::vector<llvm::Value*>& offs,
         inner[a] =
             b_.CreateAdd(offs[a], b_.CreateMul(i, b_.getInt64(s), "", true, true), "", true, true);
     }
-    nest(first + 1, last, inner, body);
+    nest(first + 1, last, inner, chunk, body);
+  };
+  // The innermost loop is the one vectorised. Masking every iteration (tail folding) costs
+  // ~6 instructions per vector (the i64 lane compares), 12% of the sigmoid·tanh chain, so
+  // the bulk runs as chunks of `lanes_` (an inner loop of constant trip count, which the
+  // vectoriser turns into one unmasked vector step with no remainder or trip-count check)
+  // and the rest as one tail-folded loop.
+  bool innermost = first + 1 == last;
+  int64_t extent = loop_dims_[first];
+  if (!chunk || !innermost || (first != 0 && extent < 2 * lanes_)) return loop(lo, hi, true, level);
+  llvm::Value* chunks = b_.CreateSDiv(b_.CreateSub(hi, lo, "", true, true), b_.getInt64(lanes_));
+  loop(b_.getInt64(0), chunks, true, [&](llvm::Value* c) {
+    llvm::Value* base =
+        b_.CreateAdd(lo, b_.CreateMul(c, b_.getInt64(lanes_), "", true, true), "", true, true);
+    loop(b_.getInt64(0), b_.getInt64(lanes_), false,
+         [&](llvm::Value* t) { level(b_.CreateAdd(base, t, "", true, true)); });
   });
+  if (first != 0 && extent % lanes_ == 0) return;
+  llvm::Value* rest =
+      b_.CreateAdd(lo, b_.CreateMul(chunks, b_.getInt64(lanes_), "", true, true), "", true, true);
+  loop(rest, hi, true, level);
 }
 
 llvm::Value* Emitter::load(int acc, const std::vector<llvm::Value*>& offs, lt_dtype d) {
@@ -384,86 +411,6 @@ llvm::Value* Emitter::cast(llvm::Value* x, lt_dtype from, lt_dtype to) {
   return b_.CreateSExtOrTrunc(x, t);
 }
 
-// expf: n = rint(x·log2 e), r = x − n·ln2 (Cody-Waite, two constants), e^r by a degree-6
-// polynomial (cephes expf), then ·2^n in two halves so subnormal results and 2^128 work.
-llvm::Value* Emitter::exp_f32(llvm::Value* x) {
-  llvm::Type* f = b_.getFloatTy();
-  llvm::Type* i32 = b_.getInt32Ty();
-  llvm::Value* xc =
-      intrinsic(llvm::Intrinsic::minnum,
-                {intrinsic(llvm::Intrinsic::maxnum, {x, fconst(f, -104.0)}), fconst(f, 89.0)});
-  llvm::Value* n =
-      intrinsic(llvm::Intrinsic::rint, {b_.CreateFMul(xc, fconst(f, 1.44269504088896341))});
-  llvm::Value* r = fma(n, fconst(f, -0.693359375), xc);
-  r = fma(n, fconst(f, 2.12194440e-4), r);
-  llvm::Value* z = b_.CreateFMul(r, r);
-  llvm::Value* p = fconst(f, 1.9875691500E-4);
-  for (double c :
-       {1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1})
-    p = fma(p, r, fconst(f, c));
-  llvm::Value* y = b_.CreateFAdd(fma(p, z, r), fconst(f, 1.0));
-  llvm::Value* ni = b_.CreateFPToSI(n, i32);
-  llvm::Value* n1 = b_.CreateAShr(ni, 1);
-  llvm::Value* n2 = b_.CreateSub(ni, n1);
-  auto pow2 = [&](llvm::Value* e) {
-    return b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(e, b_.getInt32(127)), 23), f);
-  };
-  llvm::Value* res = b_.CreateFMul(b_.CreateFMul(y, pow2(n1)), pow2(n2));
-  return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, res);
-}
-
-// logf (cephes): x = m·2^e with m in [√½, √2), log(1+f) by a degree-9 polynomial,
-// e·ln2 added in two parts. Subnormals are pre-scaled by 2^23.
-llvm::Value* Emitter::log_f32(llvm::Value* x) {
-  llvm::Type* f = b_.getFloatTy();
-  llvm::Type* i32 = b_.getInt32Ty();
-  llvm::Value* sub = b_.CreateFCmpOLT(x, fconst(f, 1.17549435e-38));
-  llvm::Value* xs = b_.CreateSelect(sub, b_.CreateFMul(x, fconst(f, 8388608.0)), x);
-  llvm::Value* bits = b_.CreateBitCast(xs, i32);
-  llvm::Value* e =
-      b_.CreateSub(b_.CreateAnd(b_.CreateLShr(bits, 23), b_.getInt32(0xff)), b_.getInt32(126));
-  e = b_.CreateSelect(sub, b_.CreateSub(e, b_.getInt32(23)), e);
-  llvm::Value* m = b_.CreateBitCast(
-      b_.CreateOr(b_.CreateAnd(bits, b_.getInt32(0x807fffff)), b_.getInt32(0x3f000000)), f);
-  llvm::Value* small = b_.CreateFCmpOLT(m, fconst(f, 0.707106781186547524));
-  e = b_.CreateSelect(small, b_.CreateSub(e, b_.getInt32(1)), e);
-  m = b_.CreateSelect(small, b_.CreateFSub(b_.CreateFAdd(m, m), fconst(f, 1.0)),
-                      b_.CreateFSub(m, fconst(f, 1.0)));
-  llvm::Value* z = b_.CreateFMul(m, m);
-  llvm::Value* p = fconst(f, 7.0376836292E-2);
-  for (double c : {-1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1, 1.4249322787E-1,
-                   -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1, 3.3333331174E-1})
-    p = fma(p, m, fconst(f, c));
-  llvm::Value* y = b_.CreateFMul(b_.CreateFMul(p, m), z);
-  llvm::Value* fe = b_.CreateSIToFP(e, f);
-  y = fma(fe, fconst(f, -2.12194440e-4), y);
-  y = fma(z, fconst(f, -0.5), y);
-  llvm::Value* r = b_.CreateFAdd(m, y);
-  r = fma(fe, fconst(f, 0.693359375), r);
-  float inf = std::numeric_limits<float>::infinity();
-  r = b_.CreateSelect(b_.CreateFCmpOEQ(x, fconst(f, inf)), x, r);
-  r = b_.CreateSelect(b_.CreateFCmpOEQ(x, fconst(f, 0.0)), fconst(f, -inf), r);
-  r = b_.CreateSelect(b_.CreateFCmpULT(x, fconst(f, 0.0)),
-                      fconst(f, std::numeric_limits<float>::quiet_NaN()), r);
-  return r;
-}
-
-// tanhf: odd polynomial (cephes) below 0.625, else 1 − 2/(e^{2|x|}+1) with the sign of x.
-llvm::Value* Emitter::tanh_f32(llvm::Value* x) {
-  llvm::Type* f = b_.getFloatTy();
-  llvm::Value* a = intrinsic(llvm::Intrinsic::fabs, {x});
-  llvm::Value* z = b_.CreateFMul(x, x);
-  llvm::Value* p = fconst(f, -5.70498872745E-3);
-  for (double c : {2.06390887954E-2, -5.37397155531E-2, 1.33314422036E-1, -3.33332819422E-1})
-    p = fma(p, z, fconst(f, c));
-  llvm::Value* small = fma(b_.CreateFMul(p, z), x, x);
-  llvm::Value* e = exp_f32(b_.CreateFAdd(a, a));
-  llvm::Value* q = b_.CreateFDiv(fconst(f, 2.0), b_.CreateFAdd(e, fconst(f, 1.0)));
-  llvm::Value* big = b_.CreateFSub(fconst(f, 1.0), q);
-  big = intrinsic(llvm::Intrinsic::copysign, {big, x});
-  return b_.CreateSelect(b_.CreateFCmpOLT(a, fconst(f, 0.625)), small, big);
-}
-
 llvm::Value* Emitter::op(int32_t v, const std::vector<llvm::Value*>& a) {
   const lt_graph_node& n = g_.nodes[v];
   std::string_view op = n.op;
@@ -487,18 +434,17 @@ llvm::Value* Emitter::op(int32_t v, const std::vector<llvm::Value*>& a) {
     return b_.CreateSelect(b_.CreateFCmpOLT(a[0], fconst(t, 0.0)), fconst(t, 0.0), a[0]);
   }
   if (op == "exp") return exp_any(a[0]);
-  if (op == "log") return d == LT_DTYPE_F32 ? log_f32(a[0]) : un(llvm::Intrinsic::log);
+  if (op == "log") return d == LT_DTYPE_F32 ? emit_log_f32(b_, a[0]) : un(llvm::Intrinsic::log);
   if (op == "sqrt") return un(llvm::Intrinsic::sqrt);
   if (op == "rsqrt") return b_.CreateFDiv(fconst(t, 1.0), un(llvm::Intrinsic::sqrt));
   if (op == "sin") return un(llvm::Intrinsic::sin);
   if (op == "cos") return un(llvm::Intrinsic::cos);
   if (op == "floor") return un(llvm::Intrinsic::floor);
   if (op == "tanh") {
-    if (d == LT_DTYPE_F32) return tanh_f32(a[0]);
-    llvm::Value* e = exp_any(b_.CreateFMul(a[0], fconst(t, -2.0)));
+    if (d == LT_DTYPE_F32) return emit_tanh_f32(b_, a[0], math_);
     // f64: (1 − e^{−2x})/(1 + e^{−2x}) for x ≥ 0, odd symmetry otherwise.
     llvm::Value* ax = un(llvm::Intrinsic::fabs);
-    e = exp_any(b_.CreateFMul(ax, fconst(t, -2.0)));
+    llvm::Value* e = exp_any(b_.CreateFMul(ax, fconst(t, -2.0)));
     llvm::Value* r =
         b_.CreateFDiv(b_.CreateFSub(fconst(t, 1.0), e), b_.CreateFAdd(fconst(t, 1.0), e));
     return intrinsic(llvm::Intrinsic::copysign, {r, a[0]});
@@ -565,6 +511,10 @@ llvm::Error Emitter::run() {
       return llvm::createStringError("slice fused with its operand (planner invariant)");
   }
   for (int32_t v : k_.outputs) access_of(v, v);
+  size_t narrowest = 8;
+  for (int32_t v : k_.nodes) narrowest = std::min(narrowest, lt_dtype_size(g_.nodes[v].dtype));
+  for (int32_t v : k_.slots) narrowest = std::min(narrowest, lt_dtype_size(g_.nodes[v].dtype));
+  lanes_ = std::max<int64_t>(1, math_.vector_bits / (8 * std::max<size_t>(1, narrowest)));
   if (!reductions.empty() && k_.reduce_axes.empty())
     return llvm::createStringError("reduction in a kernel without reduce axes");
 
@@ -646,7 +596,7 @@ llvm::Error Emitter::run() {
   for (const Access& a : acc_) offs.push_back(b_.getInt64(a.offset));
 
   if (reductions.empty()) {
-    nest(0, loop_dims_.size(), offs, [&](std::vector<llvm::Value*>& o) {
+    nest(0, loop_dims_.size(), offs, true, [&](std::vector<llvm::Value*>& o) {
       std::map<int32_t, llvm::Value*> memo;
       eval(k_.outputs, memo, o, true);
       for (int32_t v : k_.outputs) store(acc_of_.at({v, v}), o, g_.nodes[v].dtype, memo.at(v));
@@ -674,7 +624,7 @@ llvm::Error Emitter::run() {
   std::map<int32_t, llvm::AllocaInst*> accs;
   for (int32_t r : reductions) accs[r] = b_.CreateAlloca(reg_type(g_.nodes[r].dtype));
 
-  nest(0, n_outer_, offs, [&](std::vector<llvm::Value*>& o) {
+  nest(0, n_outer_, offs, false, [&](std::vector<llvm::Value*>& o) {
     std::map<int32_t, llvm::Value*> outer;
     auto emit_ready = [&](int upto) {
       std::vector<int32_t> ready;
@@ -706,7 +656,7 @@ llvm::Error Emitter::run() {
         }
         b_.CreateStore(init, accs[r]);
       }
-      nest(n_outer_, loop_dims_.size(), o, [&](std::vector<llvm::Value*>& io) {
+      nest(n_outer_, loop_dims_.size(), o, false, [&](std::vector<llvm::Value*>& io) {
         std::map<int32_t, llvm::Value*> memo = outer;
         std::vector<int32_t> srcs;
         for (int32_t r : rs) {
@@ -760,7 +710,7 @@ llvm::Error Emitter::run() {
       store(acc_of_.at({v, v}), o, g_.nodes[v].dtype, outer.at(v));
     }
     if (!full_out.empty()) {
-      nest(n_outer_, loop_dims_.size(), o, [&](std::vector<llvm::Value*>& io) {
+      nest(n_outer_, loop_dims_.size(), o, true, [&](std::vector<llvm::Value*>& io) {
         std::map<int32_t, llvm::Value*> memo = outer;
         eval(full_out, memo, io, true);
         for (int32_t v : full_out) store(acc_of_.at({v, v}), io, g_.nodes[v].dtype, memo.at(v));
@@ -774,10 +724,10 @@ llvm::Error Emitter::run() {
 }  // namespace
 
 llvm::Error emit_kernels(llvm::Module& module, std::vector<KernelDesc>& kernels,
-                         const std::vector<std::string>& names) {
+                         const std::vector<std::string>& names, const MathTarget& math) {
   for (size_t k = 0; k < kernels.size(); ++k) {
     kernels[k].slots.clear();
-    Emitter e(module, kernels[k], names[k]);
+    Emitter e(module, kernels[k], names[k], math);
     if (auto err = e.run()) return err;
   }
   return llvm::Error::success();

@@ -40,8 +40,9 @@ class Compiler {
   virtual const std::string& host_description() const = 0;
 };
 
-// Creates the compiler for the host CPU; nullptr + *error on failure.
-std::unique_ptr<Compiler> create_compiler(std::string* error);
+// Creates the compiler for the host CPU, its vectors narrowed to vector_bits (128/256/512;
+// 0: the host's widest); nullptr + *error on failure.
+std::unique_ptr<Compiler> create_compiler(unsigned vector_bits, std::string* error);
 
 // Whether the JIT can lower `node` of `graph` (used by the plugin's `supports`).
 bool codegen_supports(const lt_graph& graph, size_t node);

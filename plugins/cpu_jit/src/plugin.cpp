@@ -84,8 +84,25 @@ lt_plugin_error* create(lt_plugin_create_args* args) {
       return make_error(LT_STATUS_ABI_MISMATCH,
                         "cpu_jit: core ABI major " + std::to_string(args->core_abi_major) +
                             " != plugin ABI major " + std::to_string(LT_PLUGIN_ABI_MAJOR));
+    if (args->num_options && !args->options)
+      return make_error(LT_STATUS_INVALID_ARGUMENT, "cpu_jit: create: options is NULL");
+    unsigned vector_bits = 0;
+    for (size_t i = 0; i < args->num_options; ++i) {
+      const lt_plugin_option& o = args->options[i];
+      if (!o.key || !o.value)
+        return make_error(LT_STATUS_INVALID_ARGUMENT, "cpu_jit: option with a NULL key or value");
+      std::string key = o.key, value = o.value;
+      if (key != "vector_bits")
+        return make_error(LT_STATUS_INVALID_ARGUMENT,
+                          "cpu_jit: unknown option '" + key + "' (known: vector_bits)");
+      if (value == "128" || value == "256" || value == "512")
+        vector_bits = static_cast<unsigned>(std::stoul(value));
+      else if (value != "0" && value != "auto")
+        return make_error(LT_STATUS_INVALID_ARGUMENT, "cpu_jit: option vector_bits = '" + value +
+                                                          "' (expected 128, 256, 512 or auto)");
+    }
     std::string err;
-    auto compiler = lt::cpujit::create_compiler(&err);
+    auto compiler = lt::cpujit::create_compiler(vector_bits, &err);
     if (!compiler) return make_error(LT_STATUS_PLUGIN_ERROR, err);
     auto* ctx = new lt_plugin_context();
     ctx->description = compiler->host_description();

@@ -1,0 +1,192 @@
+// vecmath.cpp — f32 exp/log/tanh in LLVM IR. Every function here is written once over a
+// value type that is either float or <N x float>, so the scalar body and each vector
+// variant come from the same code. Accuracy bounds: docs/backends/cpu_jit.md, tested by
+// CpuJit.TranscendentalAccuracySweep.
+#include "vecmath.h"
+
+#include <limits>
+#include <string>
+
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
+
+namespace lt::cpujit {
+
+namespace {
+
+constexpr const char* kExp = "lt.exp.f32";
+
+llvm::Value* splat(llvm::Type* t, double v) {
+  return llvm::ConstantFP::get(t, v);
+}
+// a·b + c, fused where the target has FMA (a libm call to fmaf otherwise, which would stop
+// the vectoriser); the polynomials and the Cody-Waite split are accurate either way.
+llvm::Value* fma(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, llvm::Value* z) {
+  return b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {x->getType()}, {x, y, z});
+}
+llvm::Value* horner(llvm::IRBuilder<>& b, llvm::Value* x, std::initializer_list<double> c) {
+  llvm::Type* t = x->getType();
+  auto it = c.begin();
+  llvm::Value* p = splat(t, *it++);
+  for (; it != c.end(); ++it) p = fma(b, p, x, splat(t, *it));
+  return p;
+}
+// min(max(x, lo), hi) that keeps NaN: select(x < lo, lo, x) is one vmaxps on x86, whereas
+// llvm.maxnum returns the number and needs a compare and a blend to get NaN right.
+llvm::Value* clamp(llvm::IRBuilder<>& b, llvm::Value* x, double lo, double hi) {
+  llvm::Type* t = x->getType();
+  x = b.CreateSelect(b.CreateFCmpOLT(x, splat(t, lo)), splat(t, lo), x);
+  return b.CreateSelect(b.CreateFCmpOGT(x, splat(t, hi)), splat(t, hi), x);
+}
+
+unsigned lanes(llvm::Type* t) {
+  auto* v = llvm::dyn_cast<llvm::FixedVectorType>(t);
+  return v ? v->getNumElements() : 1;
+}
+
+// y·2^n for float-valued integers n in [-150, 128]: AVX-512 vscalefps where the width has
+// one, else two exponent-field multiplications (2^(n/2) twice) so that subnormal results
+// and 2^128 (overflow to inf) come out right.
+llvm::Value* scale(llvm::IRBuilder<>& b, llvm::Value* y, llvm::Value* n, const MathTarget& tg) {
+  unsigned w = lanes(y->getType());
+  if (tg.avx512 && w > 1 && w * 32 <= tg.vector_bits) {
+    llvm::Intrinsic::ID id = llvm::Intrinsic::not_intrinsic;
+    if (w == 16) id = llvm::Intrinsic::x86_avx512_mask_scalef_ps_512;
+    if (w == 8) id = llvm::Intrinsic::x86_avx512_mask_scalef_ps_256;
+    if (w == 4) id = llvm::Intrinsic::x86_avx512_mask_scalef_ps_128;
+    if (id != llvm::Intrinsic::not_intrinsic) {
+      std::vector<llvm::Value*> args = {
+          y, n, llvm::PoisonValue::get(y->getType()),
+          llvm::ConstantInt::getAllOnesValue(b.getIntNTy(std::max(8u, w)))};
+      if (w == 16) args.push_back(b.getInt32(4));  // current rounding direction
+      return b.CreateIntrinsic(id, {}, args);
+    }
+  }
+  llvm::Type* it = y->getType()->getWithNewType(b.getInt32Ty());
+  llvm::Value* ni = b.CreateFPToSI(n, it);
+  llvm::Value* n1 = b.CreateAShr(ni, 1);
+  llvm::Value* n2 = b.CreateSub(ni, n1);
+  auto pow2 = [&](llvm::Value* e) {
+    return b.CreateBitCast(b.CreateShl(b.CreateAdd(e, llvm::ConstantInt::get(it, 127)), 23),
+                           y->getType());
+  };
+  return b.CreateFMul(b.CreateFMul(y, pow2(n1)), pow2(n2));
+}
+
+// expf: n = rint(x·log2 e), r = x − n·ln2 (Cody-Waite, ln2 in two parts), e^r by a degree-6
+// polynomial in Horner form (our Chebyshev fit of (e^r − 1 − r)/r² on [−ln2/2, ln2/2],
+// 6.5e-8 absolute, so ~0.1 ulp on e^r before rounding), then ·2^n. Inputs are clamped to
+// [-104, 89] first (e^x is 0 below and inf above in f32); NaN passes through the clamp.
+llvm::Value* exp_body(llvm::IRBuilder<>& b, llvm::Value* x, const MathTarget& tg) {
+  llvm::Type* t = x->getType();
+  llvm::Value* xc = clamp(b, x, -104.0, 89.0);
+  llvm::Value* n = b.CreateIntrinsic(llvm::Intrinsic::rint, {t},
+                                     {b.CreateFMul(xc, splat(t, 1.44269504088896341))});
+  llvm::Value* r = fma(b, n, splat(t, -0.693359375), xc);
+  r = fma(b, n, splat(t, 2.12194440e-4), r);
+  llvm::Value* p =
+      horner(b, r, {0.00139261761199, 0.00836317307451, 0.0416665546621, 0.166665770256, 0.5, 1.0});
+  llvm::Value* y = scale(b, fma(b, p, r, splat(t, 1.0)), n, tg);
+  // vscalefps keeps NaN; the integer path turns it into poison, so select it back.
+  if (tg.avx512 && lanes(t) > 1 && lanes(t) * 32 <= tg.vector_bits) return y;
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, y);
+}
+
+std::string variant_name(unsigned w) {
+  return std::string(kExp) + ".v" + std::to_string(w);
+}
+
+}  // namespace
+
+llvm::Value* emit_exp_f32(llvm::IRBuilder<>& b, llvm::Value* x, const MathTarget& target) {
+  llvm::Module& m = *b.GetInsertBlock()->getModule();
+  llvm::LLVMContext& ctx = m.getContext();
+  llvm::AttrBuilder ab(ctx);
+  ab.addAttribute(llvm::Attribute::NoUnwind);
+  ab.addAttribute(llvm::Attribute::WillReturn);
+  ab.addMemoryAttr(llvm::MemoryEffects::none());
+  auto declare = [&](llvm::Type* t, const std::string& name) {
+    auto* fty = llvm::FunctionType::get(t, {t}, false);
+    llvm::FunctionCallee c = m.getOrInsertFunction(name, fty);
+    llvm::cast<llvm::Function>(c.getCallee())->addFnAttrs(ab);
+    return c;
+  };
+  llvm::FunctionCallee scalar = declare(b.getFloatTy(), kExp);
+  // Vector variants up to the kernels' width, in the VFABI mangling LLVM's own vector
+  // libraries use: _ZGV_LLVM_N<lanes>v_<scalar>(<vector>).
+  std::string variants;
+  for (unsigned w = 4; w * 32 <= target.vector_bits; w *= 2) {
+    declare(llvm::FixedVectorType::get(b.getFloatTy(), w), variant_name(w));
+    if (!variants.empty()) variants += ",";
+    variants += "_ZGV_LLVM_N" + std::to_string(w) + "v_" + kExp + "(" + variant_name(w) + ")";
+  }
+  llvm::CallInst* call = b.CreateCall(scalar, {x});
+  if (!variants.empty())
+    call->addFnAttr(llvm::Attribute::get(ctx, "vector-function-abi-variant", variants));
+  return call;
+}
+
+void define_math(llvm::Module& m, const MathTarget& target) {
+  for (llvm::Function& f : m) {
+    if (!f.isDeclaration() || f.use_empty() || !f.getName().starts_with(kExp)) continue;
+    f.setLinkage(llvm::GlobalValue::InternalLinkage);
+    f.addFnAttr(llvm::Attribute::AlwaysInline);
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(m.getContext(), "entry", &f));
+    b.CreateRet(exp_body(b, f.getArg(0), target));
+  }
+}
+
+// logf (cephes): x = m·2^e with m in [√½, √2), log(1+f) by a degree-9 polynomial, e·ln2
+// added in two parts. Subnormals are pre-scaled by 2^23.
+llvm::Value* emit_log_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
+  llvm::Type* f = x->getType();
+  llvm::Type* i32 = f->getWithNewType(b.getInt32Ty());
+  auto ic = [&](int v) { return llvm::ConstantInt::get(i32, v); };
+  llvm::Value* sub = b.CreateFCmpOLT(x, splat(f, 1.17549435e-38));
+  llvm::Value* xs = b.CreateSelect(sub, b.CreateFMul(x, splat(f, 8388608.0)), x);
+  llvm::Value* bits = b.CreateBitCast(xs, i32);
+  llvm::Value* e = b.CreateSub(b.CreateAnd(b.CreateLShr(bits, 23), ic(0xff)), ic(126));
+  e = b.CreateSelect(sub, b.CreateSub(e, ic(23)), e);
+  llvm::Value* m =
+      b.CreateBitCast(b.CreateOr(b.CreateAnd(bits, ic(0x807fffff)), ic(0x3f000000)), f);
+  llvm::Value* small = b.CreateFCmpOLT(m, splat(f, 0.707106781186547524));
+  e = b.CreateSelect(small, b.CreateSub(e, ic(1)), e);
+  m = b.CreateSelect(small, b.CreateFSub(b.CreateFAdd(m, m), splat(f, 1.0)),
+                     b.CreateFSub(m, splat(f, 1.0)));
+  llvm::Value* z = b.CreateFMul(m, m);
+  llvm::Value* p =
+      horner(b, m,
+             {7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1, 1.4249322787E-1,
+              -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1, 3.3333331174E-1});
+  llvm::Value* y = b.CreateFMul(b.CreateFMul(p, m), z);
+  llvm::Value* fe = b.CreateSIToFP(e, f);
+  y = fma(b, fe, splat(f, -2.12194440e-4), y);
+  y = fma(b, z, splat(f, -0.5), y);
+  llvm::Value* r = b.CreateFAdd(m, y);
+  r = fma(b, fe, splat(f, 0.693359375), r);
+  float inf = std::numeric_limits<float>::infinity();
+  r = b.CreateSelect(b.CreateFCmpOEQ(x, splat(f, inf)), x, r);
+  r = b.CreateSelect(b.CreateFCmpOEQ(x, splat(f, 0.0)), splat(f, -inf), r);
+  return b.CreateSelect(b.CreateFCmpULT(x, splat(f, 0.0)),
+                        splat(f, std::numeric_limits<float>::quiet_NaN()), r);
+}
+
+// tanhf: x·P(x²)/Q(x²) with P of degree 12 and Q of degree 6 in x, P(0) = Q(0) = 1: our own
+// minimax fit (Remez in mpmath, then float coefficients tuned by ulp search against the
+// float-evaluated error). The input is clamped to ±c, the smallest float at which the
+// float evaluation is exactly 1 (it is <= 1 below c, and overshoots to 1.00000024 near 8.6,
+// so the clamp matters); c depends on whether the multiply-adds fuse. Odd by construction
+// (±0 stay ±0), tiny inputs come back as x, NaN passes through the clamp. Max relative
+// error over every float in [-10, 10]: 3.1e-7 with FMA, 3.5e-7 without.
+llvm::Value* emit_tanh_f32(llvm::IRBuilder<>& b, llvm::Value* a, const MathTarget& target) {
+  double c = target.fma ? 8.00753403 : 7.98994684;
+  llvm::Value* x = clamp(b, a, -c, c);
+  llvm::Value* t = b.CreateFMul(x, x);
+  llvm::Value* p = horner(b, t,
+                          {-8.50888438e-14, 5.28917361e-11, -2.02557988e-08, 1.11634608e-05,
+                           0.0031049361, 0.130849227, 1.0});
+  llvm::Value* q = horner(b, t, {0.000254750747, 0.0244991891, 0.464182526, 1.0});
+  return b.CreateFDiv(b.CreateFMul(x, p), q);
+}
+
+}  // namespace lt::cpujit
