@@ -75,8 +75,8 @@ llvm::Value* scale(llvm::IRBuilder<>& b, llvm::Value* y, llvm::Value* n, const M
 
 // expf: n = rint(x·log2 e), r = x − n·ln2 (Cody-Waite, ln2 in two parts), e^r by a degree-6
 // polynomial in Horner form (our Chebyshev fit of (e^r − 1 − r)/r² on [−ln2/2, ln2/2],
-// 6.5e-8 absolute, so ~0.1 ulp on e^r before rounding), then ·2^n. Inputs are clamped to
-// [-104, 89] first (e^x is 0 below and inf above in f32); NaN passes through the clamp.
+// 6.5e-8 absolute, so ~0.1 ulp on e^r before rounding; tools/vecmath), then ·2^n. Inputs
+// are clamped to [-104, 89] first (e^x is 0 below and inf above in f32); NaN passes through.
 llvm::Value* exp_body(llvm::IRBuilder<>& b, llvm::Value* x, const MathTarget& tg) {
   llvm::Type* t = x->getType();
   llvm::Value* xc = clamp(b, x, -104.0, 89.0);
@@ -172,12 +172,13 @@ llvm::Value* emit_log_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
 }
 
 // tanhf: x·P(x²)/Q(x²) with P of degree 12 and Q of degree 6 in x, P(0) = Q(0) = 1: our own
-// minimax fit (Remez in mpmath, then float coefficients tuned by ulp search against the
-// float-evaluated error). The input is clamped to ±c, the smallest float at which the
-// float evaluation is exactly 1 (it is <= 1 below c, and overshoots to 1.00000024 near 8.6,
-// so the clamp matters); c depends on whether the multiply-adds fuse. Odd by construction
-// (±0 stay ±0), tiny inputs come back as x, NaN passes through the clamp. Max relative
-// error over every float in [-10, 10]: 3.1e-7 with FMA, 3.5e-7 without.
+// minimax fit (Remez in mpmath), float coefficients then tuned by ulp search to cut the
+// error their rounding adds (tools/vecmath reproduces and checks them). The input is
+// clamped to ±c, the smallest float at which the float evaluation is exactly 1 (it is <= 1
+// below c and overshoots to 1.00000024 near 8.6, so the clamp matters); c depends on whether
+// the multiply-adds fuse. Odd by construction (±0 stay ±0), tiny inputs come back as x, NaN
+// passes through the clamp. Max relative error over every float in [-10, 10]: 3.1e-7 with
+// FMA, 3.5e-7 without.
 llvm::Value* emit_tanh_f32(llvm::IRBuilder<>& b, llvm::Value* a, const MathTarget& target) {
   double c = target.fma ? 8.00753403 : 7.98994684;
   llvm::Value* x = clamp(b, a, -c, c);
