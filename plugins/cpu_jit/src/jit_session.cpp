@@ -110,7 +110,7 @@ class JitSession {
     return llvm::Error::success();
   }
 
-  void optimize(llvm::Module& m) {
+  void optimize(llvm::Module& m, const MathTarget& math) {
     m.setDataLayout(jit_->getDataLayout());
     m.setTargetTriple(tm_->getTargetTriple().str());
     for (llvm::Function& f : m) {
@@ -167,7 +167,7 @@ class JitSession {
     }
     // The vectoriser has picked the vecmath variants it needs; give them bodies, inline
     // them, clean up, and drop the bodies.
-    define_math(m, math_target());
+    define_math(m, math);
     {
       llvm::FunctionPassManager fpm;
       fpm.addPass(llvm::EarlyCSEPass());
@@ -236,7 +236,7 @@ class OrcCompiler final : public Compiler {
       return false;
     }
     auto t0 = std::chrono::steady_clock::now();
-    session_->optimize(*mod);
+    session_->optimize(*mod, math_);
     auto t1 = std::chrono::steady_clock::now();
     // LT_CPU_JIT_DUMP=<dir>: write each optimised module (check vectorisation: <16 x float>).
     const char* dump = std::getenv("LT_CPU_JIT_DUMP");

@@ -44,23 +44,34 @@ unsigned lanes(llvm::Type* t) {
   return v ? v->getNumElements() : 1;
 }
 
-// y·2^n for float-valued integers n in [-150, 128]: AVX-512 vscalefps where the width has
-// one, else two exponent-field multiplications (2^(n/2) twice) so that subnormal results
-// and 2^128 (overflow to inf) come out right.
-llvm::Value* scale(llvm::IRBuilder<>& b, llvm::Value* y, llvm::Value* n, const MathTarget& tg) {
-  unsigned w = lanes(y->getType());
-  if (tg.avx512 && w > 1 && w * 32 <= tg.vector_bits) {
-    llvm::Intrinsic::ID id = llvm::Intrinsic::not_intrinsic;
-    if (w == 16) id = llvm::Intrinsic::x86_avx512_mask_scalef_ps_512;
-    if (w == 8) id = llvm::Intrinsic::x86_avx512_mask_scalef_ps_256;
-    if (w == 4) id = llvm::Intrinsic::x86_avx512_mask_scalef_ps_128;
-    if (id != llvm::Intrinsic::not_intrinsic) {
-      std::vector<llvm::Value*> args = {
-          y, n, llvm::PoisonValue::get(y->getType()),
-          llvm::ConstantInt::getAllOnesValue(b.getIntNTy(std::max(8u, w)))};
-      if (w == 16) args.push_back(b.getInt32(4));  // current rounding direction
-      return b.CreateIntrinsic(id, {}, args);
-    }
+// The AVX-512 vscalefps intrinsic for vectors of t's width, if the target has one there.
+llvm::Intrinsic::ID scalef_for(llvm::Type* t, const MathTarget& tg) {
+  unsigned w = lanes(t);
+  if (!tg.avx512 || w * 32 > tg.vector_bits) return llvm::Intrinsic::not_intrinsic;
+  switch (w) {
+    case 16:
+      return llvm::Intrinsic::x86_avx512_mask_scalef_ps_512;
+    case 8:
+      return llvm::Intrinsic::x86_avx512_mask_scalef_ps_256;
+    case 4:
+      return llvm::Intrinsic::x86_avx512_mask_scalef_ps_128;
+    default:
+      return llvm::Intrinsic::not_intrinsic;
+  }
+}
+
+// y·2^n for float-valued integers n in [-150, 128]: vscalefps (`scalef`, from scalef_for)
+// where there is one, else two exponent-field multiplications (2^(n/2) twice) so that
+// subnormal results and 2^128 (overflow to inf) come out right.
+llvm::Value* scale(llvm::IRBuilder<>& b, llvm::Value* y, llvm::Value* n,
+                   llvm::Intrinsic::ID scalef) {
+  if (scalef != llvm::Intrinsic::not_intrinsic) {
+    unsigned w = lanes(y->getType());
+    std::vector<llvm::Value*> args = {
+        y, n, llvm::PoisonValue::get(y->getType()),
+        llvm::ConstantInt::getAllOnesValue(b.getIntNTy(std::max(8u, w)))};
+    if (w == 16) args.push_back(b.getInt32(4));  // current rounding direction
+    return b.CreateIntrinsic(scalef, {}, args);
   }
   llvm::Type* it = y->getType()->getWithNewType(b.getInt32Ty());
   llvm::Value* ni = b.CreateFPToSI(n, it);
@@ -86,9 +97,10 @@ llvm::Value* exp_body(llvm::IRBuilder<>& b, llvm::Value* x, const MathTarget& tg
   r = fma(b, n, splat(t, 2.12194440e-4), r);
   llvm::Value* p =
       horner(b, r, {0.00139261761199, 0.00836317307451, 0.0416665546621, 0.166665770256, 0.5, 1.0});
-  llvm::Value* y = scale(b, fma(b, p, r, splat(t, 1.0)), n, tg);
+  llvm::Intrinsic::ID scalef = scalef_for(t, tg);
+  llvm::Value* y = scale(b, fma(b, p, r, splat(t, 1.0)), n, scalef);
   // vscalefps keeps NaN; the integer path turns it into poison, so select it back.
-  if (tg.avx512 && lanes(t) > 1 && lanes(t) * 32 <= tg.vector_bits) return y;
+  if (scalef != llvm::Intrinsic::not_intrinsic) return y;
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, y);
 }
 
