@@ -118,9 +118,8 @@ KernelFn prepare_node(const lt_graph_node& n, size_t i, const ValueDesc& out,
   call.params = &params;
   try {
     it->second(call);
-  } catch (Error& e) {
-    e.message = "node " + std::to_string(i) + ": " + e.message;
-    throw;
+  } catch (const Error& e) {
+    throw Error(e.code(), "node " + std::to_string(i) + ": " + e.what());
   }
   if (!call.fn) fail(LT_STATUS_INTERNAL, node_name(i, n) + ": no kernel chosen");
   return call.fn;

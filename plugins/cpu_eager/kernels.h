@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lazytensor/lt_plugin.h"
+#include "lt_plugin_support.hpp"
 
 namespace lt::eager {
 
@@ -21,11 +22,9 @@ constexpr int kMaxRank = 16;
 constexpr int64_t kParallelThreshold = 32768;
 constexpr int64_t kGrain = 16384;
 
-// Thrown inside the plugin only; converted to lt_plugin_error at the ABI boundary.
-struct Error {
-  lt_status_code code;
-  std::string message;
-};
+// Thrown inside the plugin only; converted to lt_plugin_error at the ABI boundary, where
+// "cpu_eager: " is put before its message.
+using Error = plugin_support::StatusError;
 [[noreturn]] void fail(lt_status_code code, std::string message);
 
 // A value's static description (dtype and shape), as known at compile time.

@@ -1,5 +1,6 @@
-// plugin.cpp — cpu_eager's C ABI: the exported function table, the context, host buffers
-// (with a size-class cache) and the one place where C++ exceptions become lt_plugin_error.
+// plugin.cpp — cpu_eager's C ABI: the exported function table, the context and host buffers
+// (with a size-class cache); every entry point runs through g_errors.guard(), so no exception
+// leaves this file.
 #include <cblas.h>
 #include <tbb/info.h>
 #include <unistd.h>
@@ -7,16 +8,10 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <new>
 #include <string>
 
 #include "executable.h"
-
-struct lt_plugin_error {
-  lt_status_code code;
-  std::string message;
-  bool is_static = false;  // the preallocated out-of-memory error; never deleted
-};
+#include "lt_plugin_support.hpp"
 
 struct lt_plugin_context {
   lt_plugin_log_fn log = nullptr;
@@ -40,33 +35,13 @@ namespace {
 using lt::eager::Error;
 using lt::eager::fail;
 
-// Built at load time so reporting an out-of-memory condition needs no allocation.
-lt_plugin_error g_oom_error{LT_STATUS_OUT_OF_MEMORY, "cpu_eager: out of memory", true};
-
-lt_plugin_error* make_error(lt_status_code code, std::string msg) {
-  try {
-    return new lt_plugin_error{code, "cpu_eager: " + std::move(msg)};
-  } catch (...) {
-    return &g_oom_error;
-  }
-}
-
-// The single conversion point from C++ exceptions to ABI errors.
-template <class F>
-lt_plugin_error* guarded(F&& f) noexcept {
-  try {
-    f();
-    return nullptr;
-  } catch (const Error& e) {
-    return make_error(e.code, e.message);
-  } catch (const std::bad_alloc&) {
-    return make_error(LT_STATUS_OUT_OF_MEMORY, "out of memory");
-  } catch (const std::exception& e) {
-    return make_error(LT_STATUS_INTERNAL, e.what());
-  } catch (...) {
-    return make_error(LT_STATUS_INTERNAL, "unknown exception");
-  }
-}
+// cpu_eager's own messages are bare; the prefix names the plugin on every error.
+lt::plugin_support::ErrorFactory g_errors({.prefix = "cpu_eager: ",
+                                           .out_of_memory = "out of memory",
+                                           .oom_fallback = "out of memory",
+                                           .internal = "",
+                                           .unknown = "unknown exception",
+                                           .invalid_argument = nullptr});
 
 void need(const void* p, const char* what) {
   if (!p) fail(LT_STATUS_INVALID_ARGUMENT, std::string(what) + " is NULL");
@@ -96,18 +71,8 @@ size_t size_class(size_t n) {
   return p * 2;
 }
 
-const char* error_message(const lt_plugin_error* e) {
-  return e ? e->message.c_str() : "";
-}
-lt_status_code error_code(const lt_plugin_error* e) {
-  return e ? e->code : LT_STATUS_OK;
-}
-void error_destroy(lt_plugin_error* e) {
-  if (e && !e->is_static) delete e;
-}
-
 lt_plugin_error* create(lt_plugin_create_args* args) {
-  return guarded([&] {
+  return g_errors.guard([&] {
     need(args, "create args");
     need_size(args->struct_size, LT_PLUGIN_CREATE_ARGS_STRUCT_SIZE, "lt_plugin_create_args");
     if (args->core_abi_major != LT_PLUGIN_ABI_MAJOR) {
@@ -152,7 +117,7 @@ void destroy(lt_plugin_context* ctx) {
 }
 
 lt_plugin_error* device_count(lt_plugin_context* ctx, size_t* out) {
-  return guarded([&] {
+  return g_errors.guard([&] {
     need(ctx, "context");
     need(out, "out");
     *out = 1;
@@ -160,7 +125,7 @@ lt_plugin_error* device_count(lt_plugin_context* ctx, size_t* out) {
 }
 
 lt_plugin_error* device_info(lt_plugin_device_info_args* a) {
-  return guarded([&] {
+  return g_errors.guard([&] {
     need(a, "device_info args");
     need_size(a->struct_size, LT_PLUGIN_DEVICE_INFO_ARGS_STRUCT_SIZE, "lt_plugin_device_info_args");
     need(a->context, "context");
@@ -190,7 +155,7 @@ void check_range(const lt_plugin_buffer_args* a) {
 }
 
 lt_plugin_error* buffer_alloc(lt_plugin_buffer_args* a) {
-  return guarded([&] {
+  return g_errors.guard([&] {
     check_buffer_args(a, false);
     lt_plugin_context* ctx = a->context;
     const size_t cls = size_class(a->nbytes);
@@ -236,7 +201,7 @@ void buffer_free(lt_plugin_context* ctx, lt_plugin_buffer* b) {
 }
 
 lt_plugin_error* buffer_upload(lt_plugin_buffer_args* a) {
-  return guarded([&] {
+  return g_errors.guard([&] {
     check_buffer_args(a, true);
     check_range(a);
     if (a->nbytes) {
@@ -247,7 +212,7 @@ lt_plugin_error* buffer_upload(lt_plugin_buffer_args* a) {
 }
 
 lt_plugin_error* buffer_download(lt_plugin_buffer_args* a) {
-  return guarded([&] {
+  return g_errors.guard([&] {
     check_buffer_args(a, true);
     check_range(a);
     if (a->nbytes) {
@@ -258,14 +223,14 @@ lt_plugin_error* buffer_download(lt_plugin_buffer_args* a) {
 }
 
 lt_plugin_error* buffer_host_ptr(lt_plugin_buffer_args* a) {
-  return guarded([&] {
+  return g_errors.guard([&] {
     check_buffer_args(a, true);
     a->host_ptr = a->buffer->data;
   });
 }
 
 lt_plugin_error* supports(lt_plugin_supports_args* a) {
-  return guarded([&] {
+  return g_errors.guard([&] {
     need(a, "supports args");
     need_size(a->struct_size, LT_PLUGIN_SUPPORTS_ARGS_STRUCT_SIZE, "lt_plugin_supports_args");
     need(a->context, "context");
@@ -287,7 +252,7 @@ lt_plugin_error* supports(lt_plugin_supports_args* a) {
 }
 
 lt_plugin_error* compile(lt_plugin_compile_args* a) {
-  return guarded([&] {
+  return g_errors.guard([&] {
     need(a, "compile args");
     need_size(a->struct_size, LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE, "lt_plugin_compile_args");
     need(a->context, "context");
@@ -300,7 +265,7 @@ lt_plugin_error* compile(lt_plugin_compile_args* a) {
 }
 
 lt_plugin_error* execute(lt_plugin_execute_args* a) {
-  return guarded([&] {
+  return g_errors.guard([&] {
     need(a, "execute args");
     need_size(a->struct_size, LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE, "lt_plugin_execute_args");
     need(a->context, "context");
@@ -316,7 +281,7 @@ void executable_destroy(lt_plugin_context*, lt_plugin_executable* ex) {
 }
 
 lt_plugin_error* stats(lt_plugin_stats_args* a) {
-  return guarded([&] {
+  return g_errors.guard([&] {
     need(a, "stats args");
     need_size(a->struct_size, LT_PLUGIN_STATS_ARGS_STRUCT_SIZE, "lt_plugin_stats_args");
     need(a->context, "context");
@@ -354,9 +319,9 @@ const lt_plugin_api kApi = {
     LT_PLUGIN_ABI_MINOR,
     "cpu_eager",
     "0.1.0",
-    error_message,
-    error_code,
-    error_destroy,
+    lt::plugin_support::error_message,
+    lt::plugin_support::error_code,
+    lt::plugin_support::error_destroy,
     create,
     destroy,
     device_count,
