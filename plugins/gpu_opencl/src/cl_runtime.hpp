@@ -16,15 +16,13 @@
 #include <vector>
 
 #include "lazytensor/lt_plugin.h"
+#include "lt_plugin_support.hpp"
 
 namespace lt::ocl {
 
 // Internal failure: thrown inside the plugin, converted to an lt_plugin_error at the ABI
-// boundary (plugin.cpp) and nowhere else.
-struct Failure {
-  lt_status_code code;
-  std::string message;
-};
+// boundary (plugin.cpp) and nowhere else. Its message names the plugin itself.
+using Failure = plugin_support::StatusError;
 [[noreturn]] void fail(lt_status_code code, std::string message);
 
 // "CL_OUT_OF_RESOURCES" etc.; "CL error <n>" for codes this table does not know.

@@ -1,6 +1,6 @@
 // The gpu_opencl plugin's C ABI boundary: the lt_plugin_api table, buffers as cl_mem, and
 // executables (one built program + kernel launches). Every entry point converts internal
-// failures to lt_plugin_error values through guard(); nothing throws past this file.
+// failures to lt_plugin_error values through g_errors.guard(); nothing throws past this file.
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -13,11 +13,7 @@
 #include "codegen.hpp"
 #include "lazytensor/fusion.hpp"
 #include "lazytensor/lt_plugin.h"
-
-struct lt_plugin_error {
-  lt_status_code code;
-  std::string message;
-};
+#include "lt_plugin_support.hpp"
 
 struct lt_plugin_context {
   std::unique_ptr<lt::ocl::Device> device;
@@ -54,35 +50,16 @@ struct lt_plugin_executable {
 namespace lt::ocl {
 namespace {
 
-// Returned when not even an error object can be allocated; error_destroy never frees it.
-lt_plugin_error g_oom_error{LT_STATUS_OUT_OF_MEMORY, "gpu_opencl: out of host memory"};
+using plugin_support::ErrorFactory;
 
-lt_plugin_error* make_error(lt_status_code code, std::string message) {
-  try {
-    return new lt_plugin_error{code, std::move(message)};
-  } catch (...) {
-    return &g_oom_error;
-  }
-}
-
-// The one place where internal failures become ABI error values.
-template <typename F>
-lt_plugin_error* guard(F&& f) noexcept {
-  try {
-    f();
-    return nullptr;
-  } catch (const Failure& e) {
-    return make_error(e.code, e.message);
-  } catch (const std::bad_alloc&) {
-    return make_error(LT_STATUS_OUT_OF_MEMORY, "gpu_opencl: out of host memory");
-  } catch (const std::invalid_argument& e) {
-    return make_error(LT_STATUS_INVALID_ARGUMENT, std::string("gpu_opencl: ") + e.what());
-  } catch (const std::exception& e) {
-    return make_error(LT_STATUS_INTERNAL, std::string("gpu_opencl: internal error: ") + e.what());
-  } catch (...) {
-    return make_error(LT_STATUS_INTERNAL, "gpu_opencl: internal error (unknown exception)");
-  }
-}
+// Failure messages name the plugin (and the CL error) already; only foreign exceptions get
+// the plugin's wording here.
+ErrorFactory g_errors({.prefix = "",
+                       .out_of_memory = "gpu_opencl: out of host memory",
+                       .oom_fallback = "gpu_opencl: out of host memory",
+                       .internal = "gpu_opencl: internal error: ",
+                       .unknown = "gpu_opencl: internal error (unknown exception)",
+                       .invalid_argument = "gpu_opencl: "});
 
 void require(bool ok, const char* what) {
   if (!ok) fail(LT_STATUS_INVALID_ARGUMENT, std::string("gpu_opencl: ") + what);
@@ -102,18 +79,8 @@ void check_context(lt_plugin_context* c, size_t device) {
          "gpu_opencl: device index " + std::to_string(device) + " out of range (1 device)");
 }
 
-const char* error_message(const lt_plugin_error* e) {
-  return e ? e->message.c_str() : "";
-}
-lt_status_code error_code(const lt_plugin_error* e) {
-  return e ? e->code : LT_STATUS_OK;
-}
-void error_destroy(lt_plugin_error* e) {
-  if (e != &g_oom_error) delete e;
-}
-
 lt_plugin_error* create(lt_plugin_create_args* args) {
-  return guard([&] {
+  return g_errors.guard([&] {
     check_args(args, args ? args->struct_size : 0, LT_PLUGIN_CREATE_ARGS_STRUCT_SIZE,
                "lt_plugin_create_args");
     if (args->core_abi_major != LT_PLUGIN_ABI_MAJOR)
@@ -141,14 +108,14 @@ void destroy(lt_plugin_context* c) {
 }
 
 lt_plugin_error* device_count(lt_plugin_context* c, size_t* out) {
-  return guard([&] {
+  return g_errors.guard([&] {
     require(c != nullptr && out != nullptr, "device_count: NULL argument");
     *out = 1;
   });
 }
 
 lt_plugin_error* device_info(lt_plugin_device_info_args* args) {
-  return guard([&] {
+  return g_errors.guard([&] {
     check_args(args, args ? args->struct_size : 0, LT_PLUGIN_DEVICE_INFO_ARGS_STRUCT_SIZE,
                "lt_plugin_device_info_args");
     check_context(args->context, args->device);
@@ -162,7 +129,7 @@ lt_plugin_error* device_info(lt_plugin_device_info_args* args) {
 }
 
 lt_plugin_error* buffer_alloc(lt_plugin_buffer_args* args) {
-  return guard([&] {
+  return g_errors.guard([&] {
     check_args(args, args ? args->struct_size : 0, LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE,
                "lt_plugin_buffer_args");
     check_context(args->context, args->device);
@@ -196,7 +163,7 @@ void check_range(const lt_plugin_buffer_args* args, const char* what) {
 }
 
 lt_plugin_error* buffer_upload(lt_plugin_buffer_args* args) {
-  return guard([&] {
+  return g_errors.guard([&] {
     check_args(args, args ? args->struct_size : 0, LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE,
                "lt_plugin_buffer_args");
     check_context(args->context, args->device);
@@ -210,7 +177,7 @@ lt_plugin_error* buffer_upload(lt_plugin_buffer_args* args) {
 }
 
 lt_plugin_error* buffer_download(lt_plugin_buffer_args* args) {
-  return guard([&] {
+  return g_errors.guard([&] {
     check_args(args, args ? args->struct_size : 0, LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE,
                "lt_plugin_buffer_args");
     check_context(args->context, args->device);
@@ -224,7 +191,7 @@ lt_plugin_error* buffer_download(lt_plugin_buffer_args* args) {
 }
 
 lt_plugin_error* buffer_host_ptr(lt_plugin_buffer_args* args) {
-  return guard([&] {
+  return g_errors.guard([&] {
     require(args != nullptr, "lt_plugin_buffer_args is NULL");
     args->host_ptr = nullptr;  // device memory is not host-addressable
   });
@@ -240,7 +207,7 @@ void check_graph(const lt_graph* g) {
 }
 
 lt_plugin_error* supports(lt_plugin_supports_args* args) {
-  return guard([&] {
+  return g_errors.guard([&] {
     check_args(args, args ? args->struct_size : 0, LT_PLUGIN_SUPPORTS_ARGS_STRUCT_SIZE,
                "lt_plugin_supports_args");
     check_context(args->context, args->device);
@@ -251,7 +218,7 @@ lt_plugin_error* supports(lt_plugin_supports_args* args) {
 }
 
 lt_plugin_error* compile(lt_plugin_compile_args* args) {
-  return guard([&] {
+  return g_errors.guard([&] {
     check_args(args, args ? args->struct_size : 0, LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE,
                "lt_plugin_compile_args");
     check_context(args->context, args->device);
@@ -302,7 +269,7 @@ lt_plugin_error* compile(lt_plugin_compile_args* args) {
 }
 
 lt_plugin_error* execute(lt_plugin_execute_args* args) {
-  return guard([&] {
+  return g_errors.guard([&] {
     check_args(args, args ? args->struct_size : 0, LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE,
                "lt_plugin_execute_args");
     require(args->context != nullptr && args->executable != nullptr, "execute: NULL argument");
@@ -372,7 +339,7 @@ void executable_destroy(lt_plugin_context*, lt_plugin_executable* exe) {
 }
 
 lt_plugin_error* stats(lt_plugin_stats_args* args) {
-  return guard([&] {
+  return g_errors.guard([&] {
     check_args(args, args ? args->struct_size : 0, LT_PLUGIN_STATS_ARGS_STRUCT_SIZE,
                "lt_plugin_stats_args");
     require(args->context != nullptr && args->emit != nullptr, "stats: NULL argument");
@@ -398,9 +365,9 @@ const lt_plugin_api kApi = {
     LT_PLUGIN_ABI_MINOR,
     "gpu_opencl",
     "0.1.0",
-    error_message,
-    error_code,
-    error_destroy,
+    plugin_support::error_message,
+    plugin_support::error_code,
+    plugin_support::error_destroy,
     create,
     destroy,
     device_count,
