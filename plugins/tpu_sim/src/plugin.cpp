@@ -1,5 +1,6 @@
 // plugin.cpp — tpu_sim's C ABI: the one exported function table. Every entry point runs its
-// body through guard(), the single place where C++ exceptions become lt_plugin_error values.
+// body through g_errors.guard(), the single place where C++ exceptions become lt_plugin_error
+// values.
 #include <atomic>
 #include <cstring>
 #include <cstdio>
@@ -10,13 +11,8 @@
 #include <vector>
 
 #include "lazytensor/lt_plugin.h"
+#include "lt_plugin_support.hpp"
 #include "program.h"
-
-struct lt_plugin_error {
-  lt_status_code code;
-  std::string message;
-  bool is_static = false;  // the out-of-memory fallback below is never freed
-};
 
 struct lt_plugin_buffer {
   std::unique_ptr<std::byte[]> data;
@@ -46,33 +42,15 @@ struct lt_plugin_context {
 namespace lt::tpu {
 namespace {
 
-lt_plugin_error g_oom_error{LT_STATUS_OUT_OF_MEMORY,
-                            "tpu_sim: out of host memory while reporting an error", true};
-
-lt_plugin_error* make_error(lt_status_code code, const char* message) noexcept {
-  try {
-    return new lt_plugin_error{code, message};
-  } catch (...) {
-    return &g_oom_error;
-  }
-}
-
-template <typename F>
-lt_plugin_error* guard(F&& body) noexcept {
-  try {
-    body();
-    return nullptr;
-  } catch (const Error& e) {
-    return make_error(e.code(), e.what());
-  } catch (const std::bad_alloc&) {
-    return make_error(LT_STATUS_OUT_OF_MEMORY, "tpu_sim: out of host memory");
-  } catch (const std::exception& e) {
-    return make_error(LT_STATUS_INTERNAL,
-                      (std::string("tpu_sim: internal error: ") + e.what()).c_str());
-  } catch (...) {
-    return make_error(LT_STATUS_INTERNAL, "tpu_sim: internal error");
-  }
-}
+// fail() names the plugin in every Error; only foreign exceptions get the wording here.
+plugin_support::ErrorFactory g_errors({
+    .prefix = "",
+    .out_of_memory = "tpu_sim: out of host memory",
+    .oom_fallback = "tpu_sim: out of host memory while reporting an error",
+    .internal = "tpu_sim: internal error: ",
+    .unknown = "tpu_sim: internal error",
+    .invalid_argument = nullptr,
+});
 
 template <typename Args>
 void check_args(const Args* args, size_t min_size, const char* what) {
@@ -101,18 +79,8 @@ void log(lt_plugin_context* ctx, int level, const std::string& msg) {
 
 // --- entry points ---------------------------------------------------------------------
 
-const char* error_message(const lt_plugin_error* e) {
-  return e ? e->message.c_str() : "";
-}
-lt_status_code error_code(const lt_plugin_error* e) {
-  return e ? e->code : LT_STATUS_OK;
-}
-void error_destroy(lt_plugin_error* e) {
-  if (e && !e->is_static) delete e;
-}
-
 lt_plugin_error* create(lt_plugin_create_args* args) {
-  return guard([&] {
+  return g_errors.guard([&] {
     check_args(args, LT_PLUGIN_CREATE_ARGS_STRUCT_SIZE, "create");
     if (args->core_abi_major != LT_PLUGIN_ABI_MAJOR) {
       fail(LT_STATUS_ABI_MISMATCH, "core ABI major " + std::to_string(args->core_abi_major) +
@@ -141,7 +109,7 @@ void destroy(lt_plugin_context* ctx) {
 }
 
 lt_plugin_error* device_count(lt_plugin_context* ctx, size_t* out) {
-  return guard([&] {
+  return g_errors.guard([&] {
     check_context(ctx, "device_count");
     if (!out) fail(LT_STATUS_INVALID_ARGUMENT, "device_count: out is NULL");
     *out = 1;
@@ -149,7 +117,7 @@ lt_plugin_error* device_count(lt_plugin_context* ctx, size_t* out) {
 }
 
 lt_plugin_error* device_info(lt_plugin_device_info_args* args) {
-  return guard([&] {
+  return g_errors.guard([&] {
     check_args(args, LT_PLUGIN_DEVICE_INFO_ARGS_STRUCT_SIZE, "device_info");
     check_context(args->context, "device_info");
     check_device(args->device, "device_info");
@@ -162,7 +130,7 @@ lt_plugin_error* device_info(lt_plugin_device_info_args* args) {
 }
 
 lt_plugin_error* buffer_alloc(lt_plugin_buffer_args* args) {
-  return guard([&] {
+  return g_errors.guard([&] {
     check_args(args, LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE, "buffer_alloc");
     check_context(args->context, "buffer_alloc");
     check_device(args->device, "buffer_alloc");
@@ -208,7 +176,7 @@ void check_range(const lt_plugin_buffer_args* args, const char* what) {
 }
 
 lt_plugin_error* buffer_upload(lt_plugin_buffer_args* args) {
-  return guard([&] {
+  return g_errors.guard([&] {
     check_args(args, LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE, "buffer_upload");
     check_range(args, "buffer_upload");
     if (args->nbytes && !args->src) fail(LT_STATUS_INVALID_ARGUMENT, "buffer_upload: src is NULL");
@@ -217,7 +185,7 @@ lt_plugin_error* buffer_upload(lt_plugin_buffer_args* args) {
 }
 
 lt_plugin_error* buffer_download(lt_plugin_buffer_args* args) {
-  return guard([&] {
+  return g_errors.guard([&] {
     check_args(args, LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE, "buffer_download");
     check_range(args, "buffer_download");
     if (args->nbytes && !args->dst)
@@ -227,7 +195,7 @@ lt_plugin_error* buffer_download(lt_plugin_buffer_args* args) {
 }
 
 lt_plugin_error* buffer_host_ptr(lt_plugin_buffer_args* args) {
-  return guard([&] {
+  return g_errors.guard([&] {
     check_args(args, LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE, "buffer_host_ptr");
     if (!args->buffer) fail(LT_STATUS_INVALID_ARGUMENT, "buffer_host_ptr: buffer is NULL");
     args->host_ptr = args->buffer->data.get();
@@ -235,7 +203,7 @@ lt_plugin_error* buffer_host_ptr(lt_plugin_buffer_args* args) {
 }
 
 lt_plugin_error* supports(lt_plugin_supports_args* args) {
-  return guard([&] {
+  return g_errors.guard([&] {
     check_args(args, LT_PLUGIN_SUPPORTS_ARGS_STRUCT_SIZE, "supports");
     if (!args->graph) fail(LT_STATUS_INVALID_ARGUMENT, "supports: graph is NULL");
     if (args->node >= args->graph->num_nodes) {
@@ -248,7 +216,7 @@ lt_plugin_error* supports(lt_plugin_supports_args* args) {
 }
 
 lt_plugin_error* compile(lt_plugin_compile_args* args) {
-  return guard([&] {
+  return g_errors.guard([&] {
     check_args(args, LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE, "compile");
     check_context(args->context, "compile");
     check_device(args->device, "compile");
@@ -270,7 +238,7 @@ lt_plugin_error* compile(lt_plugin_compile_args* args) {
 }
 
 lt_plugin_error* execute(lt_plugin_execute_args* args) {
-  return guard([&] {
+  return g_errors.guard([&] {
     check_args(args, LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE, "execute");
     check_context(args->context, "execute");
     if (!args->executable) fail(LT_STATUS_INVALID_ARGUMENT, "execute: executable is NULL");
@@ -315,7 +283,7 @@ void executable_destroy(lt_plugin_context*, lt_plugin_executable* exe) {
 }
 
 lt_plugin_error* stats(lt_plugin_stats_args* args) {
-  return guard([&] {
+  return g_errors.guard([&] {
     check_args(args, LT_PLUGIN_STATS_ARGS_STRUCT_SIZE, "stats");
     check_context(args->context, "stats");
     if (!args->emit) fail(LT_STATUS_INVALID_ARGUMENT, "stats: emit is NULL");
@@ -365,9 +333,9 @@ const lt_plugin_api kApi = {
     LT_PLUGIN_ABI_MINOR,
     "tpu_sim",
     "0.1.0",
-    error_message,
-    error_code,
-    error_destroy,
+    plugin_support::error_message,
+    plugin_support::error_code,
+    plugin_support::error_destroy,
     create,
     destroy,
     device_count,
