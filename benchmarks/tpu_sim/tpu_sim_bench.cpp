@@ -5,13 +5,13 @@
 
 #include <random>
 
-#include "tpu_sim_harness.h"
+#include "plugin_harness.hpp"
 
 namespace {
 
-using lt::tpu_test::Attr;
-using lt::tpu_test::GraphBuilder;
-using lt::tpu_test::Session;
+using lt::plugin_test::Attr;
+using lt::plugin_test::GraphBuilder;
+using lt::plugin_test::Session;
 
 std::vector<float> random_floats(size_t n, unsigned seed) {
   std::mt19937 gen(seed);
@@ -25,12 +25,12 @@ std::vector<float> random_floats(size_t n, unsigned seed) {
 void run_graph(benchmark::State& state, GraphBuilder& g,
                const std::vector<std::vector<float>>& inputs,
                const std::vector<size_t>& output_numels, const char* preset) {
-  const lt_plugin_api* api = lt::tpu_test::load_api();
+  const lt_plugin_api* api = lt::plugin_test::load_api(LT_TPU_SIM_PLUGIN);
   if (!api) return state.SkipWithError("cannot load the tpu_sim plugin");
   Session s(api);
   if (!s.create({{"preset", preset}}).ok()) return state.SkipWithError("create failed");
   lt_plugin_executable* exe = nullptr;
-  auto st = s.compile(g.build(), &exe);
+  auto st = s.compile(g.graph(), &exe);
   if (!st.ok()) return state.SkipWithError(st.message.c_str());
   std::vector<lt_plugin_buffer*> ins, outs;
   for (auto& v : inputs) ins.push_back(s.upload(v));
@@ -62,7 +62,7 @@ void BM_Matmul(benchmark::State& state) {
   GraphBuilder g;
   int32_t a = g.input(LT_DTYPE_F32, {n, n});
   int32_t b = g.input(LT_DTYPE_F32, {n, n});
-  g.output(g.node("matmul", LT_DTYPE_F32, {n, n}, {a, b}));
+  g.output(g.op("matmul", LT_DTYPE_F32, {n, n}, {a, b}));
   run_graph(state, g, {random_floats(size_t(n * n), 1), random_floats(size_t(n * n), 2)},
             {size_t(n * n)}, "v4");
 }
@@ -79,27 +79,27 @@ void BM_MlpStep(benchmark::State& state) {
   int32_t w1 = g.input(F, {I, H}), b1 = g.input(F, {H});
   int32_t w2 = g.input(F, {H, O}), b2 = g.input(F, {O});
   int32_t lr = g.input(F, {});
-  int32_t h0 = g.node("matmul", F, {B, H}, {x, w1});
-  int32_t h1 = g.node("add", F, {B, H}, {h0, b1});
-  int32_t h = g.node("relu", F, {B, H}, {h1});
-  int32_t z0 = g.node("matmul", F, {B, O}, {h, w2});
-  int32_t z = g.node("add", F, {B, O}, {z0, b2});
-  int32_t p = g.node("softmax", F, {B, O}, {z}, {Attr::Int("axis", 1)});
-  int32_t dz = g.node("sub", F, {B, O}, {p, y});
-  int32_t ht = g.node("permute", F, {H, B}, {h}, {Attr::Ints("perm", {1, 0})});
-  int32_t dw2 = g.node("matmul", F, {H, O}, {ht, dz});
-  int32_t db2 = g.node("sum", F, {O}, {dz}, {Attr::Ints("axes", {0}), Attr::Int("keepdims", 0)});
-  int32_t w2t = g.node("permute", F, {O, H}, {w2}, {Attr::Ints("perm", {1, 0})});
-  int32_t dh0 = g.node("matmul", F, {B, H}, {dz, w2t});
-  int32_t zero = g.node("full", F, {}, {}, {Attr::Float("value", 0)});
-  int32_t mask = g.node("gt", LT_DTYPE_BOOL, {B, H}, {h1, zero});
-  int32_t dh = g.node("where", F, {B, H}, {mask, dh0, zero});
-  int32_t xt = g.node("permute", F, {I, B}, {x}, {Attr::Ints("perm", {1, 0})});
-  int32_t dw1 = g.node("matmul", F, {I, H}, {xt, dh});
-  int32_t db1 = g.node("sum", F, {H}, {dh}, {Attr::Ints("axes", {0}), Attr::Int("keepdims", 0)});
+  int32_t h0 = g.op("matmul", F, {B, H}, {x, w1});
+  int32_t h1 = g.op("add", F, {B, H}, {h0, b1});
+  int32_t h = g.op("relu", F, {B, H}, {h1});
+  int32_t z0 = g.op("matmul", F, {B, O}, {h, w2});
+  int32_t z = g.op("add", F, {B, O}, {z0, b2});
+  int32_t p = g.op("softmax", F, {B, O}, {z}, {Attr::Int("axis", 1)});
+  int32_t dz = g.op("sub", F, {B, O}, {p, y});
+  int32_t ht = g.op("permute", F, {H, B}, {h}, {Attr::Ints("perm", {1, 0})});
+  int32_t dw2 = g.op("matmul", F, {H, O}, {ht, dz});
+  int32_t db2 = g.op("sum", F, {O}, {dz}, {Attr::Ints("axes", {0}), Attr::Int("keepdims", 0)});
+  int32_t w2t = g.op("permute", F, {O, H}, {w2}, {Attr::Ints("perm", {1, 0})});
+  int32_t dh0 = g.op("matmul", F, {B, H}, {dz, w2t});
+  int32_t zero = g.op("full", F, {}, {}, {Attr::Float("value", 0)});
+  int32_t mask = g.op("gt", LT_DTYPE_BOOL, {B, H}, {h1, zero});
+  int32_t dh = g.op("where", F, {B, H}, {mask, dh0, zero});
+  int32_t xt = g.op("permute", F, {I, B}, {x}, {Attr::Ints("perm", {1, 0})});
+  int32_t dw1 = g.op("matmul", F, {I, H}, {xt, dh});
+  int32_t db1 = g.op("sum", F, {H}, {dh}, {Attr::Ints("axes", {0}), Attr::Int("keepdims", 0)});
   auto update = [&](int32_t w, int32_t dw, std::vector<int64_t> shape) {
-    int32_t step = g.node("mul", F, shape, {dw, lr});
-    g.output(g.node("sub", F, shape, {w, step}));
+    int32_t step = g.op("mul", F, shape, {dw, lr});
+    g.output(g.op("sub", F, shape, {w, step}));
   };
   update(w1, dw1, {I, H});
   update(b1, db1, {H});

@@ -6,14 +6,14 @@
 #include <cstring>
 #include <random>
 
-#include "tpu_sim_harness.h"
+#include "plugin_harness.hpp"
 
 namespace {
 
-using lt::tpu_test::Attr;
-using lt::tpu_test::GraphBuilder;
-using lt::tpu_test::Session;
-using lt::tpu_test::Status;
+using lt::plugin_test::Attr;
+using lt::plugin_test::GraphBuilder;
+using lt::plugin_test::Session;
+using lt::plugin_test::Status;
 
 // The test's own bf16 round-to-nearest-even (independent of the plugin's).
 float bf16(float x) {
@@ -39,7 +39,7 @@ class TpuSim : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string why;
-    api_ = lt::tpu_test::load_api(&why);
+    api_ = lt::plugin_test::load_api(LT_TPU_SIM_PLUGIN, &why);
     ASSERT_NE(api_, nullptr) << "cannot load " << LT_TPU_SIM_PLUGIN << ": " << why;
   }
   // Compiles, runs on the given inputs and returns the first output (of `out_numel` T).
@@ -47,7 +47,7 @@ class TpuSim : public ::testing::Test {
   std::vector<T> run(Session& s, GraphBuilder& g, const std::vector<std::vector<In>>& inputs,
                      size_t out_numel) {
     lt_plugin_executable* exe = nullptr;
-    Status st = s.compile(g.build(), &exe);
+    Status st = s.compile(g.graph(), &exe);
     EXPECT_TRUE(st.ok()) << st.message;
     if (!st.ok()) return {};
     std::vector<lt_plugin_buffer*> ins;
@@ -136,7 +136,7 @@ TEST_F(TpuSim, MatmulMatchesBf16Reference) {
   GraphBuilder g;
   int32_t a = g.input(LT_DTYPE_F32, {M, K});
   int32_t b = g.input(LT_DTYPE_F32, {K, N});
-  g.output(g.node("matmul", LT_DTYPE_F32, {M, N}, {a, b}));
+  g.output(g.op("matmul", LT_DTYPE_F32, {M, N}, {a, b}));
   auto av = random_floats(size_t(M * K), 1), bv = random_floats(size_t(K * N), 2);
   Session s(api_);
   ASSERT_TRUE(s.create().ok());
@@ -169,7 +169,7 @@ TEST_F(TpuSim, BatchedMatmulAndConv2dUseBf16) {
     GraphBuilder g;
     int32_t a = g.input(LT_DTYPE_F32, {2, 3, 4});
     int32_t b = g.input(LT_DTYPE_F32, {2, 4, 5});
-    g.output(g.node("matmul", LT_DTYPE_F32, {2, 3, 5}, {a, b}));
+    g.output(g.op("matmul", LT_DTYPE_F32, {2, 3, 5}, {a, b}));
     auto av = random_floats(24, 3), bv = random_floats(40, 4);
     auto got = run<float>(s, g, std::vector<std::vector<float>>{av, bv}, 30);
     for (int bt = 0; bt < 2; ++bt) {
@@ -190,9 +190,9 @@ TEST_F(TpuSim, BatchedMatmulAndConv2dUseBf16) {
     int32_t x = g.input(LT_DTYPE_F32, {N, C, H, W});
     int32_t w = g.input(LT_DTYPE_F32, {O, C / G, KH, KW});
     int32_t bias = g.input(LT_DTYPE_F32, {O});
-    g.output(g.node("conv2d", LT_DTYPE_F32, {N, O, OH, OW}, {x, w, bias},
-                    {Attr::Ints("stride", {2, 2}), Attr::Ints("padding", {1, 1}),
-                     Attr::Ints("dilation", {1, 1}), Attr::Int("groups", G)}));
+    g.output(g.op("conv2d", LT_DTYPE_F32, {N, O, OH, OW}, {x, w, bias},
+                  {Attr::Ints("stride", {2, 2}), Attr::Ints("padding", {1, 1}),
+                   Attr::Ints("dilation", {1, 1}), Attr::Int("groups", G)}));
     auto xv = random_floats(size_t(N * C * H * W), 5), wv = random_floats(size_t(O * C / G * 9), 6),
          bv = random_floats(size_t(O), 7);
     auto got =
@@ -229,10 +229,10 @@ TEST_F(TpuSim, VectorUnitOpsInF32WithBroadcasting) {
   GraphBuilder g;
   int32_t a = g.input(LT_DTYPE_F32, {3, 4});
   int32_t b = g.input(LT_DTYPE_F32, {4});
-  int32_t add = g.node("add", LT_DTYPE_F32, {3, 4}, {a, b});
-  int32_t e = g.node("exp", LT_DTYPE_F32, {3, 4}, {add});
+  int32_t add = g.op("add", LT_DTYPE_F32, {3, 4}, {a, b});
+  int32_t e = g.op("exp", LT_DTYPE_F32, {3, 4}, {add});
   g.output(
-      g.node("sum", LT_DTYPE_F32, {3}, {e}, {Attr::Ints("axes", {1}), Attr::Int("keepdims", 0)}));
+      g.op("sum", LT_DTYPE_F32, {3}, {e}, {Attr::Ints("axes", {1}), Attr::Int("keepdims", 0)}));
   std::vector<float> av = random_floats(12, 8), bv = random_floats(4, 9);
   auto got = run<float>(s, g, std::vector<std::vector<float>>{av, bv}, 3);
   for (int i = 0; i < 3; ++i) {
@@ -248,7 +248,7 @@ TEST_F(TpuSim, IntegerOpsWrapAndDivideByZeroIsZero) {
   GraphBuilder g;
   int32_t a = g.input(LT_DTYPE_I32, {4});
   int32_t b = g.input(LT_DTYPE_I32, {4});
-  g.output(g.node("div", LT_DTYPE_I32, {4}, {a, b}));
+  g.output(g.op("div", LT_DTYPE_I32, {4}, {a, b}));
   std::vector<int32_t> av{7, -7, INT32_MIN, 5}, bv{2, 2, -1, 0};
   auto got = run<int32_t>(s, g, std::vector<std::vector<int32_t>>{av, bv}, 4);
   EXPECT_EQ(got, (std::vector<int32_t>{3, -3, INT32_MIN, 0}));
@@ -262,25 +262,25 @@ TEST_F(TpuSim, LayoutOps) {
   {
     GraphBuilder g;
     int32_t a = g.input(LT_DTYPE_F32, {2, 3});
-    g.output(g.node("permute", LT_DTYPE_F32, {3, 2}, {a}, {Attr::Ints("perm", {1, 0})}));
+    g.output(g.op("permute", LT_DTYPE_F32, {3, 2}, {a}, {Attr::Ints("perm", {1, 0})}));
     EXPECT_EQ(run<float>(s, g, std::vector<std::vector<float>>{x}, 6),
               (std::vector<float>{0, 3, 1, 4, 2, 5}));
   }
   {
     GraphBuilder g;
     int32_t a = g.input(LT_DTYPE_F32, {2, 3});
-    g.output(g.node("slice", LT_DTYPE_F32, {2, 2}, {a},
-                    {Attr::Ints("starts", {1, 2}), Attr::Ints("steps", {-1, -2})}));
+    g.output(g.op("slice", LT_DTYPE_F32, {2, 2}, {a},
+                  {Attr::Ints("starts", {1, 2}), Attr::Ints("steps", {-1, -2})}));
     EXPECT_EQ(run<float>(s, g, std::vector<std::vector<float>>{x}, 4),
               (std::vector<float>{5, 3, 2, 0}));
   }
   {
     GraphBuilder g;
     int32_t a = g.input(LT_DTYPE_F32, {2, 3});
-    int32_t p = g.node(
-        "pad", LT_DTYPE_F32, {2, 5}, {a},
-        {Attr::Ints("before", {0, 1}), Attr::Ints("after", {0, 1}), Attr::Float("value", -1)});
-    g.output(g.node("concat", LT_DTYPE_F32, {4, 5}, {p, p}, {Attr::Int("axis", 0)}));
+    int32_t p =
+        g.op("pad", LT_DTYPE_F32, {2, 5}, {a},
+             {Attr::Ints("before", {0, 1}), Attr::Ints("after", {0, 1}), Attr::Float("value", -1)});
+    g.output(g.op("concat", LT_DTYPE_F32, {4, 5}, {p, p}, {Attr::Int("axis", 0)}));
     auto got = run<float>(s, g, std::vector<std::vector<float>>{x}, 20);
     std::vector<float> row = {-1, 0, 1, 2, -1, -1, 3, 4, 5, -1};
     row.insert(row.end(), row.begin(), row.end());
@@ -290,9 +290,9 @@ TEST_F(TpuSim, LayoutOps) {
     GraphBuilder g;
     int32_t a = g.input(LT_DTYPE_F32, {2, 3});
     int32_t idx = g.input(LT_DTYPE_I32, {4});
-    g.output(g.node("gather", LT_DTYPE_F32, {2, 4}, {a, idx}, {Attr::Int("axis", 1)}));
+    g.output(g.op("gather", LT_DTYPE_F32, {2, 4}, {a, idx}, {Attr::Int("axis", 1)}));
     lt_plugin_executable* exe = nullptr;
-    ASSERT_TRUE(s.compile(g.build(), &exe).ok());
+    ASSERT_TRUE(s.compile(g.graph(), &exe).ok());
     auto* ab = s.upload(x);
     auto* ib = s.upload(std::vector<int32_t>{2, -5, 9, 1});
     lt_plugin_buffer* out = nullptr;
@@ -309,10 +309,10 @@ TEST_F(TpuSim, NnAndConversionOps) {
   {  // softmax over the last axis, then max_pool2d 2x2 stride 2 on the [1,1,2,4] result
     GraphBuilder g;
     int32_t a = g.input(LT_DTYPE_F32, {1, 1, 2, 4});
-    int32_t sm = g.node("softmax", LT_DTYPE_F32, {1, 1, 2, 4}, {a}, {Attr::Int("axis", 3)});
-    g.output(g.node("max_pool2d", LT_DTYPE_F32, {1, 1, 1, 2}, {sm},
-                    {Attr::Ints("kernel", {2, 2}), Attr::Ints("stride", {2, 2}),
-                     Attr::Ints("padding", {0, 0})}));
+    int32_t sm = g.op("softmax", LT_DTYPE_F32, {1, 1, 2, 4}, {a}, {Attr::Int("axis", 3)});
+    g.output(g.op("max_pool2d", LT_DTYPE_F32, {1, 1, 1, 2}, {sm},
+                  {Attr::Ints("kernel", {2, 2}), Attr::Ints("stride", {2, 2}),
+                   Attr::Ints("padding", {0, 0})}));
     std::vector<float> x{0, 0, 0, 0, 1, 2, 3, 4};
     auto got = run<float>(s, g, std::vector<std::vector<float>>{x}, 2);
     float z = std::exp(1.f) + std::exp(2.f) + std::exp(3.f) + std::exp(4.f);
@@ -323,11 +323,11 @@ TEST_F(TpuSim, NnAndConversionOps) {
     GraphBuilder g;
     int32_t a = g.input(LT_DTYPE_F32, {2, 3});
     int32_t c = g.input(LT_DTYPE_BOOL, {3});
-    int32_t i = g.node("cast", LT_DTYPE_I32, {2, 3}, {a});
-    int32_t neg = g.node("neg", LT_DTYPE_I32, {2, 3}, {i});
-    g.output(g.node("where", LT_DTYPE_I32, {2, 3}, {c, i, neg}));
+    int32_t i = g.op("cast", LT_DTYPE_I32, {2, 3}, {a});
+    int32_t neg = g.op("neg", LT_DTYPE_I32, {2, 3}, {i});
+    g.output(g.op("where", LT_DTYPE_I32, {2, 3}, {c, i, neg}));
     lt_plugin_executable* exe = nullptr;
-    ASSERT_TRUE(s.compile(g.build(), &exe).ok());
+    ASSERT_TRUE(s.compile(g.graph(), &exe).ok());
     auto* ab = s.upload(std::vector<float>{-2.7f, 1e10f, NAN, 3.9f, -1e10f, 0.5f});
     auto* cb = s.upload(std::vector<uint8_t>{1, 1, 0});
     lt_plugin_buffer* out = nullptr;
@@ -348,26 +348,26 @@ TEST_F(TpuSim, SupportsRejectsLackingOpsAndDtypes) {
   int32_t l = g.input(LT_DTYPE_I64, {8});
   int32_t seed = g.input(LT_DTYPE_I64, {});
   int32_t idx = g.input(LT_DTYPE_I32, {8});
-  int32_t ok_add = g.node("add", LT_DTYPE_F32, {8}, {f, f});
-  int32_t f64_add = g.node("add", LT_DTYPE_F64, {8}, {d, d});
-  int32_t i64_neg = g.node("neg", LT_DTYPE_I64, {8}, {l});
-  int32_t i64_add = g.node("add", LT_DTYPE_I64, {8}, {l, l});
-  int32_t i64_div = g.node("div", LT_DTYPE_I64, {8}, {l, l});
+  int32_t ok_add = g.op("add", LT_DTYPE_F32, {8}, {f, f});
+  int32_t f64_add = g.op("add", LT_DTYPE_F64, {8}, {d, d});
+  int32_t i64_neg = g.op("neg", LT_DTYPE_I64, {8}, {l});
+  int32_t i64_add = g.op("add", LT_DTYPE_I64, {8}, {l, l});
+  int32_t i64_div = g.op("div", LT_DTYPE_I64, {8}, {l, l});
   int32_t argmax =
-      g.node("argmax", LT_DTYPE_I64, {}, {f}, {Attr::Int("axis", 0), Attr::Int("keepdims", 0)});
+      g.op("argmax", LT_DTYPE_I64, {}, {f}, {Attr::Int("axis", 0), Attr::Int("keepdims", 0)});
   int32_t bools = g.input(LT_DTYPE_BOOL, {8});
   int32_t argmax_bool =
-      g.node("argmax", LT_DTYPE_I64, {}, {bools}, {Attr::Int("axis", 0), Attr::Int("keepdims", 0)});
-  int32_t i64_eq = g.node("eq", LT_DTYPE_BOOL, {8}, {l, l});
+      g.op("argmax", LT_DTYPE_I64, {}, {bools}, {Attr::Int("axis", 0), Attr::Int("keepdims", 0)});
+  int32_t i64_eq = g.op("eq", LT_DTYPE_BOOL, {8}, {l, l});
   int32_t i64_sum =
-      g.node("sum", LT_DTYPE_I64, {}, {l}, {Attr::Ints("axes", {0}), Attr::Int("keepdims", 0)});
-  int32_t f64_cast = g.node("cast", LT_DTYPE_F64, {8}, {l});
-  int32_t scatter = g.node("scatter_add", LT_DTYPE_F32, {8}, {f, idx, f}, {Attr::Int("axis", 0)});
-  int32_t rnd = g.node("random_uniform", LT_DTYPE_F32, {8}, {seed},
-                       {Attr::Float("low", 0), Attr::Float("high", 1)});
-  int32_t to_f32 = g.node("cast", LT_DTYPE_F32, {8}, {d});
-  int32_t exp_i32 = g.node("exp", LT_DTYPE_I32, {8}, {idx});
-  const lt_graph* graph = g.build();
+      g.op("sum", LT_DTYPE_I64, {}, {l}, {Attr::Ints("axes", {0}), Attr::Int("keepdims", 0)});
+  int32_t f64_cast = g.op("cast", LT_DTYPE_F64, {8}, {l});
+  int32_t scatter = g.op("scatter_add", LT_DTYPE_F32, {8}, {f, idx, f}, {Attr::Int("axis", 0)});
+  int32_t rnd = g.op("random_uniform", LT_DTYPE_F32, {8}, {seed},
+                     {Attr::Float("low", 0), Attr::Float("high", 1)});
+  int32_t to_f32 = g.op("cast", LT_DTYPE_F32, {8}, {d});
+  int32_t exp_i32 = g.op("exp", LT_DTYPE_I32, {8}, {idx});
+  const lt_graph* graph = &g.graph();
   auto supported = [&](int32_t node) {
     lt_plugin_supports_args a{};
     a.struct_size = LT_PLUGIN_SUPPORTS_ARGS_STRUCT_SIZE;
@@ -387,9 +387,9 @@ TEST_F(TpuSim, SupportsRejectsLackingOpsAndDtypes) {
   // compile refuses the same nodes rather than miscomputing them
   GraphBuilder g2;
   int32_t x = g2.input(LT_DTYPE_I64, {8});
-  g2.output(g2.node("div", LT_DTYPE_I64, {8}, {x, x}));
+  g2.output(g2.op("div", LT_DTYPE_I64, {8}, {x, x}));
   lt_plugin_executable* exe = nullptr;
-  Status st = s.compile(g2.build(), &exe);
+  Status st = s.compile(g2.graph(), &exe);
   EXPECT_EQ(st.code, LT_STATUS_UNSUPPORTED);
   EXPECT_NE(st.message.find("div"), std::string::npos) << st.message;
   EXPECT_NE(st.message.find("i64"), std::string::npos) << st.message;
@@ -403,14 +403,14 @@ TEST_F(TpuSim, I64IndexBookkeepingCountsCorrectPredictions) {
   int32_t x = g.input(LT_DTYPE_F32, {3, 3});
   int32_t y = g.input(LT_DTYPE_I32, {3});
   int32_t am =
-      g.node("argmax", LT_DTYPE_I64, {3}, {x}, {Attr::Int("axis", 1), Attr::Int("keepdims", 0)});
-  int32_t eq = g.node("eq", LT_DTYPE_BOOL, {3}, {am, g.node("cast", LT_DTYPE_I64, {3}, {y})});
-  int32_t cnt = g.node("sum", LT_DTYPE_I64, {}, {g.node("cast", LT_DTYPE_I64, {3}, {eq})},
-                       {Attr::Ints("axes", {0}), Attr::Int("keepdims", 0)});
-  g.output(g.node("reshape", LT_DTYPE_I64, {1}, {cnt}));
+      g.op("argmax", LT_DTYPE_I64, {3}, {x}, {Attr::Int("axis", 1), Attr::Int("keepdims", 0)});
+  int32_t eq = g.op("eq", LT_DTYPE_BOOL, {3}, {am, g.op("cast", LT_DTYPE_I64, {3}, {y})});
+  int32_t cnt = g.op("sum", LT_DTYPE_I64, {}, {g.op("cast", LT_DTYPE_I64, {3}, {eq})},
+                     {Attr::Ints("axes", {0}), Attr::Int("keepdims", 0)});
+  g.output(g.op("reshape", LT_DTYPE_I64, {1}, {cnt}));
   g.output(am);
   lt_plugin_executable* exe = nullptr;
-  Status st = s.compile(g.build(), &exe);
+  Status st = s.compile(g.graph(), &exe);
   ASSERT_TRUE(st.ok()) << st.message;
   // row 0: max at 1; row 1: ties keep the first (0); row 2: the first NaN is the maximum (2)
   auto* xb = s.upload(std::vector<float>{1, 5, 2, 7, 7, 3, 0, 1, NAN});
@@ -432,7 +432,7 @@ TEST_F(TpuSim, I64CastsSaturateFromFloatAndWrapToI32) {
   {
     GraphBuilder g;
     int32_t a = g.input(LT_DTYPE_F32, {5});
-    g.output(g.node("cast", LT_DTYPE_I64, {5}, {a}));
+    g.output(g.op("cast", LT_DTYPE_I64, {5}, {a}));
     auto got =
         run<int64_t>(s, g, std::vector<std::vector<float>>{{1e30f, -1e30f, NAN, -2.7f, 3.9f}}, 5);
     EXPECT_EQ(got, (std::vector<int64_t>{INT64_MAX, INT64_MIN, 0, -2, 3}));
@@ -440,7 +440,7 @@ TEST_F(TpuSim, I64CastsSaturateFromFloatAndWrapToI32) {
   {
     GraphBuilder g;
     int32_t a = g.input(LT_DTYPE_I64, {3});
-    int32_t i = g.node("cast", LT_DTYPE_I32, {3}, {a});
+    int32_t i = g.op("cast", LT_DTYPE_I32, {3}, {a});
     g.output(i);
     auto got = run<int32_t>(
         s, g, std::vector<std::vector<int64_t>>{{(int64_t(1) << 32) + 5, -1, int64_t(1) << 31}}, 3);
@@ -449,7 +449,7 @@ TEST_F(TpuSim, I64CastsSaturateFromFloatAndWrapToI32) {
   {  // layout ops move 8-byte elements: transpose of an i64 [2,3]
     GraphBuilder g;
     int32_t a = g.input(LT_DTYPE_I64, {2, 3});
-    g.output(g.node("permute", LT_DTYPE_I64, {3, 2}, {a}, {Attr::Ints("perm", {1, 0})}));
+    g.output(g.op("permute", LT_DTYPE_I64, {3, 2}, {a}, {Attr::Ints("perm", {1, 0})}));
     int64_t big = int64_t(1) << 40;
     auto got =
         run<int64_t>(s, g, std::vector<std::vector<int64_t>>{{0, 1, 2, big, big + 1, big + 2}}, 6);
@@ -465,9 +465,9 @@ TEST_F(TpuSim, I64ArithmeticAndScatterAdd) {
     GraphBuilder g;
     int32_t a = g.input(LT_DTYPE_I64, {3});
     int32_t b = g.input(LT_DTYPE_I64, {3});
-    int32_t sum = g.node("add", LT_DTYPE_I64, {3}, {a, b});
-    int32_t prod = g.node("mul", LT_DTYPE_I64, {3}, {sum, b});
-    g.output(g.node("neg", LT_DTYPE_I64, {3}, {prod}));
+    int32_t sum = g.op("add", LT_DTYPE_I64, {3}, {a, b});
+    int32_t prod = g.op("mul", LT_DTYPE_I64, {3}, {sum, b});
+    g.output(g.op("neg", LT_DTYPE_I64, {3}, {prod}));
     const int64_t big = int64_t(1) << 40;
     auto got =
         run<int64_t>(s, g, std::vector<std::vector<int64_t>>{{big, INT64_MAX, -3}, {1, 1, 2}}, 3);
@@ -478,9 +478,9 @@ TEST_F(TpuSim, I64ArithmeticAndScatterAdd) {
     int32_t a = g.input(LT_DTYPE_F32, {4, 2});
     int32_t ix = g.input(LT_DTYPE_I64, {4});
     int32_t up = g.input(LT_DTYPE_F32, {4, 2});
-    g.output(g.node("scatter_add", LT_DTYPE_F32, {4, 2}, {a, ix, up}, {Attr::Int("axis", 0)}));
+    g.output(g.op("scatter_add", LT_DTYPE_F32, {4, 2}, {a, ix, up}, {Attr::Int("axis", 0)}));
     lt_plugin_executable* exe = nullptr;
-    Status st = s.compile(g.build(), &exe);
+    Status st = s.compile(g.graph(), &exe);
     ASSERT_TRUE(st.ok()) << st.message;
     auto* ab = s.upload(std::vector<float>{1, 1, 1, 1, 1, 1, 1, 1});
     auto* ib = s.upload(std::vector<int64_t>{1, 9, 1, -1});
@@ -499,9 +499,9 @@ TEST_F(TpuSim, MalformedGraphIsInvalidArgumentNamingTheNode) {
   GraphBuilder g;
   int32_t a = g.input(LT_DTYPE_F32, {4, 5});
   int32_t b = g.input(LT_DTYPE_F32, {6, 7});
-  g.output(g.node("matmul", LT_DTYPE_F32, {4, 7}, {a, b}));
+  g.output(g.op("matmul", LT_DTYPE_F32, {4, 7}, {a, b}));
   lt_plugin_executable* exe = nullptr;
-  Status st = s.compile(g.build(), &exe);
+  Status st = s.compile(g.graph(), &exe);
   EXPECT_EQ(st.code, LT_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(st.message.find("matmul"), std::string::npos) << st.message;
   EXPECT_NE(st.message.find("[4,5]"), std::string::npos) << st.message;
@@ -511,7 +511,7 @@ TEST_F(TpuSim, MalformedGraphIsInvalidArgumentNamingTheNode) {
 
 std::map<std::string, double> compile_stats(Session& s, GraphBuilder& g) {
   lt_plugin_executable* exe = nullptr;
-  Status st = s.compile(g.build(), &exe);
+  Status st = s.compile(g.graph(), &exe);
   EXPECT_TRUE(st.ok()) << st.message;
   if (!st.ok()) return {};
   auto m = s.stats(exe);
@@ -523,7 +523,7 @@ std::map<std::string, double> matmul_stats(Session& s, int64_t M, int64_t K, int
   GraphBuilder g;
   int32_t a = g.input(LT_DTYPE_F32, {M, K});
   int32_t b = g.input(LT_DTYPE_F32, {K, N});
-  g.output(g.node("matmul", LT_DTYPE_F32, {M, N}, {a, b}));
+  g.output(g.op("matmul", LT_DTYPE_F32, {M, N}, {a, b}));
   return compile_stats(s, g);
 }
 
@@ -550,7 +550,7 @@ TEST_F(TpuSim, LargeElementwiseIsBandwidthBound) {
   GraphBuilder g;
   int32_t a = g.input(LT_DTYPE_F32, {rows, cols});
   int32_t b = g.input(LT_DTYPE_F32, {rows, cols});
-  g.output(g.node("add", LT_DTYPE_F32, {rows, cols}, {a, b}));
+  g.output(g.op("add", LT_DTYPE_F32, {rows, cols}, {a, b}));
   auto m = compile_stats(s, g);
   const double bytes = 3.0 * double(rows * cols) * 4.0;
   EXPECT_EQ(m["hbm_bytes"], bytes);
@@ -565,9 +565,9 @@ TEST_F(TpuSim, ElementwiseChainIsFusedInVmem) {
   ASSERT_TRUE(s.create().ok());
   GraphBuilder g;
   int32_t a = g.input(LT_DTYPE_F32, {1024, 1024});
-  int32_t e = g.node("exp", LT_DTYPE_F32, {1024, 1024}, {a});
-  int32_t t = g.node("tanh", LT_DTYPE_F32, {1024, 1024}, {e});
-  g.output(g.node("neg", LT_DTYPE_F32, {1024, 1024}, {t}));
+  int32_t e = g.op("exp", LT_DTYPE_F32, {1024, 1024}, {a});
+  int32_t t = g.op("tanh", LT_DTYPE_F32, {1024, 1024}, {e});
+  g.output(g.op("neg", LT_DTYPE_F32, {1024, 1024}, {t}));
   auto m = compile_stats(s, g);
   EXPECT_EQ(m["hbm_bytes"], 2.0 * 1024 * 1024 * 4);  // read a once, write the result once
 }
@@ -596,10 +596,10 @@ TEST_F(TpuSim, ProgramOverHbmCapacityFailsWithSizes) {
   GraphBuilder g;
   int32_t a = g.input(LT_DTYPE_F32, {65536, 32768});  // 8 GiB each
   int32_t b = g.input(LT_DTYPE_F32, {65536, 32768});
-  int32_t sum = g.node("add", LT_DTYPE_F32, {65536, 32768}, {a, b});
-  g.output(g.node("reshape", LT_DTYPE_F32, {32768, 65536}, {sum}));
+  int32_t sum = g.op("add", LT_DTYPE_F32, {65536, 32768}, {a, b});
+  g.output(g.op("reshape", LT_DTYPE_F32, {32768, 65536}, {sum}));
   lt_plugin_executable* exe = nullptr;
-  Status st = s.compile(g.build(), &exe);
+  Status st = s.compile(g.graph(), &exe);
   EXPECT_EQ(st.code, LT_STATUS_OUT_OF_MEMORY);
   EXPECT_NE(st.message.find("needs 32.0 GiB of HBM"), std::string::npos) << st.message;
   EXPECT_NE(st.message.find("capacity 16.0 GiB"), std::string::npos) << st.message;
@@ -628,9 +628,9 @@ TEST_F(TpuSim, ExecuteAccumulatesContextStats) {
   ASSERT_TRUE(s.create({{"launch_overhead_us", "10"}}).ok());
   GraphBuilder g;
   int32_t a = g.input(LT_DTYPE_F32, {64, 64});
-  g.output(g.node("matmul", LT_DTYPE_F32, {64, 64}, {a, a}));
+  g.output(g.op("matmul", LT_DTYPE_F32, {64, 64}, {a, a}));
   lt_plugin_executable* exe = nullptr;
-  ASSERT_TRUE(s.compile(g.build(), &exe).ok());
+  ASSERT_TRUE(s.compile(g.graph(), &exe).ok());
   auto* in = s.upload(std::vector<float>(64 * 64, 1.f));
   lt_plugin_buffer* out = nullptr;
   ASSERT_TRUE(s.alloc(64 * 64 * 4, &out).ok());
