@@ -1,13 +1,11 @@
 // CpuEagerPluginTest.cpp — drives the cpu_eager plugin through its C table without the core:
 // table/version checks, buffers, hand-built graphs against plain loops, error values, and a
 // 1,000,000-node chain.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <deque>
 #include <limits>
 #include <map>
 #include <thread>
@@ -17,176 +15,72 @@
 
 #include "lazytensor/lt_plugin.h"
 #include "lazytensor/lt_random.h"
+#include "plugin_harness.hpp"
 
 namespace {
 
-// Owns the storage of a hand-built lt_graph; nodes point into the deques, which never move.
-class GraphBuilder {
- public:
-  int input(lt_dtype dtype, std::vector<int64_t> shape) {
-    int id = add("input", dtype, std::move(shape), {}, {});
-    inputs_.push_back(id);
-    return id;
-  }
-  int op(const char* name, lt_dtype dtype, std::vector<int64_t> shape,
-         std::vector<int32_t> operands, std::vector<lt_attr> attrs = {}) {
-    return add(name, dtype, std::move(shape), std::move(operands), std::move(attrs));
-  }
-  lt_attr ints(const char* name, std::vector<int64_t> v) {
-    ints_.push_back(std::move(v));
-    lt_attr a{};
-    a.name = name;
-    a.kind = LT_ATTR_INTS;
-    a.ints = ints_.back().data();
-    a.ints_len = ints_.back().size();
-    return a;
-  }
-  static lt_attr i(const char* name, int64_t v) {
-    lt_attr a{};
-    a.name = name;
-    a.kind = LT_ATTR_INT;
-    a.i = v;
-    return a;
-  }
-  static lt_attr f(const char* name, double v) {
-    lt_attr a{};
-    a.name = name;
-    a.kind = LT_ATTR_FLOAT;
-    a.f = v;
-    return a;
-  }
-  void output(int id) { outputs_.push_back(id); }
-  lt_graph graph() const {
-    lt_graph g{};
-    g.struct_size = LT_GRAPH_STRUCT_SIZE;
-    g.num_nodes = nodes_.size();
-    g.nodes = nodes_.data();
-    g.num_inputs = inputs_.size();
-    g.inputs = inputs_.data();
-    g.num_outputs = outputs_.size();
-    g.outputs = outputs_.data();
-    return g;
-  }
-  void reserve(size_t n) { nodes_.reserve(n); }
-  std::vector<lt_graph_node>& nodes() { return nodes_; }
-
- private:
-  int add(const char* name, lt_dtype dtype, std::vector<int64_t> shape,
-          std::vector<int32_t> operands, std::vector<lt_attr> attrs) {
-    shapes_.push_back(std::move(shape));
-    operands_.push_back(std::move(operands));
-    attrs_.push_back(std::move(attrs));
-    lt_graph_node n{};
-    n.op = name;
-    n.dtype = dtype;
-    n.rank = shapes_.back().size();
-    n.shape = shapes_.back().data();
-    n.num_operands = operands_.back().size();
-    n.operands = operands_.back().data();
-    n.num_attrs = attrs_.back().size();
-    n.attrs = attrs_.back().data();
-    nodes_.push_back(n);
-    return static_cast<int>(nodes_.size() - 1);
-  }
-  std::deque<std::vector<int64_t>> shapes_, ints_;
-  std::deque<std::vector<int32_t>> operands_;
-  std::deque<std::vector<lt_attr>> attrs_;
-  std::vector<lt_graph_node> nodes_;
-  std::vector<int32_t> inputs_, outputs_;
-};
+using lt::plugin_test::Attr;
+using lt::plugin_test::GraphBuilder;
+using lt::plugin_test::Status;
 
 class CpuEager : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    handle_ = dlopen(LT_CPU_EAGER_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
-    ASSERT_NE(handle_, nullptr) << dlerror();
-    auto get = reinterpret_cast<lt_plugin_get_api_fn>(dlsym(handle_, LT_PLUGIN_ENTRY_SYMBOL));
-    ASSERT_NE(get, nullptr);
-    api_ = get();
+    std::string why;
+    api_ = lt::plugin_test::load_api(LT_CPU_EAGER_PLUGIN_PATH, &why);
+    ASSERT_NE(api_, nullptr) << why;
   }
   void SetUp() override {
     ASSERT_NE(api_, nullptr);
-    lt_plugin_create_args a{};
-    a.struct_size = LT_PLUGIN_CREATE_ARGS_STRUCT_SIZE;
-    a.core_abi_major = LT_PLUGIN_ABI_MAJOR;
-    a.core_abi_minor = LT_PLUGIN_ABI_MINOR;
-    ASSERT_EQ(check(api_->create(&a)), LT_STATUS_OK) << last_message_;
-    ctx_ = a.context;
+    lt_plugin_context* ctx = nullptr;
+    ASSERT_EQ(code(lt::plugin_test::create_context(api_, {}, &ctx)), LT_STATUS_OK) << last_message_;
+    ctx_ = ctx;
   }
   void TearDown() override {
     for (lt_plugin_buffer* b : buffers_) api_->buffer_free(ctx_, b);
     if (ctx_) api_->destroy(ctx_);
   }
 
-  // Returns the error's code (OK for NULL) and destroys it, keeping its message.
-  lt_status_code check(lt_plugin_error* e) {
-    if (!e) return LT_STATUS_OK;
-    last_message_ = api_->error_message(e);
-    lt_status_code c = api_->error_code(e);
-    api_->error_destroy(e);
-    return c;
+  lt::plugin_test::Context context() const { return {api_, ctx_}; }
+  // Returns the code, keeping a failure's message for the assertion that reports it.
+  lt_status_code code(Status s) {
+    if (!s.ok()) last_message_ = std::move(s.message);
+    return s.code;
   }
+  // Returns the error's code (OK for NULL) and destroys it, keeping its message.
+  lt_status_code check(lt_plugin_error* e) { return code(lt::plugin_test::take(api_, e)); }
 
   lt_plugin_buffer* alloc(size_t nbytes) {
-    lt_plugin_buffer_args a{};
-    a.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
-    a.context = ctx_;
-    a.nbytes = nbytes;
-    EXPECT_EQ(check(api_->buffer_alloc(&a)), LT_STATUS_OK) << last_message_;
-    buffers_.push_back(a.buffer);
-    return a.buffer;
+    lt_plugin_buffer* b = nullptr;
+    EXPECT_EQ(code(context().alloc(nbytes, &b)), LT_STATUS_OK) << last_message_;
+    buffers_.push_back(b);
+    return b;
   }
   template <class T>
   lt_plugin_buffer* upload(const std::vector<T>& v) {
     lt_plugin_buffer* b = alloc(v.size() * sizeof(T));
-    lt_plugin_buffer_args a{};
-    a.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
-    a.context = ctx_;
-    a.buffer = b;
-    a.nbytes = v.size() * sizeof(T);
-    a.src = v.data();
-    EXPECT_EQ(check(api_->buffer_upload(&a)), LT_STATUS_OK) << last_message_;
+    EXPECT_EQ(code(context().upload(b, v.data(), v.size() * sizeof(T))), LT_STATUS_OK)
+        << last_message_;
     return b;
   }
   template <class T>
   std::vector<T> download(lt_plugin_buffer* b, size_t n) {
     std::vector<T> v(n);
-    lt_plugin_buffer_args a{};
-    a.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
-    a.context = ctx_;
-    a.buffer = b;
-    a.nbytes = n * sizeof(T);
-    a.dst = v.data();
-    EXPECT_EQ(check(api_->buffer_download(&a)), LT_STATUS_OK) << last_message_;
+    EXPECT_EQ(code(context().download(b, v.data(), n * sizeof(T))), LT_STATUS_OK) << last_message_;
     return v;
   }
 
   lt_status_code compile(const lt_graph& g, lt_plugin_executable** ex) {
-    lt_plugin_compile_args a{};
-    a.struct_size = LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE;
-    a.context = ctx_;
-    a.graph = &g;
-    lt_status_code c = check(api_->compile(&a));
-    *ex = a.executable;
-    return c;
+    return code(context().compile(g, ex));
   }
   lt_status_code execute(lt_plugin_executable* ex, std::vector<lt_plugin_buffer*> in,
                          std::vector<lt_plugin_buffer*> out) {
-    lt_plugin_execute_args a{};
-    a.struct_size = LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE;
-    a.context = ctx_;
-    a.executable = ex;
-    a.num_inputs = in.size();
-    a.inputs = in.data();
-    a.num_outputs = out.size();
-    a.outputs = out.data();
-    return check(api_->execute(&a));
+    return code(context().execute(ex, in, out));
   }
   // Compiles, runs once with `in`, and returns output 0 as T (n elements).
   template <class T>
-  std::vector<T> run(const GraphBuilder& gb, std::vector<lt_plugin_buffer*> in, size_t n) {
+  std::vector<T> run(const lt_graph& g, std::vector<lt_plugin_buffer*> in, size_t n) {
     lt_plugin_executable* ex = nullptr;
-    lt_graph g = gb.graph();
     EXPECT_EQ(compile(g, &ex), LT_STATUS_OK) << last_message_;
     if (!ex) return {};
     lt_plugin_buffer* out = alloc(std::max<size_t>(n, 1) * sizeof(T));
@@ -194,14 +88,16 @@ class CpuEager : public ::testing::Test {
     api_->executable_destroy(ctx_, ex);
     return download<T>(out, n);
   }
+  template <class T>
+  std::vector<T> run(GraphBuilder& gb, std::vector<lt_plugin_buffer*> in, size_t n) {
+    return run<T>(gb.graph(), std::move(in), n);
+  }
 
-  static void* handle_;
   static const lt_plugin_api* api_;
   lt_plugin_context* ctx_ = nullptr;
   std::vector<lt_plugin_buffer*> buffers_;
   std::string last_message_;
 };
-void* CpuEager::handle_ = nullptr;
 const lt_plugin_api* CpuEager::api_ = nullptr;
 
 TEST_F(CpuEager, TableHasVersionNameAndEveryFunction) {
@@ -342,7 +238,7 @@ TEST_F(CpuEager, BroadcastReduceAndArgmaxOverAxisSubsets) {
   GraphBuilder gb;
   int ix = gb.input(LT_DTYPE_F32, {2, 3, 4});
   gb.output(gb.op("sum", LT_DTYPE_F32, {1, 3, 1}, {ix},
-                  {gb.ints("axes", {0, 2}), GraphBuilder::i("keepdims", 1)}));
+                  {Attr::Ints("axes", {0, 2}), Attr::Int("keepdims", 1)}));
   auto s = run<float>(gb, {upload(x)}, 3);
   for (int j = 0; j < 3; ++j) {
     float want = 0;
@@ -352,7 +248,7 @@ TEST_F(CpuEager, BroadcastReduceAndArgmaxOverAxisSubsets) {
   }
   GraphBuilder ga;
   int iy = ga.input(LT_DTYPE_F32, {2, 3});
-  ga.output(ga.op("argmax", LT_DTYPE_I64, {3}, {iy}, {GraphBuilder::i("axis", 0)}));
+  ga.output(ga.op("argmax", LT_DTYPE_I64, {3}, {iy}, {Attr::Int("axis", 0)}));
   const float nan = std::numeric_limits<float>::quiet_NaN();
   auto am = run<int64_t>(ga, {upload<float>({1, 5, nan, 2, 5, 3})}, 3);
   EXPECT_EQ(am, (std::vector<int64_t>{1, 0, 0}));
@@ -361,15 +257,15 @@ TEST_F(CpuEager, BroadcastReduceAndArgmaxOverAxisSubsets) {
 TEST_F(CpuEager, SliceNegativeStepGatherClampScatterDrop) {
   GraphBuilder gb;
   int ia = gb.input(LT_DTYPE_I64, {6});
-  gb.output(
-      gb.op("slice", LT_DTYPE_I64, {3}, {ia}, {gb.ints("starts", {5}), gb.ints("steps", {-2})}));
+  gb.output(gb.op("slice", LT_DTYPE_I64, {3}, {ia},
+                  {Attr::Ints("starts", {5}), Attr::Ints("steps", {-2})}));
   EXPECT_EQ(run<int64_t>(gb, {upload<int64_t>({0, 1, 2, 3, 4, 5})}, 3),
             (std::vector<int64_t>{5, 3, 1}));
 
   GraphBuilder gg;
   int a = gg.input(LT_DTYPE_F32, {2, 3});
   int idx = gg.input(LT_DTYPE_I32, {3});
-  gg.output(gg.op("gather", LT_DTYPE_F32, {2, 3}, {a, idx}, {GraphBuilder::i("axis", 1)}));
+  gg.output(gg.op("gather", LT_DTYPE_F32, {2, 3}, {a, idx}, {Attr::Int("axis", 1)}));
   EXPECT_EQ(run<float>(gg, {upload<float>({1, 2, 3, 4, 5, 6}), upload<int32_t>({-5, 9, 1})}, 6),
             (std::vector<float>{1, 3, 2, 4, 6, 5}));
 
@@ -377,7 +273,7 @@ TEST_F(CpuEager, SliceNegativeStepGatherClampScatterDrop) {
   int b = gs.input(LT_DTYPE_I32, {4});
   int si = gs.input(LT_DTYPE_I64, {4});
   int up = gs.input(LT_DTYPE_I32, {4});
-  gs.output(gs.op("scatter_add", LT_DTYPE_I32, {4}, {b, si, up}, {GraphBuilder::i("axis", 0)}));
+  gs.output(gs.op("scatter_add", LT_DTYPE_I32, {4}, {b, si, up}, {Attr::Int("axis", 0)}));
   EXPECT_EQ(run<int32_t>(gs,
                          {upload<int32_t>({0, 0, 0, 0}), upload<int64_t>({1, 1, -1, 4}),
                           upload<int32_t>({10, 20, 30, 40})},
@@ -399,8 +295,8 @@ TEST_F(CpuEager, Conv2dWithStridePaddingDilationGroupsBiasMatchesLoop) {
   int iw = gb.input(LT_DTYPE_F32, {O, C / G, KH, KW});
   int ib = gb.input(LT_DTYPE_F32, {O});
   gb.output(gb.op("conv2d", LT_DTYPE_F32, {N, O, OH, OW}, {ix, iw, ib},
-                  {gb.ints("stride", {sh, sw}), gb.ints("padding", {ph, pw}),
-                   gb.ints("dilation", {dh, dw}), GraphBuilder::i("groups", G)}));
+                  {Attr::Ints("stride", {sh, sw}), Attr::Ints("padding", {ph, pw}),
+                   Attr::Ints("dilation", {dh, dw}), Attr::Int("groups", G)}));
   auto got = run<float>(gb, {upload(x), upload(w), upload(bias)}, N * O * OH * OW);
   const int Cg = C / G, Og = O / G;
   for (int n = 0; n < N; ++n)
@@ -424,7 +320,7 @@ TEST_F(CpuEager, RandomUniformFollowsLtRandom) {
   GraphBuilder gb;
   int seed = gb.input(LT_DTYPE_I64, {});
   gb.output(gb.op("random_uniform", LT_DTYPE_F32, {100}, {seed},
-                  {GraphBuilder::f("low", -2.0), GraphBuilder::f("high", 3.0)}));
+                  {Attr::Float("low", -2.0), Attr::Float("high", 3.0)}));
   auto got = run<float>(gb, {upload<int64_t>({1234})}, 100);
   for (int i = 0; i < 100; ++i) {
     float u = lt_random_unit_f32(1234, i);
@@ -519,16 +415,9 @@ TEST_F(CpuEager, StatsReportKernelsAndExecutions) {
   ASSERT_EQ(execute(ex, {in}, {o0, o1}), LT_STATUS_OK) << last_message_;
   EXPECT_EQ(download<float>(o0, 3), (std::vector<float>{1, 2, 3}));
   EXPECT_EQ(download<float>(o1, 3), (std::vector<float>{1, -2, 3}));
-  std::map<std::string, double> stats;
-  lt_plugin_stats_args s{};
-  s.struct_size = LT_PLUGIN_STATS_ARGS_STRUCT_SIZE;
-  s.context = ctx_;
-  s.executable = ex;
-  s.user = &stats;
-  s.emit = [](void* u, const char* name, double v) {
-    (*static_cast<std::map<std::string, double>*>(u))[name] = v;
-  };
-  ASSERT_EQ(check(api_->stats(&s)), LT_STATUS_OK);
+  Status st;
+  std::map<std::string, double> stats = context().stats(ex, &st);
+  ASSERT_EQ(code(st), LT_STATUS_OK);
   EXPECT_EQ(stats["kernels"], 2);
   EXPECT_EQ(stats["executions"], 2);
   api_->executable_destroy(ctx_, ex);
@@ -539,7 +428,7 @@ TEST_F(CpuEager, LayoutOpsMatchHandComputedResults) {
   {
     G g;
     int a = g.input(LT_DTYPE_I32, {2, 3});
-    g.output(g.op("permute", LT_DTYPE_I32, {3, 2}, {a}, {g.ints("perm", {1, 0})}));
+    g.output(g.op("permute", LT_DTYPE_I32, {3, 2}, {a}, {Attr::Ints("perm", {1, 0})}));
     EXPECT_EQ(run<int32_t>(g, {upload<int32_t>({1, 2, 3, 4, 5, 6})}, 6),
               (std::vector<int32_t>{1, 4, 2, 5, 3, 6}));
   }
@@ -554,15 +443,16 @@ TEST_F(CpuEager, LayoutOpsMatchHandComputedResults) {
     G g;
     int a = g.input(LT_DTYPE_I64, {2, 1});
     int b = g.input(LT_DTYPE_I64, {2, 2});
-    g.output(g.op("concat", LT_DTYPE_I64, {2, 3}, {a, b}, {G::i("axis", 1)}));
+    g.output(g.op("concat", LT_DTYPE_I64, {2, 3}, {a, b}, {Attr::Int("axis", 1)}));
     EXPECT_EQ(run<int64_t>(g, {upload<int64_t>({1, 2}), upload<int64_t>({3, 4, 5, 6})}, 6),
               (std::vector<int64_t>{1, 3, 4, 2, 5, 6}));
   }
   {
     G g;
     int a = g.input(LT_DTYPE_F32, {1, 2});
-    g.output(g.op("pad", LT_DTYPE_F32, {2, 5}, {a},
-                  {g.ints("before", {1, 2}), g.ints("after", {0, 1}), G::f("value", -1)}));
+    g.output(g.op(
+        "pad", LT_DTYPE_F32, {2, 5}, {a},
+        {Attr::Ints("before", {1, 2}), Attr::Ints("after", {0, 1}), Attr::Float("value", -1)}));
     EXPECT_EQ(run<float>(g, {upload<float>({7, 8})}, 10),
               (std::vector<float>{-1, -1, -1, -1, -1, -1, -1, 7, 8, -1}));
   }
@@ -585,20 +475,22 @@ TEST_F(CpuEager, NnOpsMatchHandComputedResults) {
     G g;
     int a = g.input(LT_DTYPE_F32, {1, 1, 3, 3});
     g.output(g.op("max_pool2d", LT_DTYPE_F32, {1, 1, 2, 2}, {a},
-                  {g.ints("kernel", {2, 2}), g.ints("stride", {2, 2}), g.ints("padding", {1, 1})}));
+                  {Attr::Ints("kernel", {2, 2}), Attr::Ints("stride", {2, 2}),
+                   Attr::Ints("padding", {1, 1})}));
     EXPECT_EQ(run<float>(g, {upload(x)}, 4), (std::vector<float>{1, 3, 7, 9}));
   }
   {
     G g;
     int a = g.input(LT_DTYPE_F32, {1, 1, 3, 3});
     g.output(g.op("avg_pool2d", LT_DTYPE_F32, {1, 1, 2, 2}, {a},
-                  {g.ints("kernel", {2, 2}), g.ints("stride", {1, 1}), g.ints("padding", {0, 0})}));
+                  {Attr::Ints("kernel", {2, 2}), Attr::Ints("stride", {1, 1}),
+                   Attr::Ints("padding", {0, 0})}));
     EXPECT_EQ(run<float>(g, {upload(x)}, 4), (std::vector<float>{3, 4, 6, 7}));
   }
   {
     G g;
     int a = g.input(LT_DTYPE_F64, {2, 3});
-    g.output(g.op("log_softmax", LT_DTYPE_F64, {2, 3}, {a}, {G::i("axis", 0)}));
+    g.output(g.op("log_softmax", LT_DTYPE_F64, {2, 3}, {a}, {Attr::Int("axis", 0)}));
     auto got = run<double>(g, {upload<double>({1, 2, 3, 1, 4, 1000})}, 6);
     EXPECT_NEAR(got[0], -std::log(2.0), 1e-12);
     EXPECT_NEAR(got[1], 2 - 4 - std::log(1 + std::exp(-2.0)), 1e-12);
@@ -608,7 +500,7 @@ TEST_F(CpuEager, NnOpsMatchHandComputedResults) {
   {
     G g;
     int a = g.input(LT_DTYPE_F32, {2, 2});
-    g.output(g.op("softmax", LT_DTYPE_F32, {2, 2}, {a}, {G::i("axis", 1)}));
+    g.output(g.op("softmax", LT_DTYPE_F32, {2, 2}, {a}, {Attr::Int("axis", 1)}));
     auto got = run<float>(g, {upload<float>({0, 0, 1, 1})}, 4);
     for (float v : got) EXPECT_FLOAT_EQ(v, 0.5f);
   }
@@ -619,8 +511,10 @@ TEST_F(CpuEager, ZeroSizedAndRankZeroTensors) {
   {
     G g;  // mean over an empty axis is NaN; sum is 0
     int a = g.input(LT_DTYPE_F32, {3, 0});
-    int m = g.op("mean", LT_DTYPE_F32, {3}, {a}, {g.ints("axes", {1}), G::i("keepdims", 0)});
-    int s = g.op("sum", LT_DTYPE_F32, {3}, {a}, {g.ints("axes", {1}), G::i("keepdims", 0)});
+    int m =
+        g.op("mean", LT_DTYPE_F32, {3}, {a}, {Attr::Ints("axes", {1}), Attr::Int("keepdims", 0)});
+    int s =
+        g.op("sum", LT_DTYPE_F32, {3}, {a}, {Attr::Ints("axes", {1}), Attr::Int("keepdims", 0)});
     g.output(g.op("add", LT_DTYPE_F32, {3}, {m, s}));
     auto got = run<float>(g, {alloc(0)}, 3);
     for (float v : got) EXPECT_TRUE(std::isnan(v));
@@ -631,7 +525,7 @@ TEST_F(CpuEager, ZeroSizedAndRankZeroTensors) {
     int b = g.input(LT_DTYPE_F32, {4, 0});
     int e = g.op("exp", LT_DTYPE_F32, {0, 4}, {a});
     int mm = g.op("matmul", LT_DTYPE_F32, {0, 0}, {e, b});
-    g.output(g.op("sum", LT_DTYPE_F32, {}, {mm}, {g.ints("axes", {0, 1})}));
+    g.output(g.op("sum", LT_DTYPE_F32, {}, {mm}, {Attr::Ints("axes", {0, 1})}));
     EXPECT_EQ(run<float>(g, {alloc(0), alloc(0)}, 1), (std::vector<float>{0}));
   }
   {
@@ -644,12 +538,13 @@ TEST_F(CpuEager, ZeroSizedAndRankZeroTensors) {
   {
     G g;  // rank-0 arithmetic, full and arange
     int a = g.input(LT_DTYPE_I64, {});
-    int f = g.op("full", LT_DTYPE_I64, {}, {}, {G::f("value", 1e30)});
+    int f = g.op("full", LT_DTYPE_I64, {}, {}, {Attr::Float("value", 1e30)});
     g.output(g.op("sub", LT_DTYPE_I64, {}, {a, f}));
     EXPECT_EQ(run<int64_t>(g, {upload<int64_t>({-2})}, 1),
               (std::vector<int64_t>{std::numeric_limits<int64_t>::max()}));  // -2 - INT64_MAX wraps
     G h;
-    h.output(h.op("arange", LT_DTYPE_I32, {4}, {}, {G::f("start", 3), G::f("step", -1.5)}));
+    h.output(h.op("arange", LT_DTYPE_I32, {4}, {},
+                  {Attr::Float("start", 3), Attr::Float("step", -1.5)}));
     EXPECT_EQ(run<int32_t>(h, {}, 4), (std::vector<int32_t>{3, 1, 0, -1}));
   }
 }
@@ -658,7 +553,7 @@ TEST_F(CpuEager, OneExecutableRunsFromManyThreadsAtOnce) {
   GraphBuilder gb;
   int a = gb.input(LT_DTYPE_F32, {50000});
   int e = gb.op("mul", LT_DTYPE_F32, {50000}, {a, a});
-  int s = gb.op("sum", LT_DTYPE_F32, {}, {e}, {gb.ints("axes", {0})});
+  int s = gb.op("sum", LT_DTYPE_F32, {}, {e}, {Attr::Ints("axes", {0})});
   gb.output(gb.op("sqrt", LT_DTYPE_F32, {}, {s}));
   lt_plugin_executable* ex = nullptr;
   ASSERT_EQ(compile(gb.graph(), &ex), LT_STATUS_OK) << last_message_;
@@ -672,19 +567,7 @@ TEST_F(CpuEager, OneExecutableRunsFromManyThreadsAtOnce) {
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (int r = 0; r < 20; ++r) {
-        lt_plugin_execute_args x{};
-        x.struct_size = LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE;
-        x.context = ctx_;
-        x.executable = ex;
-        x.num_inputs = 1;
-        x.inputs = &ins[t];
-        x.num_outputs = 1;
-        x.outputs = &outs[t];
-        lt_plugin_error* err = api_->execute(&x);
-        if (err) {
-          ++failures;
-          api_->error_destroy(err);
-        }
+        if (!context().execute(ex, {ins[t]}, {outs[t]}).ok()) ++failures;
       }
     });
   }
@@ -701,7 +584,7 @@ TEST_F(CpuEager, StorageTypesCastThroughF32AndMoveAsBytes) {
   G g;
   int a = g.input(LT_DTYPE_F32, {2, 3});
   int b = g.op("cast", LT_DTYPE_BF16, {2, 3}, {a});
-  int p = g.op("permute", LT_DTYPE_BF16, {3, 2}, {b}, {g.ints("perm", {1, 0})});
+  int p = g.op("permute", LT_DTYPE_BF16, {3, 2}, {b}, {Attr::Ints("perm", {1, 0})});
   int h = g.op("cast", LT_DTYPE_F16, {3, 2}, {p});
   g.output(g.op("cast", LT_DTYPE_F32, {3, 2}, {h}));
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -719,14 +602,20 @@ TEST_F(CpuEager, StorageTypesCastThroughF32AndMoveAsBytes) {
 
 TEST_F(CpuEager, MillionNodeChainCompilesAndRuns) {
   const int kNodes = 1000000;
-  GraphBuilder gb;
-  gb.reserve(kNodes + 2);
-  // Shared operand/shape storage keeps the hand-built graph itself small.
+  // Built by hand, not with GraphBuilder: shared operand/shape storage keeps the graph small.
   static const int64_t shape[1] = {4};
-  int x = gb.input(LT_DTYPE_F32, {4});
-  int one = gb.input(LT_DTYPE_F32, {4});
+  std::vector<lt_graph_node> nodes;
+  nodes.reserve(kNodes + 2);
+  lt_graph_node input{};
+  input.op = "input";
+  input.dtype = LT_DTYPE_F32;
+  input.rank = 1;
+  input.shape = shape;
+  nodes.push_back(input);
+  nodes.push_back(input);
+  int32_t inputs[2] = {0, 1};
+  const int x = inputs[0], one = inputs[1];
   std::vector<int32_t> ops(2 * static_cast<size_t>(kNodes));
-  auto& nodes = gb.nodes();
   int prev = x;
   for (int i = 0; i < kNodes; ++i) {
     ops[2 * i] = prev;
@@ -741,8 +630,16 @@ TEST_F(CpuEager, MillionNodeChainCompilesAndRuns) {
     nodes.push_back(n);
     prev = static_cast<int>(nodes.size() - 1);
   }
-  gb.output(prev);
-  auto got = run<float>(gb, {upload<float>({0, 1, 2, 3}), upload<float>({1, 1, 1, 1})}, 4);
+  int32_t output = prev;
+  lt_graph g{};
+  g.struct_size = LT_GRAPH_STRUCT_SIZE;
+  g.num_nodes = nodes.size();
+  g.nodes = nodes.data();
+  g.num_inputs = 2;
+  g.inputs = inputs;
+  g.num_outputs = 1;
+  g.outputs = &output;
+  auto got = run<float>(g, {upload<float>({0, 1, 2, 3}), upload<float>({1, 1, 1, 1})}, 4);
   EXPECT_EQ(got, (std::vector<float>{1e6f, 1e6f + 1, 1e6f + 2, 1e6f + 3}));
 }
 
