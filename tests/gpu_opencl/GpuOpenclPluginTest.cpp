@@ -1,14 +1,12 @@
 // Tests of the gpu_opencl plugin driven through its C function table with hand-built
 // graphs: buffers, fused elementwise/reduction/softmax kernels, matmul, conv/pool/layout
 // ops against plain loops, kernel counts, the on-disk program cache and build errors.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <CL/cl.h>
 
 #include <cmath>
 #include <cstring>
-#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -17,6 +15,7 @@
 #include <vector>
 
 #include "lazytensor/lt_plugin.h"
+#include "plugin_harness.hpp"
 #include "lazytensor/lt_random.h"
 
 namespace {
@@ -26,96 +25,20 @@ bool HaveOpenclPlatform() {
   return clGetPlatformIDs(0, nullptr, &n) == CL_SUCCESS && n > 0;
 }
 
-// Builds an lt_graph whose storage lives as long as the builder.
-class GraphBuilder {
- public:
-  int32_t Input(lt_dtype dtype, std::vector<int64_t> shape) {
-    int32_t id = Add("input", dtype, std::move(shape), {}, {});
-    inputs_.push_back(id);
-    return id;
-  }
-  int32_t Op(const char* op, lt_dtype dtype, std::vector<int64_t> shape,
-             std::vector<int32_t> operands, std::vector<lt_attr> attrs = {}) {
-    return Add(op, dtype, std::move(shape), std::move(operands), std::move(attrs));
-  }
-  lt_attr Int(const char* name, int64_t v) {
-    lt_attr a{};
-    a.name = name;
-    a.kind = LT_ATTR_INT;
-    a.i = v;
-    return a;
-  }
-  lt_attr Float(const char* name, double v) {
-    lt_attr a{};
-    a.name = name;
-    a.kind = LT_ATTR_FLOAT;
-    a.f = v;
-    return a;
-  }
-  lt_attr Ints(const char* name, std::vector<int64_t> v) {
-    ints_.push_back(std::move(v));
-    lt_attr a{};
-    a.name = name;
-    a.kind = LT_ATTR_INTS;
-    a.ints = ints_.back().data();
-    a.ints_len = ints_.back().size();
-    return a;
-  }
-  void Output(int32_t node) { outputs_.push_back(node); }
-  const lt_graph* Graph() {
-    graph_ = {};
-    graph_.struct_size = LT_GRAPH_STRUCT_SIZE;
-    graph_.num_nodes = nodes_.size();
-    graph_.nodes = nodes_.data();
-    graph_.num_inputs = inputs_.size();
-    graph_.inputs = inputs_.data();
-    graph_.num_outputs = outputs_.size();
-    graph_.outputs = outputs_.data();
-    return &graph_;
-  }
-  const lt_graph_node& Node(int32_t i) const { return nodes_[i]; }
-
- private:
-  int32_t Add(const char* op, lt_dtype dtype, std::vector<int64_t> shape,
-              std::vector<int32_t> operands, std::vector<lt_attr> attrs) {
-    shapes_.push_back(std::move(shape));
-    operands_.push_back(std::move(operands));
-    attrs_.push_back(std::move(attrs));
-    lt_graph_node n{};
-    n.op = op;
-    n.dtype = dtype;
-    n.rank = shapes_.back().size();
-    n.shape = shapes_.back().data();
-    n.num_operands = operands_.back().size();
-    n.operands = operands_.back().data();
-    n.num_attrs = attrs_.back().size();
-    n.attrs = attrs_.back().data();
-    nodes_.push_back(n);
-    return static_cast<int32_t>(nodes_.size() - 1);
-  }
-  std::deque<std::vector<int64_t>> shapes_, ints_;
-  std::deque<std::vector<int32_t>> operands_;
-  std::deque<std::vector<lt_attr>> attrs_;
-  std::vector<lt_graph_node> nodes_;
-  std::vector<int32_t> inputs_, outputs_;
-  lt_graph graph_{};
-};
-
-size_t Bytes(const lt_graph_node& n) {
-  size_t b = lt_dtype_size(n.dtype);
-  for (size_t d = 0; d < n.rank; ++d) b *= static_cast<size_t>(n.shape[d]);
-  return b;
-}
+using lt::plugin_test::as;
+using lt::plugin_test::Attr;
+using lt::plugin_test::Context;
+using lt::plugin_test::GraphBuilder;
+using lt::plugin_test::raw;
+using lt::plugin_test::Status;
 
 class GpuOpencl : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!HaveOpenclPlatform()) GTEST_SKIP() << "no OpenCL platform (clGetPlatformIDs found none)";
-    handle_ = dlopen(LT_GPU_OPENCL_PLUGIN, RTLD_NOW | RTLD_LOCAL);
-    ASSERT_NE(handle_, nullptr) << dlerror();
-    auto get = reinterpret_cast<lt_plugin_get_api_fn>(dlsym(handle_, LT_PLUGIN_ENTRY_SYMBOL));
-    ASSERT_NE(get, nullptr);
-    api_ = get();
+    std::string why;
+    api_ = lt::plugin_test::load_api(LT_GPU_OPENCL_PLUGIN, &why);
+    ASSERT_NE(api_, nullptr) << why;
     ASSERT_EQ(api_->abi_major, LT_PLUGIN_ABI_MAJOR);
     cache_dir_ = std::filesystem::temp_directory_path() /
                  ("lt_ocl_test_" + std::to_string(::getpid()) + "_" +
@@ -131,138 +54,65 @@ class GpuOpencl : public ::testing::Test {
   }
 
   // Creates a context; on failure returns nullptr and stores the message in last_error_.
-  lt_plugin_context* Create(std::vector<std::pair<std::string, std::string>> options) {
-    std::vector<lt_plugin_option> opts;
-    for (auto& [k, v] : options) opts.push_back({k.c_str(), v.c_str()});
-    lt_plugin_create_args args{};
-    args.struct_size = LT_PLUGIN_CREATE_ARGS_STRUCT_SIZE;
-    args.core_abi_major = LT_PLUGIN_ABI_MAJOR;
-    args.core_abi_minor = LT_PLUGIN_ABI_MINOR;
-    args.num_options = opts.size();
-    args.options = opts.data();
-    args.log = [](void* user, int level, const char* msg) {
+  lt_plugin_context* Create(const lt::plugin_test::Options& options) {
+    auto log = [](void* user, int level, const char* msg) {
       static_cast<GpuOpencl*>(user)->log_.push_back(std::to_string(level) + ": " + msg);
     };
-    args.log_user = this;
-    lt_plugin_error* e = api_->create(&args);
-    if (e) {
-      last_error_ = api_->error_message(e);
-      last_code_ = api_->error_code(e);
-      api_->error_destroy(e);
+    lt_plugin_context* ctx = nullptr;
+    Status s = lt::plugin_test::create_context(api_, options, &ctx, log, this);
+    if (!s.ok()) {
+      last_error_ = s.message;
+      last_code_ = s.code;
       return nullptr;
     }
-    return args.context;
+    return ctx;
   }
 
   lt_plugin_buffer* Alloc(lt_plugin_context* ctx, size_t nbytes) {
-    lt_plugin_buffer_args a{};
-    a.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
-    a.context = ctx;
-    a.nbytes = nbytes;
-    lt_plugin_error* e = api_->buffer_alloc(&a);
-    EXPECT_EQ(e, nullptr) << (e ? api_->error_message(e) : "");
-    return a.buffer;
+    lt_plugin_buffer* b = nullptr;
+    Status s = Context(api_, ctx).alloc(nbytes, &b);
+    EXPECT_TRUE(s.ok()) << s.message;
+    return b;
   }
   void Upload(lt_plugin_context* ctx, lt_plugin_buffer* b, const void* src, size_t n) {
-    lt_plugin_buffer_args a{};
-    a.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
-    a.context = ctx;
-    a.buffer = b;
-    a.src = src;
-    a.nbytes = n;
-    lt_plugin_error* e = api_->buffer_upload(&a);
-    EXPECT_EQ(e, nullptr) << (e ? api_->error_message(e) : "");
+    Status s = Context(api_, ctx).upload(b, src, n);
+    EXPECT_TRUE(s.ok()) << s.message;
   }
   void Download(lt_plugin_context* ctx, lt_plugin_buffer* b, void* dst, size_t n) {
-    lt_plugin_buffer_args a{};
-    a.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
-    a.context = ctx;
-    a.buffer = b;
-    a.dst = dst;
-    a.nbytes = n;
-    lt_plugin_error* e = api_->buffer_download(&a);
-    EXPECT_EQ(e, nullptr) << (e ? api_->error_message(e) : "");
+    Status s = Context(api_, ctx).download(b, dst, n);
+    EXPECT_TRUE(s.ok()) << s.message;
   }
 
   // Compiles; returns nullptr and sets last_error_ on failure.
   lt_plugin_executable* Compile(lt_plugin_context* ctx, const lt_graph* g) {
-    lt_plugin_compile_args a{};
-    a.struct_size = LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE;
-    a.context = ctx;
-    a.graph = g;
-    lt_plugin_error* e = api_->compile(&a);
-    if (e) {
-      last_error_ = api_->error_message(e);
-      last_code_ = api_->error_code(e);
-      api_->error_destroy(e);
+    lt_plugin_executable* exe = nullptr;
+    Status s = Context(api_, ctx).compile(*g, &exe);
+    if (!s.ok()) {
+      last_error_ = s.message;
+      last_code_ = s.code;
       return nullptr;
     }
-    return a.executable;
+    return exe;
   }
 
-  std::map<std::string, double> Stats(lt_plugin_context* ctx, lt_plugin_executable* exe) {
-    std::map<std::string, double> out;
-    lt_plugin_stats_args a{};
-    a.struct_size = LT_PLUGIN_STATS_ARGS_STRUCT_SIZE;
-    a.context = ctx;
-    a.executable = exe;
-    a.emit = [](void* user, const char* name, double v) {
-      (*static_cast<std::map<std::string, double>*>(user))[name] = v;
-    };
-    a.user = &out;
-    lt_plugin_error* e = api_->stats(&a);
-    EXPECT_EQ(e, nullptr);
+  lt::plugin_test::Stats Stats(lt_plugin_context* ctx, lt_plugin_executable* exe) {
+    Status s;
+    lt::plugin_test::Stats out = Context(api_, ctx).stats(exe, &s);
+    EXPECT_TRUE(s.ok());
     return out;
   }
 
   // Compiles and runs `gb` with host inputs (raw bytes per input); returns output bytes.
   std::vector<std::vector<char>> Run(GraphBuilder& gb, const std::vector<std::vector<char>>& in,
                                      double* kernels = nullptr) {
-    const lt_graph* g = gb.Graph();
-    lt_plugin_executable* exe = Compile(ctx_, g);
-    EXPECT_NE(exe, nullptr) << last_error_;
-    if (!exe) return {};
-    if (kernels) *kernels = Stats(ctx_, exe)["kernels"];
-    std::vector<lt_plugin_buffer*> ib, ob;
-    for (size_t k = 0; k < g->num_inputs; ++k) {
-      ib.push_back(Alloc(ctx_, in[k].size()));
-      Upload(ctx_, ib.back(), in[k].data(), in[k].size());
-    }
-    for (size_t k = 0; k < g->num_outputs; ++k)
-      ob.push_back(Alloc(ctx_, Bytes(gb.Node(g->outputs[k]))));
-    lt_plugin_execute_args a{};
-    a.struct_size = LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE;
-    a.context = ctx_;
-    a.executable = exe;
-    a.num_inputs = ib.size();
-    a.inputs = ib.data();
-    a.num_outputs = ob.size();
-    a.outputs = ob.data();
-    lt_plugin_error* e = api_->execute(&a);
-    EXPECT_EQ(e, nullptr) << (e ? api_->error_message(e) : "");
     std::vector<std::vector<char>> out;
-    for (size_t k = 0; k < ob.size(); ++k) {
-      out.emplace_back(Bytes(gb.Node(g->outputs[k])));
-      Download(ctx_, ob[k], out.back().data(), out.back().size());
-    }
-    for (auto* b : ib) api_->buffer_free(ctx_, b);
-    for (auto* b : ob) api_->buffer_free(ctx_, b);
-    api_->executable_destroy(ctx_, exe);
+    lt::plugin_test::Stats exe_stats;
+    Status s = Context(api_, ctx_).run(gb.graph(), in, &out, &exe_stats);
+    EXPECT_TRUE(s.ok()) << s.message;
+    if (s.ok() && kernels) *kernels = exe_stats["kernels"];
     return out;
   }
 
-  template <typename T>
-  static std::vector<char> Raw(const std::vector<T>& v) {
-    std::vector<char> r(v.size() * sizeof(T));
-    if (!v.empty()) std::memcpy(r.data(), v.data(), r.size());
-    return r;
-  }
-  template <typename T>
-  static std::vector<T> As(const std::vector<char>& r) {
-    std::vector<T> v(r.size() / sizeof(T));
-    if (!v.empty()) std::memcpy(v.data(), r.data(), r.size());
-    return v;
-  }
   static std::vector<float> Random(size_t n, unsigned seed, float lo = -2, float hi = 2) {
     std::mt19937 gen(seed);
     std::uniform_real_distribution<float> d(lo, hi);
@@ -271,7 +121,6 @@ class GpuOpencl : public ::testing::Test {
     return v;
   }
 
-  void* handle_ = nullptr;
   const lt_plugin_api* api_ = nullptr;
   lt_plugin_context* ctx_ = nullptr;
   std::filesystem::path cache_dir_;
@@ -342,24 +191,24 @@ TEST_F(GpuOpencl, BufferRoundTripWithOffsetAndBoundsCheck) {
 TEST_F(GpuOpencl, EightOpElementwiseChainWithBroadcastIsOneKernel) {
   const int64_t R = 37, C = 129;
   GraphBuilder gb;
-  int32_t x = gb.Input(F32, {R, C});
-  int32_t y = gb.Input(F32, {C});     // broadcast along rows
-  int32_t s = gb.Input(F32, {R, 1});  // broadcast along columns
-  int32_t v = gb.Op("add", F32, {R, C}, {x, y});
-  v = gb.Op("mul", F32, {R, C}, {v, s});
-  v = gb.Op("tanh", F32, {R, C}, {v});
-  v = gb.Op("sub", F32, {R, C}, {v, x});
-  v = gb.Op("exp", F32, {R, C}, {v});
-  v = gb.Op("maximum", F32, {R, C}, {v, y});
-  v = gb.Op("sigmoid", F32, {R, C}, {v});
-  v = gb.Op("gelu", F32, {R, C}, {v});
-  gb.Output(v);
+  int32_t x = gb.input(F32, {R, C});
+  int32_t y = gb.input(F32, {C});     // broadcast along rows
+  int32_t s = gb.input(F32, {R, 1});  // broadcast along columns
+  int32_t v = gb.op("add", F32, {R, C}, {x, y});
+  v = gb.op("mul", F32, {R, C}, {v, s});
+  v = gb.op("tanh", F32, {R, C}, {v});
+  v = gb.op("sub", F32, {R, C}, {v, x});
+  v = gb.op("exp", F32, {R, C}, {v});
+  v = gb.op("maximum", F32, {R, C}, {v, y});
+  v = gb.op("sigmoid", F32, {R, C}, {v});
+  v = gb.op("gelu", F32, {R, C}, {v});
+  gb.output(v);
   auto X = Random(R * C, 1), Y = Random(C, 2), S = Random(R, 3);
   double kernels = 0;
-  auto out = Run(gb, {Raw(X), Raw(Y), Raw(S)}, &kernels);
+  auto out = Run(gb, {raw(X), raw(Y), raw(S)}, &kernels);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(kernels, 1);
-  auto got = As<float>(out[0]);
+  auto got = as<float>(out[0]);
   for (int64_t i = 0; i < R; ++i)
     for (int64_t j = 0; j < C; ++j) {
       float a = (X[i * C + j] + Y[j]) * S[i];
@@ -374,46 +223,46 @@ TEST_F(GpuOpencl, EightOpElementwiseChainWithBroadcastIsOneKernel) {
 
 TEST_F(GpuOpencl, IntegerAndBoolElementwiseFollowTheOpContract) {
   GraphBuilder gb;
-  int32_t a = gb.Input(LT_DTYPE_I32, {6});
-  int32_t b = gb.Input(LT_DTYPE_I32, {6});
-  int32_t d = gb.Op("div", LT_DTYPE_I32, {6}, {a, b});
-  int32_t lt = gb.Op("lt", LT_DTYPE_BOOL, {6}, {a, b});
-  int32_t w = gb.Op("where", LT_DTYPE_I32, {6}, {lt, a, b});
-  int32_t f = gb.Op("cast", F32, {6}, {w});
-  int32_t big = gb.Input(F32, {6});
-  int32_t c = gb.Op("cast", LT_DTYPE_I32, {6}, {big});
-  gb.Output(d);
-  gb.Output(f);
-  gb.Output(c);
-  gb.Output(lt);
+  int32_t a = gb.input(LT_DTYPE_I32, {6});
+  int32_t b = gb.input(LT_DTYPE_I32, {6});
+  int32_t d = gb.op("div", LT_DTYPE_I32, {6}, {a, b});
+  int32_t lt = gb.op("lt", LT_DTYPE_BOOL, {6}, {a, b});
+  int32_t w = gb.op("where", LT_DTYPE_I32, {6}, {lt, a, b});
+  int32_t f = gb.op("cast", F32, {6}, {w});
+  int32_t big = gb.input(F32, {6});
+  int32_t c = gb.op("cast", LT_DTYPE_I32, {6}, {big});
+  gb.output(d);
+  gb.output(f);
+  gb.output(c);
+  gb.output(lt);
   std::vector<int32_t> A = {7, -7, 5, INT32_MIN, 3, 0};
   std::vector<int32_t> B = {2, 2, 0, -1, -4, 0};
   std::vector<float> BIG = {1e10f, -1e10f, NAN, 2.9f, -2.9f, 0};
-  auto out = Run(gb, {Raw(A), Raw(B), Raw(BIG)});
+  auto out = Run(gb, {raw(A), raw(B), raw(BIG)});
   ASSERT_EQ(out.size(), 4u);
-  EXPECT_EQ(As<int32_t>(out[0]), (std::vector<int32_t>{3, -3, 0, INT32_MIN, 0, 0}));
-  EXPECT_EQ(As<float>(out[1]),
+  EXPECT_EQ(as<int32_t>(out[0]), (std::vector<int32_t>{3, -3, 0, INT32_MIN, 0, 0}));
+  EXPECT_EQ(as<float>(out[1]),
             (std::vector<float>{2, -7, 0, static_cast<float>(INT32_MIN), -4, 0}));
-  EXPECT_EQ(As<int32_t>(out[2]), (std::vector<int32_t>{INT32_MAX, INT32_MIN, 0, 2, -2, 0}));
-  EXPECT_EQ(As<uint8_t>(out[3]), (std::vector<uint8_t>{0, 1, 0, 1, 0, 0}));
+  EXPECT_EQ(as<int32_t>(out[2]), (std::vector<int32_t>{INT32_MAX, INT32_MIN, 0, 2, -2, 0}));
+  EXPECT_EQ(as<uint8_t>(out[3]), (std::vector<uint8_t>{0, 1, 0, 1, 0, 0}));
 }
 
 TEST_F(GpuOpencl, MatmulMatchesLoops) {
   const int64_t M = 37, K = 53, N = 29;
   GraphBuilder gb;
-  int32_t a = gb.Input(F32, {M, K});
-  int32_t b = gb.Input(F32, {K, N});
-  int32_t bias = gb.Input(F32, {N});
-  int32_t m = gb.Op("matmul", F32, {M, N}, {a, b});
-  int32_t s = gb.Op("add", F32, {M, N}, {m, bias});
-  int32_t r = gb.Op("relu", F32, {M, N}, {s});
-  gb.Output(r);
+  int32_t a = gb.input(F32, {M, K});
+  int32_t b = gb.input(F32, {K, N});
+  int32_t bias = gb.input(F32, {N});
+  int32_t m = gb.op("matmul", F32, {M, N}, {a, b});
+  int32_t s = gb.op("add", F32, {M, N}, {m, bias});
+  int32_t r = gb.op("relu", F32, {M, N}, {s});
+  gb.output(r);
   auto A = Random(M * K, 4), B = Random(K * N, 5), BI = Random(N, 6);
   double kernels = 0;
-  auto out = Run(gb, {Raw(A), Raw(B), Raw(BI)}, &kernels);
+  auto out = Run(gb, {raw(A), raw(B), raw(BI)}, &kernels);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(kernels, 1);  // bias + relu epilogue fused into the matmul kernel
-  auto got = As<float>(out[0]);
+  auto got = as<float>(out[0]);
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       float acc = 0;
@@ -425,11 +274,11 @@ TEST_F(GpuOpencl, MatmulMatchesLoops) {
 TEST_F(GpuOpencl, BatchedMatmulMatchesLoops) {
   const int64_t Bt = 3, M = 17, K = 19, N = 5;
   GraphBuilder gb;
-  int32_t a = gb.Input(F32, {Bt, M, K});
-  int32_t b = gb.Input(F32, {Bt, K, N});
-  gb.Output(gb.Op("matmul", F32, {Bt, M, N}, {a, b}));
+  int32_t a = gb.input(F32, {Bt, M, K});
+  int32_t b = gb.input(F32, {Bt, K, N});
+  gb.output(gb.op("matmul", F32, {Bt, M, N}, {a, b}));
   auto A = Random(Bt * M * K, 7), B = Random(Bt * K * N, 8);
-  auto got = As<float>(Run(gb, {Raw(A), Raw(B)})[0]);
+  auto got = as<float>(Run(gb, {raw(A), raw(B)})[0]);
   for (int64_t t = 0; t < Bt; ++t)
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) {
@@ -443,11 +292,11 @@ TEST_F(GpuOpencl, SoftmaxAndLogSoftmaxAreAtMostTwoKernels) {
   const int64_t R = 33, C = 70;
   for (const char* op : {"softmax", "log_softmax"}) {
     GraphBuilder gb;
-    int32_t x = gb.Input(F32, {R, C});
-    gb.Output(gb.Op(op, F32, {R, C}, {x}, {gb.Int("axis", 1)}));
+    int32_t x = gb.input(F32, {R, C});
+    gb.output(gb.op(op, F32, {R, C}, {x}, {Attr::Int("axis", 1)}));
     auto X = Random(R * C, 9, -5, 5);
     double kernels = 0;
-    auto got = As<float>(Run(gb, {Raw(X)}, &kernels)[0]);
+    auto got = as<float>(Run(gb, {raw(X)}, &kernels)[0]);
     EXPECT_LE(kernels, 2) << op;
     EXPECT_GE(kernels, 1) << op;
     bool log = std::string(op) == "log_softmax";
@@ -467,18 +316,18 @@ TEST_F(GpuOpencl, SoftmaxAndLogSoftmaxAreAtMostTwoKernels) {
 TEST_F(GpuOpencl, VectorRowReductionsKeepNanAndInfSemantics) {
   const int64_t R = 16, C = 48;
   GraphBuilder gb;
-  int32_t x = gb.Input(F32, {R, C});
-  gb.Output(gb.Op("softmax", F32, {R, C}, {x}, {gb.Int("axis", 1)}));
-  gb.Output(gb.Op("max", F32, {R}, {x}, {gb.Ints("axes", {1}), gb.Int("keepdims", 0)}));
-  gb.Output(gb.Op("min", F32, {R, 1}, {x}, {gb.Ints("axes", {1}), gb.Int("keepdims", 1)}));
-  gb.Output(gb.Op("sum", F32, {R}, {x}, {gb.Ints("axes", {1}), gb.Int("keepdims", 0)}));
+  int32_t x = gb.input(F32, {R, C});
+  gb.output(gb.op("softmax", F32, {R, C}, {x}, {Attr::Int("axis", 1)}));
+  gb.output(gb.op("max", F32, {R}, {x}, {Attr::Ints("axes", {1}), Attr::Int("keepdims", 0)}));
+  gb.output(gb.op("min", F32, {R, 1}, {x}, {Attr::Ints("axes", {1}), Attr::Int("keepdims", 1)}));
+  gb.output(gb.op("sum", F32, {R}, {x}, {Attr::Ints("axes", {1}), Attr::Int("keepdims", 0)}));
   auto X = Random(R * C, 21, -5, 5);
   X[3 * C + 17] = NAN;
   for (int64_t j = 0; j < C; ++j) X[5 * C + j] = -INFINITY;
-  auto out = Run(gb, {Raw(X)});
+  auto out = Run(gb, {raw(X)});
   ASSERT_EQ(out.size(), 4u);
-  auto sm = As<float>(out[0]), mx = As<float>(out[1]), mn = As<float>(out[2]),
-       sum = As<float>(out[3]);
+  auto sm = as<float>(out[0]), mx = as<float>(out[1]), mn = as<float>(out[2]),
+       sum = as<float>(out[3]);
   EXPECT_TRUE(std::isnan(mx[3]));
   EXPECT_TRUE(std::isnan(mn[3]));
   EXPECT_TRUE(std::isnan(sm[3 * C]));
@@ -506,11 +355,11 @@ TEST_F(GpuOpencl, MatmulPanelsAndTailsMatchLoops) {
   for (int64_t N : {40, 32}) {
     const int64_t Bt = 2, M = 19, K = 33;
     GraphBuilder gb;
-    int32_t a = gb.Input(F32, {Bt, M, K});
-    int32_t b = gb.Input(F32, {Bt, K, N});
-    gb.Output(gb.Op("matmul", F32, {Bt, M, N}, {a, b}));
+    int32_t a = gb.input(F32, {Bt, M, K});
+    int32_t b = gb.input(F32, {Bt, K, N});
+    gb.output(gb.op("matmul", F32, {Bt, M, N}, {a, b}));
     auto A = Random(Bt * M * K, 22), B = Random(Bt * K * N, 23);
-    auto got = As<float>(Run(gb, {Raw(A), Raw(B)})[0]);
+    auto got = as<float>(Run(gb, {raw(A), raw(B)})[0]);
     for (int64_t t = 0; t < Bt; ++t)
       for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) {
@@ -524,10 +373,10 @@ TEST_F(GpuOpencl, MatmulPanelsAndTailsMatchLoops) {
 
 TEST_F(GpuOpencl, SoftmaxOverLeadingAxis) {
   GraphBuilder gb;
-  int32_t x = gb.Input(F32, {5, 3, 4});
-  gb.Output(gb.Op("softmax", F32, {5, 3, 4}, {x}, {gb.Int("axis", 0)}));
+  int32_t x = gb.input(F32, {5, 3, 4});
+  gb.output(gb.op("softmax", F32, {5, 3, 4}, {x}, {Attr::Int("axis", 0)}));
   auto X = Random(60, 10);
-  auto got = As<float>(Run(gb, {Raw(X)})[0]);
+  auto got = as<float>(Run(gb, {raw(X)})[0]);
   for (int64_t j = 0; j < 12; ++j) {
     float mx = -INFINITY, sum = 0;
     for (int64_t i = 0; i < 5; ++i) mx = std::max(mx, X[i * 12 + j]);
@@ -540,21 +389,22 @@ TEST_F(GpuOpencl, SoftmaxOverLeadingAxis) {
 TEST_F(GpuOpencl, LayerNormFusesIntoFewKernels) {
   const int64_t R = 24, C = 96;
   GraphBuilder gb;
-  int32_t x = gb.Input(F32, {R, C});
-  int32_t gamma = gb.Input(F32, {C});
-  int32_t m = gb.Op("mean", F32, {R, 1}, {x}, {gb.Ints("axes", {1}), gb.Int("keepdims", 1)});
-  int32_t d = gb.Op("sub", F32, {R, C}, {x, m});
-  int32_t sq = gb.Op("mul", F32, {R, C}, {d, d});
-  int32_t var = gb.Op("mean", F32, {R, 1}, {sq}, {gb.Ints("axes", {1}), gb.Int("keepdims", 1)});
-  int32_t eps = gb.Op("full", F32, {}, {}, {gb.Float("value", 1e-5)});
-  int32_t ve = gb.Op("add", F32, {R, 1}, {var, eps});
-  int32_t rs = gb.Op("rsqrt", F32, {R, 1}, {ve});
-  int32_t y = gb.Op("mul", F32, {R, C}, {d, rs});
-  int32_t z = gb.Op("mul", F32, {R, C}, {y, gamma});
-  gb.Output(gb.Op("gelu", F32, {R, C}, {z}));
+  int32_t x = gb.input(F32, {R, C});
+  int32_t gamma = gb.input(F32, {C});
+  int32_t m = gb.op("mean", F32, {R, 1}, {x}, {Attr::Ints("axes", {1}), Attr::Int("keepdims", 1)});
+  int32_t d = gb.op("sub", F32, {R, C}, {x, m});
+  int32_t sq = gb.op("mul", F32, {R, C}, {d, d});
+  int32_t var =
+      gb.op("mean", F32, {R, 1}, {sq}, {Attr::Ints("axes", {1}), Attr::Int("keepdims", 1)});
+  int32_t eps = gb.op("full", F32, {}, {}, {Attr::Float("value", 1e-5)});
+  int32_t ve = gb.op("add", F32, {R, 1}, {var, eps});
+  int32_t rs = gb.op("rsqrt", F32, {R, 1}, {ve});
+  int32_t y = gb.op("mul", F32, {R, C}, {d, rs});
+  int32_t z = gb.op("mul", F32, {R, C}, {y, gamma});
+  gb.output(gb.op("gelu", F32, {R, C}, {z}));
   auto X = Random(R * C, 11), G = Random(C, 12);
   double kernels = 0;
-  auto got = As<float>(Run(gb, {Raw(X), Raw(G)}, &kernels)[0]);
+  auto got = as<float>(Run(gb, {raw(X), raw(G)}, &kernels)[0]);
   EXPECT_LE(kernels, 3);
   for (int64_t i = 0; i < R; ++i) {
     double mean = 0, v = 0;
@@ -573,22 +423,24 @@ TEST_F(GpuOpencl, LayerNormFusesIntoFewKernels) {
 TEST_F(GpuOpencl, ReductionsOverAnyAxesAndArgmax) {
   const int64_t A = 4, B = 300, Cc = 3;
   GraphBuilder gb;
-  int32_t x = gb.Input(F32, {A, B, Cc});
-  int32_t s0 = gb.Op("sum", F32, {B}, {x}, {gb.Ints("axes", {0, 2}), gb.Int("keepdims", 0)});
-  int32_t mx = gb.Op("max", F32, {A, 1, Cc}, {x}, {gb.Ints("axes", {1}), gb.Int("keepdims", 1)});
-  int32_t mn = gb.Op("min", F32, {}, {x}, {gb.Ints("axes", {0, 1, 2}), gb.Int("keepdims", 0)});
+  int32_t x = gb.input(F32, {A, B, Cc});
+  int32_t s0 = gb.op("sum", F32, {B}, {x}, {Attr::Ints("axes", {0, 2}), Attr::Int("keepdims", 0)});
+  int32_t mx =
+      gb.op("max", F32, {A, 1, Cc}, {x}, {Attr::Ints("axes", {1}), Attr::Int("keepdims", 1)});
+  int32_t mn =
+      gb.op("min", F32, {}, {x}, {Attr::Ints("axes", {0, 1, 2}), Attr::Int("keepdims", 0)});
   int32_t am =
-      gb.Op("argmax", LT_DTYPE_I64, {A, Cc}, {x}, {gb.Int("axis", 1), gb.Int("keepdims", 0)});
-  gb.Output(s0);
-  gb.Output(mx);
-  gb.Output(mn);
-  gb.Output(am);
+      gb.op("argmax", LT_DTYPE_I64, {A, Cc}, {x}, {Attr::Int("axis", 1), Attr::Int("keepdims", 0)});
+  gb.output(s0);
+  gb.output(mx);
+  gb.output(mn);
+  gb.output(am);
   auto X = Random(A * B * Cc, 13);
   X[(2 * B + 7) * Cc + 1] = 50;  // a known argmax
-  auto out = Run(gb, {Raw(X)});
+  auto out = Run(gb, {raw(X)});
   ASSERT_EQ(out.size(), 4u);
-  auto S = As<float>(out[0]), MX = As<float>(out[1]), MN = As<float>(out[2]);
-  auto AM = As<int64_t>(out[3]);
+  auto S = as<float>(out[0]), MX = as<float>(out[1]), MN = as<float>(out[2]);
+  auto AM = as<int64_t>(out[3]);
   for (int64_t j = 0; j < B; ++j) {
     double acc = 0;
     for (int64_t i = 0; i < A; ++i)
@@ -614,38 +466,39 @@ TEST_F(GpuOpencl, ReductionsOverAnyAxesAndArgmax) {
 
 TEST_F(GpuOpencl, IntegerSumWrapsAndNanPropagatesInMax) {
   GraphBuilder gb;
-  int32_t x = gb.Input(LT_DTYPE_I32, {3});
-  gb.Output(gb.Op("sum", LT_DTYPE_I32, {}, {x}, {gb.Ints("axes", {0}), gb.Int("keepdims", 0)}));
-  int32_t f = gb.Input(F32, {4});
-  gb.Output(gb.Op("max", F32, {}, {f}, {gb.Ints("axes", {0}), gb.Int("keepdims", 0)}));
+  int32_t x = gb.input(LT_DTYPE_I32, {3});
+  gb.output(
+      gb.op("sum", LT_DTYPE_I32, {}, {x}, {Attr::Ints("axes", {0}), Attr::Int("keepdims", 0)}));
+  int32_t f = gb.input(F32, {4});
+  gb.output(gb.op("max", F32, {}, {f}, {Attr::Ints("axes", {0}), Attr::Int("keepdims", 0)}));
   std::vector<int32_t> X = {INT32_MAX, 1, 5};
   std::vector<float> F = {1, NAN, 3, 2};
-  auto out = Run(gb, {Raw(X), Raw(F)});
+  auto out = Run(gb, {raw(X), raw(F)});
   ASSERT_EQ(out.size(), 2u);
-  EXPECT_EQ(As<int32_t>(out[0])[0], INT32_MIN + 5);
-  EXPECT_TRUE(std::isnan(As<float>(out[1])[0]));
+  EXPECT_EQ(as<int32_t>(out[0])[0], INT32_MIN + 5);
+  EXPECT_TRUE(std::isnan(as<float>(out[1])[0]));
 }
 
 TEST_F(GpuOpencl, LayoutOpsFuseAsIndexArithmetic) {
   // permute -> slice -> pad -> concat -> reshape -> gather, all against plain loops.
   GraphBuilder gb;
-  int32_t x = gb.Input(F32, {2, 3, 4});
-  int32_t p = gb.Op("permute", F32, {4, 2, 3}, {x}, {gb.Ints("perm", {2, 0, 1})});
-  int32_t s = gb.Op("slice", F32, {2, 2, 3}, {p},
-                    {gb.Ints("starts", {3, 0, 0}), gb.Ints("steps", {-2, 1, 1})});
-  int32_t pd =
-      gb.Op("pad", F32, {2, 3, 5}, {s},
-            {gb.Ints("before", {0, 1, 0}), gb.Ints("after", {0, 0, 2}), gb.Float("value", -1)});
-  int32_t seven = gb.Op("full", F32, {2, 3, 4}, {}, {gb.Float("value", 7)});
-  int32_t c = gb.Op("concat", F32, {2, 3, 9}, {pd, seven}, {gb.Int("axis", 2)});
-  int32_t r = gb.Op("reshape", F32, {6, 9}, {c});
-  int32_t idx = gb.Input(LT_DTYPE_I64, {4});
-  int32_t g = gb.Op("gather", F32, {4, 9}, {r, idx}, {gb.Int("axis", 0)});
-  gb.Output(g);
+  int32_t x = gb.input(F32, {2, 3, 4});
+  int32_t p = gb.op("permute", F32, {4, 2, 3}, {x}, {Attr::Ints("perm", {2, 0, 1})});
+  int32_t s = gb.op("slice", F32, {2, 2, 3}, {p},
+                    {Attr::Ints("starts", {3, 0, 0}), Attr::Ints("steps", {-2, 1, 1})});
+  int32_t pd = gb.op(
+      "pad", F32, {2, 3, 5}, {s},
+      {Attr::Ints("before", {0, 1, 0}), Attr::Ints("after", {0, 0, 2}), Attr::Float("value", -1)});
+  int32_t seven = gb.op("full", F32, {2, 3, 4}, {}, {Attr::Float("value", 7)});
+  int32_t c = gb.op("concat", F32, {2, 3, 9}, {pd, seven}, {Attr::Int("axis", 2)});
+  int32_t r = gb.op("reshape", F32, {6, 9}, {c});
+  int32_t idx = gb.input(LT_DTYPE_I64, {4});
+  int32_t g = gb.op("gather", F32, {4, 9}, {r, idx}, {Attr::Int("axis", 0)});
+  gb.output(g);
   std::vector<float> X(24);
   for (int i = 0; i < 24; ++i) X[i] = static_cast<float>(i);
   std::vector<int64_t> I = {5, 0, -3, 99};  // clamped to [0, 5]
-  auto got = As<float>(Run(gb, {Raw(X), Raw(I)})[0]);
+  auto got = as<float>(Run(gb, {raw(X), raw(I)})[0]);
   // Reference.
   auto P = [&](int64_t a, int64_t b, int64_t c2) { return X[(b * 3 + c2) * 4 + a]; };
   auto S = [&](int64_t a, int64_t b, int64_t c2) { return P(3 - 2 * a, b, c2); };
@@ -669,35 +522,35 @@ TEST_F(GpuOpencl, Conv2dPoolsAndScatterAddMatchLoops) {
   const int64_t N = 2, C = 4, H = 7, W = 6, O = 6, G = 2, KH = 3, KW = 2;
   const int64_t OH = (H + 2 * 1 - 2 * (KH - 1) - 1) / 1 + 1, OW = (W + 0 - (KW - 1) - 1) / 2 + 1;
   GraphBuilder gb;
-  int32_t x = gb.Input(F32, {N, C, H, W});
-  int32_t w = gb.Input(F32, {O, C / G, KH, KW});
-  int32_t b = gb.Input(F32, {O});
-  int32_t cv = gb.Op("conv2d", F32, {N, O, OH, OW}, {x, w, b},
-                     {gb.Ints("stride", {1, 2}), gb.Ints("padding", {1, 0}),
-                      gb.Ints("dilation", {2, 1}), gb.Int("groups", G)});
-  int32_t mp =
-      gb.Op("max_pool2d", F32, {N, C, 4, 3}, {x},
-            {gb.Ints("kernel", {2, 2}), gb.Ints("stride", {2, 2}), gb.Ints("padding", {1, 0})});
-  int32_t ap =
-      gb.Op("avg_pool2d", F32, {N, C, 3, 3}, {x},
-            {gb.Ints("kernel", {3, 2}), gb.Ints("stride", {2, 2}), gb.Ints("padding", {0, 0})});
-  int32_t base = gb.Input(F32, {5, 3});
-  int32_t ind = gb.Input(LT_DTYPE_I32, {4});
-  int32_t upd = gb.Input(F32, {4, 3});
-  int32_t sc = gb.Op("scatter_add", F32, {5, 3}, {base, ind, upd}, {gb.Int("axis", 0)});
-  gb.Output(cv);
-  gb.Output(mp);
-  gb.Output(ap);
-  gb.Output(sc);
+  int32_t x = gb.input(F32, {N, C, H, W});
+  int32_t w = gb.input(F32, {O, C / G, KH, KW});
+  int32_t b = gb.input(F32, {O});
+  int32_t cv = gb.op("conv2d", F32, {N, O, OH, OW}, {x, w, b},
+                     {Attr::Ints("stride", {1, 2}), Attr::Ints("padding", {1, 0}),
+                      Attr::Ints("dilation", {2, 1}), Attr::Int("groups", G)});
+  int32_t mp = gb.op(
+      "max_pool2d", F32, {N, C, 4, 3}, {x},
+      {Attr::Ints("kernel", {2, 2}), Attr::Ints("stride", {2, 2}), Attr::Ints("padding", {1, 0})});
+  int32_t ap = gb.op(
+      "avg_pool2d", F32, {N, C, 3, 3}, {x},
+      {Attr::Ints("kernel", {3, 2}), Attr::Ints("stride", {2, 2}), Attr::Ints("padding", {0, 0})});
+  int32_t base = gb.input(F32, {5, 3});
+  int32_t ind = gb.input(LT_DTYPE_I32, {4});
+  int32_t upd = gb.input(F32, {4, 3});
+  int32_t sc = gb.op("scatter_add", F32, {5, 3}, {base, ind, upd}, {Attr::Int("axis", 0)});
+  gb.output(cv);
+  gb.output(mp);
+  gb.output(ap);
+  gb.output(sc);
   auto X = Random(N * C * H * W, 14), Wt = Random(O * (C / G) * KH * KW, 15), B = Random(O, 16);
   auto BASE = Random(15, 17), UPD = Random(12, 18);
   std::vector<int32_t> IND = {1, 4, 1, 9};  // repeated index accumulates, 9 is dropped
-  auto out = Run(gb, {Raw(X), Raw(Wt), Raw(B), Raw(BASE), Raw(IND), Raw(UPD)});
+  auto out = Run(gb, {raw(X), raw(Wt), raw(B), raw(BASE), raw(IND), raw(UPD)});
   ASSERT_EQ(out.size(), 4u);
   auto XV = [&](int64_t n, int64_t c, int64_t h, int64_t ww) {
     return X[((n * C + c) * H + h) * W + ww];
   };
-  auto CV = As<float>(out[0]);
+  auto CV = as<float>(out[0]);
   for (int64_t n = 0; n < N; ++n)
     for (int64_t o = 0; o < O; ++o)
       for (int64_t oh = 0; oh < OH; ++oh)
@@ -713,7 +566,7 @@ TEST_F(GpuOpencl, Conv2dPoolsAndScatterAddMatchLoops) {
               }
           ASSERT_NEAR(CV[((n * O + o) * OH + oh) * OW + ow], acc, 1e-4f);
         }
-  auto MP = As<float>(out[1]), AP = As<float>(out[2]);
+  auto MP = as<float>(out[1]), AP = as<float>(out[2]);
   for (int64_t n = 0; n < N; ++n)
     for (int64_t c = 0; c < C; ++c) {
       for (int64_t oh = 0; oh < 4; ++oh)
@@ -734,7 +587,7 @@ TEST_F(GpuOpencl, Conv2dPoolsAndScatterAddMatchLoops) {
           ASSERT_NEAR(AP[((n * C + c) * 3 + oh) * 3 + ow], s / 6, 1e-5f);
         }
     }
-  auto SC = As<float>(out[3]);
+  auto SC = as<float>(out[3]);
   std::vector<float> want = BASE;
   for (int j = 0; j < 4; ++j)
     if (IND[j] >= 0 && IND[j] < 5)
@@ -744,15 +597,16 @@ TEST_F(GpuOpencl, Conv2dPoolsAndScatterAddMatchLoops) {
 
 TEST_F(GpuOpencl, RandomMatchesTheSharedGenerator) {
   GraphBuilder gb;
-  int32_t seed = gb.Input(LT_DTYPE_I64, {});
-  gb.Output(
-      gb.Op("random_uniform", F32, {1000}, {seed}, {gb.Float("low", -1), gb.Float("high", 3)}));
-  gb.Output(gb.Op("random_normal", F32, {1000}, {seed}, {gb.Float("mean", 1), gb.Float("std", 2)}));
-  gb.Output(gb.Op("arange", F32, {5}, {}, {gb.Float("start", 2), gb.Float("step", 0.5)}));
+  int32_t seed = gb.input(LT_DTYPE_I64, {});
+  gb.output(gb.op("random_uniform", F32, {1000}, {seed},
+                  {Attr::Float("low", -1), Attr::Float("high", 3)}));
+  gb.output(
+      gb.op("random_normal", F32, {1000}, {seed}, {Attr::Float("mean", 1), Attr::Float("std", 2)}));
+  gb.output(gb.op("arange", F32, {5}, {}, {Attr::Float("start", 2), Attr::Float("step", 0.5)}));
   std::vector<int64_t> S = {12345};
-  auto out = Run(gb, {Raw(S)});
+  auto out = Run(gb, {raw(S)});
   ASSERT_EQ(out.size(), 3u);
-  auto U = As<float>(out[0]), Nn = As<float>(out[1]), AR = As<float>(out[2]);
+  auto U = as<float>(out[0]), Nn = as<float>(out[1]), AR = as<float>(out[2]);
   for (uint64_t i = 0; i < 1000; ++i) {
     ASSERT_EQ(U[i], -1.0f + 4.0f * lt_random_unit_f32(12345, i));
     float u1 = 1.0f - lt_random_unit_f32(12345, 2 * i), u2 = lt_random_unit_f32(12345, 2 * i + 1);
@@ -764,41 +618,41 @@ TEST_F(GpuOpencl, RandomMatchesTheSharedGenerator) {
 
 TEST_F(GpuOpencl, OutputsThatAreInputsOrRepeatedAreCopies) {
   GraphBuilder gb;
-  int32_t x = gb.Input(F32, {3});
-  int32_t n = gb.Op("neg", F32, {3}, {x});
-  gb.Output(x);
-  gb.Output(n);
-  gb.Output(n);
+  int32_t x = gb.input(F32, {3});
+  int32_t n = gb.op("neg", F32, {3}, {x});
+  gb.output(x);
+  gb.output(n);
+  gb.output(n);
   std::vector<float> X = {1, 2, 3};
-  auto out = Run(gb, {Raw(X)});
+  auto out = Run(gb, {raw(X)});
   ASSERT_EQ(out.size(), 3u);
-  EXPECT_EQ(As<float>(out[0]), X);
-  EXPECT_EQ(As<float>(out[1]), (std::vector<float>{-1, -2, -3}));
-  EXPECT_EQ(As<float>(out[2]), (std::vector<float>{-1, -2, -3}));
+  EXPECT_EQ(as<float>(out[0]), X);
+  EXPECT_EQ(as<float>(out[1]), (std::vector<float>{-1, -2, -3}));
+  EXPECT_EQ(as<float>(out[2]), (std::vector<float>{-1, -2, -3}));
 }
 
 TEST_F(GpuOpencl, ZeroSizedTensorsLaunchNothing) {
   GraphBuilder gb;
-  int32_t x = gb.Input(F32, {0, 4});
-  int32_t e = gb.Op("exp", F32, {0, 4}, {x});
-  gb.Output(e);
-  gb.Output(gb.Op("sum", F32, {4}, {x}, {gb.Ints("axes", {0}), gb.Int("keepdims", 0)}));
+  int32_t x = gb.input(F32, {0, 4});
+  int32_t e = gb.op("exp", F32, {0, 4}, {x});
+  gb.output(e);
+  gb.output(gb.op("sum", F32, {4}, {x}, {Attr::Ints("axes", {0}), Attr::Int("keepdims", 0)}));
   auto out = Run(gb, {{}});
   ASSERT_EQ(out.size(), 2u);
   EXPECT_TRUE(out[0].empty());
-  EXPECT_EQ(As<float>(out[1]), (std::vector<float>{0, 0, 0, 0}));
+  EXPECT_EQ(as<float>(out[1]), (std::vector<float>{0, 0, 0, 0}));
 }
 
 TEST_F(GpuOpencl, SupportsRejectsStorageTypesAndIntegerMatmul) {
   GraphBuilder gb;
-  int32_t h = gb.Input(LT_DTYPE_BF16, {4});
-  int32_t e = gb.Op("neg", LT_DTYPE_BF16, {4}, {h});
-  int32_t a = gb.Input(LT_DTYPE_I32, {2, 2});
-  int32_t m = gb.Op("matmul", LT_DTYPE_I32, {2, 2}, {a, a});
-  int32_t f = gb.Input(F32, {2, 2});
-  int32_t mf = gb.Op("matmul", F32, {2, 2}, {f, f});
-  int32_t u = gb.Op("my_custom_op", F32, {2, 2}, {f});
-  const lt_graph* g = gb.Graph();
+  int32_t h = gb.input(LT_DTYPE_BF16, {4});
+  int32_t e = gb.op("neg", LT_DTYPE_BF16, {4}, {h});
+  int32_t a = gb.input(LT_DTYPE_I32, {2, 2});
+  int32_t m = gb.op("matmul", LT_DTYPE_I32, {2, 2}, {a, a});
+  int32_t f = gb.input(F32, {2, 2});
+  int32_t mf = gb.op("matmul", F32, {2, 2}, {f, f});
+  int32_t u = gb.op("my_custom_op", F32, {2, 2}, {f});
+  const lt_graph* g = &gb.graph();
   auto ask = [&](int32_t node) {
     lt_plugin_supports_args s{};
     s.struct_size = LT_PLUGIN_SUPPORTS_ARGS_STRUCT_SIZE;
@@ -815,16 +669,16 @@ TEST_F(GpuOpencl, SupportsRejectsStorageTypesAndIntegerMatmul) {
 }
 
 GraphBuilder* MakeCacheGraph(GraphBuilder& gb) {
-  int32_t x = gb.Input(LT_DTYPE_F32, {64});
-  int32_t y = gb.Op("sqrt", LT_DTYPE_F32, {64}, {gb.Op("abs", LT_DTYPE_F32, {64}, {x})});
-  gb.Output(gb.Op("add", LT_DTYPE_F32, {64}, {y, x}));
+  int32_t x = gb.input(LT_DTYPE_F32, {64});
+  int32_t y = gb.op("sqrt", LT_DTYPE_F32, {64}, {gb.op("abs", LT_DTYPE_F32, {64}, {x})});
+  gb.output(gb.op("add", LT_DTYPE_F32, {64}, {y, x}));
   return &gb;
 }
 
 TEST_F(GpuOpencl, ProgramBinariesAreCachedOnDiskAcrossContexts) {
   GraphBuilder gb;
   MakeCacheGraph(gb);
-  lt_plugin_executable* e1 = Compile(ctx_, gb.Graph());
+  lt_plugin_executable* e1 = Compile(ctx_, &gb.graph());
   ASSERT_NE(e1, nullptr) << last_error_;
   auto s1 = Stats(ctx_, nullptr);
   EXPECT_EQ(s1["programs_built"], 1);
@@ -832,7 +686,7 @@ TEST_F(GpuOpencl, ProgramBinariesAreCachedOnDiskAcrossContexts) {
   EXPECT_GT(s1["compile_ms"], 0);
   api_->executable_destroy(ctx_, e1);
   // Same context, same source: an in-memory hit.
-  lt_plugin_executable* e2 = Compile(ctx_, gb.Graph());
+  lt_plugin_executable* e2 = Compile(ctx_, &gb.graph());
   ASSERT_NE(e2, nullptr);
   EXPECT_EQ(Stats(ctx_, nullptr)["program_cache_hits"], 1);
   api_->executable_destroy(ctx_, e2);
@@ -845,7 +699,7 @@ TEST_F(GpuOpencl, ProgramBinariesAreCachedOnDiskAcrossContexts) {
   // A second context (as a new process would) loads the binary from disk.
   lt_plugin_context* c2 = Create({{"cache_dir", cache_dir_.string()}});
   ASSERT_NE(c2, nullptr) << last_error_;
-  lt_plugin_executable* e3 = Compile(c2, gb.Graph());
+  lt_plugin_executable* e3 = Compile(c2, &gb.graph());
   ASSERT_NE(e3, nullptr) << last_error_;
   auto s2 = Stats(c2, nullptr);
   EXPECT_EQ(s2["programs_built"], 0);
@@ -860,7 +714,7 @@ TEST_F(GpuOpencl, ProgramBinariesAreCachedOnDiskAcrossContexts) {
   }
   lt_plugin_context* c3 = Create({{"cache_dir", cache_dir_.string()}});
   ASSERT_NE(c3, nullptr);
-  lt_plugin_executable* e4 = Compile(c3, gb.Graph());
+  lt_plugin_executable* e4 = Compile(c3, &gb.graph());
   ASSERT_NE(e4, nullptr) << last_error_;
   EXPECT_EQ(Stats(c3, nullptr)["programs_built"], 1);
   api_->executable_destroy(c3, e4);
@@ -874,7 +728,7 @@ TEST_F(GpuOpencl, BrokenGeneratedKernelFailsCompileWithBuildLog) {
   GraphBuilder gb;
   MakeCacheGraph(gb);
   log_.clear();
-  EXPECT_EQ(Compile(bad, gb.Graph()), nullptr);
+  EXPECT_EQ(Compile(bad, &gb.graph()), nullptr);
   EXPECT_EQ(last_code_, LT_STATUS_PLUGIN_ERROR);
   EXPECT_NE(last_error_.find("CL_BUILD_PROGRAM_FAILURE"), std::string::npos) << last_error_;
   EXPECT_NE(last_error_.find("build log"), std::string::npos) << last_error_;
@@ -902,14 +756,14 @@ TEST_F(GpuOpencl, BadOptionsGiveClearErrors) {
 
 TEST_F(GpuOpencl, DeepChainCompilesWithoutRecursion) {
   GraphBuilder gb;
-  int32_t v = gb.Input(F32, {16});
+  int32_t v = gb.input(F32, {16});
   int32_t x = v;
-  for (int i = 0; i < 3000; ++i) v = gb.Op(i % 2 ? "add" : "mul", F32, {16}, {v, x});
-  gb.Output(v);
+  for (int i = 0; i < 3000; ++i) v = gb.op(i % 2 ? "add" : "mul", F32, {16}, {v, x});
+  gb.output(v);
   std::vector<float> X(16, 0.0f);
-  auto out = Run(gb, {Raw(X)});
+  auto out = Run(gb, {raw(X)});
   ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(As<float>(out[0]), std::vector<float>(16, 0.0f));
+  EXPECT_EQ(as<float>(out[0]), std::vector<float>(16, 0.0f));
 }
 
 }  // namespace
