@@ -3,91 +3,54 @@
 // accuracy sweeps against double-precision libm. Every test runs once per vector width the
 // plugin can be narrowed to (option vector_bits), so each math code path (AVX-512 vscalefps,
 // the generic exponent arithmetic, SSE) is checked on a host that has them all.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "lazytensor/fusion.hpp"
-#include "lazytensor/lt_plugin.h"
+#include "plugin_harness.hpp"
 
 namespace {
 
 using lt::fusion::OwnedGraph;
+using lt::plugin_test::Session;
+using lt::plugin_test::Status;
 
 class CpuJit : public ::testing::TestWithParam<std::string> {
  protected:
   static void SetUpTestSuite() {
-    handle_ = dlopen(LT_CPU_JIT_PLUGIN, RTLD_NOW | RTLD_LOCAL);
-    ASSERT_NE(handle_, nullptr) << dlerror();
-    auto get = reinterpret_cast<lt_plugin_get_api_fn>(dlsym(handle_, LT_PLUGIN_ENTRY_SYMBOL));
-    ASSERT_NE(get, nullptr);
-    api_ = get();
+    std::string why;
+    api_ = lt::plugin_test::load_api(LT_CPU_JIT_PLUGIN, &why);
+    ASSERT_NE(api_, nullptr) << why;
   }
-  static void TearDownTestSuite() {
-    for (auto& [bits, c] : contexts_) api_->destroy(c);
-    contexts_.clear();
-  }
+  static void TearDownTestSuite() { sessions_.clear(); }
   // One context per vector_bits value, shared by the tests of that width.
   void SetUp() override {
     ASSERT_NE(api_, nullptr);
-    lt_plugin_context*& c = contexts_[GetParam()];
-    if (!c) {
-      std::string e = create({{"vector_bits", GetParam()}}, &c);
-      ASSERT_EQ(e, "");
+    std::unique_ptr<Session>& s = sessions_[GetParam()];
+    if (!s || !s->ctx()) {
+      s = std::make_unique<Session>(api_);
+      ASSERT_EQ(s->create({{"vector_bits", GetParam()}}).message, "");
     }
-    ctx_ = c;
+    session_ = s.get();
+    ctx_ = s->ctx();
   }
 
   // Creates a context with `options`; returns the error message ("" on success).
-  std::string create(const std::vector<std::pair<std::string, std::string>>& options,
-                     lt_plugin_context** out) {
-    std::vector<lt_plugin_option> opts;
-    for (const auto& [k, v] : options) opts.push_back({k.c_str(), v.c_str()});
-    lt_plugin_create_args a{};
-    a.struct_size = LT_PLUGIN_CREATE_ARGS_STRUCT_SIZE;
-    a.core_abi_major = LT_PLUGIN_ABI_MAJOR;
-    a.core_abi_minor = LT_PLUGIN_ABI_MINOR;
-    a.num_options = opts.size();
-    a.options = opts.data();
-    std::string e = err(api_->create(&a));
-    *out = a.context;
-    return e;
+  std::string create(const lt::plugin_test::Options& options, lt_plugin_context** out) {
+    return lt::plugin_test::create_context(api_, options, out).message;
   }
 
-  std::string err(lt_plugin_error* e) {
-    if (!e) return "";
-    std::string m = api_->error_message(e);
-    api_->error_destroy(e);
-    return m;
-  }
+  std::string err(lt_plugin_error* e) { return lt::plugin_test::take(api_, e).message; }
 
-  lt_plugin_buffer* upload(const void* data, size_t n) {
-    lt_plugin_buffer_args b{};
-    b.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
-    b.context = ctx_;
-    b.nbytes = n;
-    EXPECT_EQ(err(api_->buffer_alloc(&b)), "");
-    b.src = data;
-    EXPECT_EQ(err(api_->buffer_upload(&b)), "");
-    return b.buffer;
-  }
-
-  std::map<std::string, double> stats(lt_plugin_executable* ex) {
-    std::map<std::string, double> m;
-    lt_plugin_stats_args s{};
-    s.struct_size = LT_PLUGIN_STATS_ARGS_STRUCT_SIZE;
-    s.context = ctx_;
-    s.executable = ex;
-    s.user = &m;
-    s.emit = [](void* u, const char* name, double v) {
-      (*static_cast<std::map<std::string, double>*>(u))[name] = v;
-    };
-    EXPECT_EQ(err(api_->stats(&s)), "");
+  lt::plugin_test::Stats stats(lt_plugin_executable* ex) {
+    Status st;
+    lt::plugin_test::Stats m = session_->stats(ex, &st);
+    EXPECT_EQ(st.message, "");
     return m;
   }
 
@@ -96,58 +59,19 @@ class CpuJit : public ::testing::TestWithParam<std::string> {
                                       double* kernels = nullptr) {
     const lt_graph& g = og.view();
     for (size_t i = 0; i < g.num_nodes; ++i) {
-      lt_plugin_supports_args s{};
-      s.struct_size = LT_PLUGIN_SUPPORTS_ARGS_STRUCT_SIZE;
-      s.context = ctx_;
-      s.graph = &g;
-      s.node = i;
-      EXPECT_EQ(err(api_->supports(&s)), "");
-      EXPECT_EQ(s.supported, 1) << "node " << i << " " << g.nodes[i].op;
+      int supported = 0;
+      EXPECT_EQ(session_->supports(g, i, &supported).message, "");
+      EXPECT_EQ(supported, 1) << "node " << i << " " << g.nodes[i].op;
     }
-    lt_plugin_compile_args c{};
-    c.struct_size = LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE;
-    c.context = ctx_;
-    c.graph = &g;
-    std::string e = err(api_->compile(&c));
-    EXPECT_EQ(e, "");
-    if (!e.empty()) return {};
-    if (kernels) *kernels = stats(c.executable)["kernels"];
-    std::vector<lt_plugin_buffer*> ins, outs;
-    for (auto& v : in) ins.push_back(upload(v.data(), v.size() * 4));
+    std::vector<std::vector<char>> in_bytes, out_bytes;
+    for (const auto& v : in) in_bytes.push_back(lt::plugin_test::raw(v));
+    lt::plugin_test::Stats exe_stats;
+    Status st = session_->run(g, in_bytes, &out_bytes, &exe_stats);
+    EXPECT_EQ(st.message, "");
+    if (!st.ok()) return {};
+    if (kernels) *kernels = exe_stats["kernels"];
     std::vector<std::vector<float>> res;
-    for (size_t k = 0; k < g.num_outputs; ++k) {
-      const lt_graph_node& n = g.nodes[g.outputs[k]];
-      size_t numel = 1;
-      for (size_t d = 0; d < n.rank; ++d) numel *= n.shape[d];
-      res.emplace_back(numel);
-      lt_plugin_buffer_args b{};
-      b.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
-      b.context = ctx_;
-      b.nbytes = numel * 4;
-      EXPECT_EQ(err(api_->buffer_alloc(&b)), "");
-      outs.push_back(b.buffer);
-    }
-    lt_plugin_execute_args x{};
-    x.struct_size = LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE;
-    x.context = ctx_;
-    x.executable = c.executable;
-    x.num_inputs = ins.size();
-    x.inputs = ins.data();
-    x.num_outputs = outs.size();
-    x.outputs = outs.data();
-    EXPECT_EQ(err(api_->execute(&x)), "");
-    for (size_t k = 0; k < outs.size(); ++k) {
-      lt_plugin_buffer_args b{};
-      b.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
-      b.context = ctx_;
-      b.buffer = outs[k];
-      b.nbytes = res[k].size() * 4;
-      b.dst = res[k].data();
-      EXPECT_EQ(err(api_->buffer_download(&b)), "");
-      api_->buffer_free(ctx_, outs[k]);
-    }
-    for (auto* b : ins) api_->buffer_free(ctx_, b);
-    api_->executable_destroy(ctx_, c.executable);
+    for (const auto& o : out_bytes) res.push_back(lt::plugin_test::as<float>(o));
     return res;
   }
 
@@ -159,14 +83,13 @@ class CpuJit : public ::testing::TestWithParam<std::string> {
     return v;
   }
 
-  static void* handle_;
   static const lt_plugin_api* api_;
-  static std::map<std::string, lt_plugin_context*> contexts_;
+  static std::map<std::string, std::unique_ptr<Session>> sessions_;
+  Session* session_ = nullptr;
   lt_plugin_context* ctx_ = nullptr;
 };
-void* CpuJit::handle_ = nullptr;
 const lt_plugin_api* CpuJit::api_ = nullptr;
-std::map<std::string, lt_plugin_context*> CpuJit::contexts_;
+std::map<std::string, std::unique_ptr<Session>> CpuJit::sessions_;
 
 INSTANTIATE_TEST_SUITE_P(VectorBits, CpuJit, ::testing::Values("auto", "256", "128"),
                          [](const auto& info) { return "bits_" + info.param; });
