@@ -5,7 +5,11 @@
 // the generic exponent arithmetic, SSE) is checked on a host that has them all.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <random>
@@ -73,6 +77,29 @@ class CpuJit : public ::testing::TestWithParam<std::string> {
     std::vector<std::vector<float>> res;
     for (const auto& o : out_bytes) res.push_back(lt::plugin_test::as<float>(o));
     return res;
+  }
+
+  // Runs g with LT_CPU_JIT_DUMP set to a fresh directory and counts the fdiv instructions
+  // in the optimised module it dumps (the graph must not be in the compile cache yet).
+  int fdivs(OwnedGraph& g, const std::vector<std::vector<float>>& in) {
+    static int calls = 0;
+    std::filesystem::path dir =
+        std::filesystem::path(::testing::TempDir()) /
+        ("lt_cpu_jit_fdivs_" + std::to_string(::getpid()) + "_" + std::to_string(calls++));
+    std::filesystem::create_directories(dir);
+    ::setenv("LT_CPU_JIT_DUMP", dir.c_str(), 1);
+    run(g, in);
+    ::unsetenv("LT_CPU_JIT_DUMP");
+    int count = 0, files = 0;
+    for (const auto& f : std::filesystem::directory_iterator(dir)) {
+      ++files;
+      std::ifstream text(f.path());
+      for (std::string line; std::getline(text, line);)
+        count += line.find(" = fdiv ") != std::string::npos;
+    }
+    std::filesystem::remove_all(dir);
+    EXPECT_EQ(files, 1) << "expected one dumped module";
+    return count;
   }
 
   static std::vector<float> random(size_t n, float lo, float hi, unsigned seed = 1) {
@@ -479,6 +506,75 @@ TEST_P(CpuJit, TranscendentalSpecialValues) {
       EXPECT_EQ(out[0][1], INFINITY);
       EXPECT_EQ(out[0][5], 100.0f);
       EXPECT_EQ(out[0][6], 0.0f);
+    }
+  }
+}
+
+// sigmoid(a)·tanh(b), the LSTM/GRU gate product: both are bounded quotients, so the JIT
+// multiplies them with one division (vecmath.h, merge_quotients). Compared with the
+// kernels of tanh(b) + a, which have the same loops and one division per loop body.
+TEST_P(CpuJit, GateProductUsesOneDivision) {
+  const int64_t n = 1000;
+  auto graph = [&](bool product, bool sigmoid_out) {
+    auto g = std::make_unique<OwnedGraph>();
+    int32_t a = g->add("input", LT_DTYPE_F32, {n}, {});
+    int32_t b = g->add("input", LT_DTYPE_F32, {n}, {});
+    int32_t t = g->add("tanh", LT_DTYPE_F32, {n}, {b});
+    int32_t s = product ? g->add("sigmoid", LT_DTYPE_F32, {n}, {a}) : a;
+    int32_t y = g->add(product ? "mul" : "add", LT_DTYPE_F32, {n}, {s, t});
+    g->set_inputs({a, b});
+    g->set_outputs(sigmoid_out ? std::vector<int32_t>{y, s} : std::vector<int32_t>{y});
+    return g;
+  };
+  auto as = random(n, -6, 6, 3), bs = random(n, -3, 3, 4);
+  int one = fdivs(*graph(false, false), {as, bs});
+  ASSERT_GT(one, 0);
+  EXPECT_EQ(fdivs(*graph(true, false), {as, bs}), one);
+  // sigmoid(a) is also an output, so it needs its own division: nothing to merge.
+  EXPECT_EQ(fdivs(*graph(true, true), {as, bs}), 2 * one);
+}
+
+// Merged gate products stay within float accuracy of the two-division form for every
+// kind of input: huge, tiny, infinite, NaN, signed zeros; and products of three merge too.
+TEST_P(CpuJit, GateProductsAreAccurateEverywhere) {
+  std::vector<float> av = {-INFINITY, -200,   -104, -89, -87, -85, -60, -20, -1,       -0.0f,
+                           0,         1e-20f, 0.5f, 3,   20,  88,  89,  200, INFINITY, NAN};
+  std::vector<float> bv = {-INFINITY, -20,   -9, -8.5f, -3, -1e-3f, -0.0f,    0,
+                           1e-30f,    0.25f, 1,  7.9f,  9,  50,     INFINITY, NAN};
+  std::vector<float> as, bs;
+  for (float a : av)
+    for (float b : bv) {
+      as.push_back(a);
+      bs.push_back(b);
+    }
+  const int64_t n = static_cast<int64_t>(as.size());
+  OwnedGraph g;
+  int32_t a = g.add("input", LT_DTYPE_F32, {n}, {});
+  int32_t b = g.add("input", LT_DTYPE_F32, {n}, {});
+  int32_t sa = g.add("sigmoid", LT_DTYPE_F32, {n}, {a});
+  int32_t tb = g.add("tanh", LT_DTYPE_F32, {n}, {b});
+  int32_t p = g.add("mul", LT_DTYPE_F32, {n}, {sa, tb});
+  int32_t sb = g.add("sigmoid", LT_DTYPE_F32, {n}, {b});
+  int32_t p3 = g.add("mul", LT_DTYPE_F32, {n}, {p, sb});  // sigmoid(a)·tanh(b)·sigmoid(b)
+  int32_t ta = g.add("tanh", LT_DTYPE_F32, {n}, {a});
+  int32_t tt = g.add("mul", LT_DTYPE_F32, {n}, {ta, g.add("tanh", LT_DTYPE_F32, {n}, {b})});
+  g.set_inputs({a, b});
+  g.set_outputs({p3, tt});
+  auto out = run(g, {as, bs});
+  ASSERT_EQ(out.size(), 2u);
+  auto sig = [](double x) { return 1 / (1 + std::exp(-x)); };
+  for (int64_t i = 0; i < n; ++i) {
+    double x = as[i], y = bs[i];
+    double want[2] = {sig(x) * std::tanh(y) * sig(y), std::tanh(x) * std::tanh(y)};
+    for (int k = 0; k < 2; ++k) {
+      float got = out[k][i];
+      if (std::isnan(want[k])) {
+        EXPECT_TRUE(std::isnan(got)) << k << " a=" << x << " b=" << y;
+        continue;
+      }
+      // 2e-6 relative, plus 1e-33 absolute: a merged denominator that overflows gives 0
+      // where the exact product is below that (vecmath.h).
+      EXPECT_NEAR(got, want[k], 2e-6 * std::fabs(want[k]) + 1e-33) << k << " a=" << x << " b=" << y;
     }
   }
 }

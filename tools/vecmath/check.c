@@ -1,7 +1,7 @@
 // Exhaustive f32 check of exp and tanh from plugins/cpu_jit/src/vecmath.cpp (see README.md).
 // Build: gcc -O2 -mfma -ffp-contract=off tools/vecmath/check.c -o /tmp/vecmath_check -lm -pthread
 // Run:   /tmp/vecmath_check [threads]                    every float, FMA and no FMA
-//        /tmp/vecmath_check tune a3 a5 a7 a9 a11 a13 b2 b4 b6   ulp search on tanh coefficients
+//        /tmp/vecmath_check tune a3 a5 a7 a9 b2 b4 b6 b8   ulp search on tanh coefficients
 // -ffp-contract=off matters: the non-FMA mode relies on a*b+c rounding twice.
 #include <math.h>
 #include <pthread.h>
@@ -15,15 +15,12 @@
 // literals (decimal -> double -> float can differ from decimal -> float).
 static const double kExpPoly[] = {
     0.00139261761199, 0.00836317307451, 0.0416665546621, 0.166665770256, 0.5, 1.0};
-static const double kTanhP[] = {-8.50888438e-14,
-                                5.28917361e-11,
-                                -2.02557988e-08,
-                                1.11634608e-05,
-                                0.0031049361,
-                                0.130849227,
-                                1.0};
-static const double kTanhQ[] = {0.000254750747, 0.0244991891, 0.464182526, 1.0};
-static const double kTanhClamp[2] = {7.98994684, 8.00753403};  // [no FMA, FMA]
+// tanh x = x P(x^2)/Q(x^2): P and Q highest power first, ending in P(0) = Q(0) = 1.
+static const double kTanhP[] = {1.33842954e-08, 2.06358163e-05, 0.0034974583, 0.133826867, 1.0};
+static const double kTanhQ[] = {7.79025072e-07, 0.000328851747, 0.0258843619, 0.467160076, 1.0};
+static const double kTanhClamp[2] = {7.86710215, 8.02141953};  // [no FMA, FMA]
+#define NTP ((int)(sizeof kTanhP / sizeof kTanhP[0]))
+#define NTQ ((int)(sizeof kTanhQ / sizeof kTanhQ[0]))
 
 static float bf(uint32_t u) {
   float f;
@@ -67,8 +64,8 @@ static float vm_exp(float x, int fma) {
 
 static float tanh_noclamp(float x, int fma) {
   float t = x * x;
-  float p = horner(t, kTanhP, 7, fma);
-  float q = horner(t, kTanhQ, 4, fma);
+  float p = horner(t, kTanhP, NTP, fma);
+  float q = horner(t, kTanhQ, NTQ, fma);
   return (x * p) / q;
 }
 static float vm_tanh(float x, int fma) {
@@ -175,14 +172,24 @@ static int check(int threads) {
 // 6000 points in (0, 8]. 8 is about where the clamp lands; above it the result is 1.0f.
 #define NG 6000
 static long double tx[NG], tref[NG];
-static float coef[9];  // a3 a5 a7 a9 a11 a13 b2 b4 b6
+// The tuned coefficients, in the order fit.py prints them: the P ones lowest power first
+// (a3 a5 ..., a_{2k+1} multiplies x^{2k+1} in x P), then the Q ones (b2 b4 ...).
+#define NA (NTP - 1)
+#define NB (NTQ - 1)
+#define NC (NA + NB)
+static float coef[NC];
+
+static void print_names(FILE* f) {
+  for (int k = 0; k < NA; ++k) fprintf(f, " a%d", 2 * k + 3);
+  for (int k = 0; k < NB; ++k) fprintf(f, " b%d", 2 * k + 2);
+}
 
 static long double tune_obj(void) {
   long double mx = 0;
   for (int i = 0; i < NG; ++i) {
     long double x = tx[i], t = x * x, p = 0, q = 0;
-    for (int k = 5; k >= 0; --k) p = (p + coef[k]) * t;
-    for (int k = 8; k >= 6; --k) q = (q + coef[k]) * t;
+    for (int k = NA - 1; k >= 0; --k) p = (p + coef[k]) * t;
+    for (int k = NC - 1; k >= NA; --k) q = (q + coef[k]) * t;
     long double e = fabsl(x * (p + 1) / (q + 1) / tref[i] - 1);
     if (e > mx) mx = e;
   }
@@ -193,14 +200,14 @@ static void step(float* c, int d) {
 }
 
 static int tune(char** args) {
-  for (int k = 0; k < 9; ++k) coef[k] = strtof(args[k], NULL);
+  for (int k = 0; k < NC; ++k) coef[k] = strtof(args[k], NULL);
   for (int i = 0; i < NG; ++i) tx[i] = 8.0L * (i + 1) / NG, tref[i] = tanhl(tx[i]);
   long double best = tune_obj();
   printf("start: max rel err %.4Lg\n", best);
   for (int improved = 1, it = 0; improved && it < 200; ++it) {
     improved = 0;
-    for (int a = 0; a < 9; ++a) {
-      for (int b = a; b < 9; ++b) {
+    for (int a = 0; a < NC; ++a) {
+      for (int b = a; b < NC; ++b) {
         for (int da = -3; da <= 3; ++da) {
           for (int db = (a == b ? 0 : -3); db <= (a == b ? 0 : 3); ++db) {
             if (!da && !db) continue;
@@ -221,14 +228,24 @@ static int tune(char** args) {
     }
     printf("round %d: max rel err %.4Lg\n", it, best);
   }
-  printf("# a3 a5 a7 a9 a11 a13 b2 b4 b6, tuned\n");
-  for (int k = 0; k < 9; ++k) printf("%.9g%c", coef[k], k < 8 ? ' ' : '\n');
+  printf("#");
+  print_names(stdout);
+  printf(", tuned\n");
+  for (int k = 0; k < NC; ++k) printf("%.9g%c", coef[k], k < NC - 1 ? ' ' : '\n');
+  // The same set in the order kTanhP / kTanhQ and emit_tanh_f32 take it.
+  printf("# P, Q for kTanhP / kTanhQ (highest power first)\n{");
+  for (int k = NA - 1; k >= 0; --k) printf("%.9g, ", coef[k]);
+  printf("1.0}\n{");
+  for (int k = NC - 1; k >= NA; --k) printf("%.9g, ", coef[k]);
+  printf("1.0}\n");
   return 0;
 }
 
 int main(int argc, char** argv) {
-  if (argc == 11 && !strcmp(argv[1], "tune")) return tune(argv + 2);
+  if (argc == NC + 2 && !strcmp(argv[1], "tune")) return tune(argv + 2);
   if (argc <= 2 && (argc == 1 || atoi(argv[1]) > 0)) return check(argc > 1 ? atoi(argv[1]) : 2);
-  fprintf(stderr, "usage: %s [threads] | %s tune a3 a5 a7 a9 a11 a13 b2 b4 b6\n", argv[0], argv[0]);
+  fprintf(stderr, "usage: %s [threads] | %s tune", argv[0], argv[0]);
+  print_names(stderr);
+  fprintf(stderr, "\n");
   return 2;
 }

@@ -22,10 +22,11 @@ def fit_exp():
     print(" ".join(mp.nstr(c, 12) for c in poly))
 
 
-# tanh x ~ x P(t)/Q(t), t = x^2, P(0) = Q(0) = 1, deg P = 6, deg Q = 3 (in t). Fitted up to
+# tanh x ~ x P(t)/Q(t), t = x^2, P(0) = Q(0) = 1, deg P = NP, deg Q = NQ (in t). Fitted up to
 # X = 9.02, above which tanh x rounds to 1.0f. We work in s = t/X^2 in [0, 1] so that the
 # linear systems stay well conditioned, and rescale the coefficients at the end.
-NP, NQ, X = 6, 3, mp.mpf("9.02")
+NP, NQ = 4, 4
+X = mp.mpf("9.02")
 
 
 def tanh_over_x(x):  # tanh(x)/x, the even function that P/Q approximates
@@ -112,9 +113,10 @@ def fit_tanh():
     # Back from s = t/X^2 to t: the coefficient of s^j is divided by X^(2j).
     a = [c[k] / X ** (2 * k + 2) for k in range(NP)]
     b = [c[NP + k] / X ** (2 * k + 2) for k in range(NQ)]
-    print("# tanh: x P(x^2)/Q(x^2), [6/3], minimax relative error", mp.nstr(emax, 6),
-          "on [0, 9.02] (exact arithmetic)")
-    print("# a3 a5 a7 a9 a11 a13 b2 b4 b6, rounded to float, before ulp tuning (check.c tune)")
+    names = ["a%d" % (2 * k + 3) for k in range(NP)] + ["b%d" % (2 * k + 2) for k in range(NQ)]
+    print("# tanh: x P(x^2)/Q(x^2), [%d/%d], minimax relative error" % (NP, NQ),
+          mp.nstr(emax, 6), "on [0, 9.02] (exact arithmetic)")
+    print("#", " ".join(names), "rounded to float, before ulp tuning (check.c tune)")
     print(" ".join("%.9g" % f32(v) for v in a + b))
 
 

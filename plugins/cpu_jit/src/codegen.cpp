@@ -449,10 +449,9 @@ llvm::Value* Emitter::op(int32_t v, const std::vector<llvm::Value*>& a) {
         b_.CreateFDiv(b_.CreateFSub(fconst(t, 1.0), e), b_.CreateFAdd(fconst(t, 1.0), e));
     return intrinsic(llvm::Intrinsic::copysign, {r, a[0]});
   }
-  if (op == "sigmoid") {
-    llvm::Value* q =
-        b_.CreateFDiv(fconst(t, 1.0), b_.CreateFAdd(fconst(t, 1.0), exp_any(b_.CreateFNeg(a[0]))));
-    return q;
+  if (op == "sigmoid") {  // 1/(1 + e^-x): numerator 1, denominator >= 1
+    llvm::Value* den = b_.CreateFAdd(fconst(t, 1.0), exp_any(b_.CreateFNeg(a[0])));
+    return emit_bounded_quotient(b_, fconst(t, 1.0), den, 1.0);
   }
   if (op == "gelu") {
     // 0.5·x·(1 + tanh(u)) == x·sigmoid(2u): no cancellation for negative x.
@@ -729,6 +728,7 @@ llvm::Error emit_kernels(llvm::Module& module, std::vector<KernelDesc>& kernels,
     kernels[k].slots.clear();
     Emitter e(module, kernels[k], names[k], math);
     if (auto err = e.run()) return err;
+    merge_quotients(*module.getFunction(names[k]));
   }
   return llvm::Error::success();
 }

@@ -4,6 +4,8 @@
 // CpuJit.TranscendentalAccuracySweep.
 #include "vecmath.h"
 
+#include <cmath>
+#include <iterator>
 #include <limits>
 #include <string>
 
@@ -15,6 +17,17 @@ namespace lt::cpujit {
 namespace {
 
 constexpr const char* kExp = "lt.exp.f32";
+// Metadata on an fdiv from emit_bounded_quotient: its numerator bound (a double).
+constexpr const char* kQuotientTag = "lt.bounded_quotient";
+// Largest numerator bound a merged quotient may have: with d1·d2 = inf, the exact product is
+// below 2^16/FLT_MAX ~ 1.9e-34 (merge_quotients returns 0 there).
+constexpr double kMaxMergedBound = 65536.0;
+
+// tanh x = x·P(x²)/Q(x²) on |x| <= clamp (emit_tanh_f32): highest power first, P(0) = Q(0)
+// = 1. Clamp points: {without FMA, with FMA}. tools/vecmath derives and checks all three.
+constexpr double kTanhP[] = {1.33842954e-08, 2.06358163e-05, 0.0034974583, 0.133826867, 1.0};
+constexpr double kTanhQ[] = {7.79025072e-07, 0.000328851747, 0.0258843619, 0.467160076, 1.0};
+constexpr double kTanhClamp[] = {7.86710215, 8.02141953};
 
 llvm::Value* splat(llvm::Type* t, double v) {
   return llvm::ConstantFP::get(t, v);
@@ -24,12 +37,16 @@ llvm::Value* splat(llvm::Type* t, double v) {
 llvm::Value* fma(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, llvm::Value* z) {
   return b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {x->getType()}, {x, y, z});
 }
-llvm::Value* horner(llvm::IRBuilder<>& b, llvm::Value* x, std::initializer_list<double> c) {
+template <class Coeffs>  // highest power first
+llvm::Value* horner(llvm::IRBuilder<>& b, llvm::Value* x, const Coeffs& c) {
   llvm::Type* t = x->getType();
-  auto it = c.begin();
+  auto it = std::begin(c);
   llvm::Value* p = splat(t, *it++);
-  for (; it != c.end(); ++it) p = fma(b, p, x, splat(t, *it));
+  for (; it != std::end(c); ++it) p = fma(b, p, x, splat(t, *it));
   return p;
+}
+llvm::Value* horner(llvm::IRBuilder<>& b, llvm::Value* x, std::initializer_list<double> c) {
+  return horner<std::initializer_list<double>>(b, x, c);
 }
 // min(max(x, lo), hi) that keeps NaN: select(x < lo, lo, x) is one vmaxps on x86, whereas
 // llvm.maxnum returns the number and needs a compare and a blend to get NaN right.
@@ -183,23 +200,73 @@ llvm::Value* emit_log_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
                         splat(f, std::numeric_limits<float>::quiet_NaN()), r);
 }
 
-// tanhf: x·P(x²)/Q(x²) with P of degree 12 and Q of degree 6 in x, P(0) = Q(0) = 1: our own
-// minimax fit (Remez in mpmath), float coefficients then tuned by ulp search to cut the
-// error their rounding adds (tools/vecmath reproduces and checks them). The input is
-// clamped to ±c, the smallest float at which the float evaluation is exactly 1 (it is <= 1
-// below c and overshoots to 1.00000024 near 8.6, so the clamp matters); c depends on whether
-// the multiply-adds fuse. Odd by construction (±0 stay ±0), tiny inputs come back as x, NaN
-// passes through the clamp. Max relative error over every float in [-10, 10]: 3.1e-7 with
-// FMA, 3.5e-7 without.
+// tanhf: x·P(x²)/Q(x²) with P and Q of degree 8 in x (4 in x², kTanhP/kTanhQ), P(0) =
+// Q(0) = 1: our own minimax fit (Remez in mpmath, 2.2e-8 in exact arithmetic), float
+// coefficients then tuned by ulp search to cut the error their rounding adds (tools/vecmath
+// reproduces and checks them). Equal degrees cost one multiply-add less than the [6/3] form
+// at the same accuracy. The input is clamped to ±c, the smallest float at which the float
+// evaluation is exactly 1 (it is <= 1 below c and grows past 1 beyond it, to 1.000002 near
+// 10, so the clamp matters); c depends on whether the multiply-adds fuse. Odd by
+// construction (±0 stay ±0), tiny inputs come back as x, NaN passes through the clamp. Max
+// relative error over every float in [-10, 10]: 3.04e-7 with FMA, 3.56e-7 without. The
+// result is a bounded quotient (emit_bounded_quotient), so a product with sigmoid or tanh
+// costs one division.
 llvm::Value* emit_tanh_f32(llvm::IRBuilder<>& b, llvm::Value* a, const MathTarget& target) {
-  double c = target.fma ? 8.00753403 : 7.98994684;
+  double c = target.fma ? kTanhClamp[1] : kTanhClamp[0];
   llvm::Value* x = clamp(b, a, -c, c);
   llvm::Value* t = b.CreateFMul(x, x);
-  llvm::Value* p = horner(b, t,
-                          {-8.50888438e-14, 5.28917361e-11, -2.02557988e-08, 1.11634608e-05,
-                           0.0031049361, 0.130849227, 1.0});
-  llvm::Value* q = horner(b, t, {0.000254750747, 0.0244991891, 0.464182526, 1.0});
-  return b.CreateFDiv(b.CreateFMul(x, p), q);
+  llvm::Value* p = horner(b, t, kTanhP);
+  llvm::Value* q = horner(b, t, kTanhQ);
+  // |x·P(x²)| <= c·Σ|p_k|c^2k, and Q >= 1: its coefficients are positive, Q(0) = 1.
+  double bound = 0;
+  for (double k : kTanhP) bound = bound * c * c + std::fabs(k);
+  return emit_bounded_quotient(b, b.CreateFMul(x, p), q, bound * c);
+}
+
+llvm::Value* emit_bounded_quotient(llvm::IRBuilder<>& b, llvm::Value* num, llvm::Value* den,
+                                   double num_bound) {
+  llvm::Value* q = b.CreateFDiv(num, den);
+  if (auto* i = llvm::dyn_cast<llvm::Instruction>(q)) {
+    llvm::LLVMContext& ctx = i->getContext();
+    llvm::Constant* v = llvm::ConstantFP::get(llvm::Type::getDoubleTy(ctx), num_bound);
+    i->setMetadata(kQuotientTag, llvm::MDNode::get(ctx, {llvm::ConstantAsMetadata::get(v)}));
+  }
+  return q;
+}
+
+void merge_quotients(llvm::Function& f) {
+  auto bound_of = [](llvm::Value* v) -> double {  // 0: not a tagged quotient
+    auto* i = llvm::dyn_cast_or_null<llvm::Instruction>(v);
+    llvm::MDNode* md = i && i->getOpcode() == llvm::Instruction::FDiv && i->hasOneUse()
+                           ? i->getMetadata(kQuotientTag)
+                           : nullptr;
+    if (!md) return 0;
+    auto* c = llvm::mdconst::dyn_extract<llvm::ConstantFP>(md->getOperand(0));
+    return c ? c->getValueAPF().convertToDouble() : 0;
+  };
+  auto is_one = [](llvm::Value* v) {
+    auto* c = llvm::dyn_cast<llvm::ConstantFP>(v);
+    return c && c->isExactlyValue(1.0);
+  };
+  std::vector<llvm::Instruction*> muls;
+  for (llvm::BasicBlock& bb : f)
+    for (llvm::Instruction& i : bb)
+      if (i.getOpcode() == llvm::Instruction::FMul) muls.push_back(&i);
+  for (llvm::Instruction* mul : muls) {
+    auto* q1 = llvm::dyn_cast<llvm::Instruction>(mul->getOperand(0));
+    auto* q2 = llvm::dyn_cast<llvm::Instruction>(mul->getOperand(1));
+    double b1 = bound_of(q1), b2 = bound_of(q2);
+    if (q1 == q2 || b1 == 0 || b2 == 0 || b1 * b2 > kMaxMergedBound) continue;
+    llvm::IRBuilder<> b(mul);
+    b.setFastMathFlags(mul->getFastMathFlags());
+    llvm::Value *n1 = q1->getOperand(0), *n2 = q2->getOperand(0);
+    llvm::Value* num = is_one(n1) ? n2 : is_one(n2) ? n1 : b.CreateFMul(n1, n2);
+    llvm::Value* den = b.CreateFMul(q1->getOperand(1), q2->getOperand(1));
+    mul->replaceAllUsesWith(emit_bounded_quotient(b, num, den, b1 * b2));
+    mul->eraseFromParent();
+    q1->eraseFromParent();
+    q2->eraseFromParent();
+  }
 }
 
 }  // namespace lt::cpujit
