@@ -420,7 +420,10 @@ void expect_broadcast(const PrepareCall& c, size_t first, size_t count) {
   const ValueDesc& out = c.out;
   auto mismatch = [&] {
     std::string s = std::string(c.op) + ": shapes";
-    for (size_t k = first; k < first + count; ++k) s += " " + shape_str(c.in[k]);
+    for (size_t k = first; k < first + count; ++k) {
+      s += ' ';  // not " " + shape_str(...): GCC 12 reports a false -Wrestrict on that form
+      s += shape_str(c.in[k]);
+    }
     fail(LT_STATUS_SHAPE_MISMATCH, s + " do not broadcast to output " + shape_str(out));
   };
   for (size_t k = first; k < first + count; ++k) {
