@@ -5,7 +5,6 @@
 #include "vecmath.h"
 
 #include <cmath>
-#include <iterator>
 #include <limits>
 #include <string>
 
@@ -23,6 +22,14 @@ constexpr const char* kQuotientTag = "lt.bounded_quotient";
 // below 2^16/FLT_MAX ~ 1.9e-34 (merge_quotients returns 0 there).
 constexpr double kMaxMergedBound = 65536.0;
 
+// Polynomial coefficients, highest power first (horner()). exp: the fit of (e^r − 1 − r)/r²
+// with a 1 appended, so horner gives (e^r − 1)/r and exp_body's r·p + 1 gives e^r. log:
+// cephes logf's log(1+m) polynomial.
+constexpr double kExpPoly[] = {
+    0.00139261761199, 0.00836317307451, 0.0416665546621, 0.166665770256, 0.5, 1.0};
+constexpr double kLogPoly[] = {7.0376836292E-2,  -1.1514610310E-1, 1.1676998740E-1,
+                               -1.2420140846E-1, 1.4249322787E-1,  -1.6668057665E-1,
+                               2.0000714765E-1,  -2.4999993993E-1, 3.3333331174E-1};
 // tanh x = x·P(x²)/Q(x²) on |x| <= clamp (emit_tanh_f32): highest power first, P(0) = Q(0)
 // = 1. Clamp points: {without FMA, with FMA}. tools/vecmath derives and checks all three.
 constexpr double kTanhP[] = {1.33842954e-08, 2.06358163e-05, 0.0034974583, 0.133826867, 1.0};
@@ -37,16 +44,12 @@ llvm::Value* splat(llvm::Type* t, double v) {
 llvm::Value* fma(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, llvm::Value* z) {
   return b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {x->getType()}, {x, y, z});
 }
-template <class Coeffs>  // highest power first
-llvm::Value* horner(llvm::IRBuilder<>& b, llvm::Value* x, const Coeffs& c) {
+template <size_t N>  // highest power first
+llvm::Value* horner(llvm::IRBuilder<>& b, llvm::Value* x, const double (&c)[N]) {
   llvm::Type* t = x->getType();
-  auto it = std::begin(c);
-  llvm::Value* p = splat(t, *it++);
-  for (; it != std::end(c); ++it) p = fma(b, p, x, splat(t, *it));
+  llvm::Value* p = splat(t, c[0]);
+  for (size_t i = 1; i < N; ++i) p = fma(b, p, x, splat(t, c[i]));
   return p;
-}
-llvm::Value* horner(llvm::IRBuilder<>& b, llvm::Value* x, std::initializer_list<double> c) {
-  return horner<std::initializer_list<double>>(b, x, c);
 }
 // min(max(x, lo), hi) that keeps NaN: select(x < lo, lo, x) is one vmaxps on x86, whereas
 // llvm.maxnum returns the number and needs a compare and a blend to get NaN right.
@@ -112,8 +115,7 @@ llvm::Value* exp_body(llvm::IRBuilder<>& b, llvm::Value* x, const MathTarget& tg
                                      {b.CreateFMul(xc, splat(t, 1.44269504088896341))});
   llvm::Value* r = fma(b, n, splat(t, -0.693359375), xc);
   r = fma(b, n, splat(t, 2.12194440e-4), r);
-  llvm::Value* p =
-      horner(b, r, {0.00139261761199, 0.00836317307451, 0.0416665546621, 0.166665770256, 0.5, 1.0});
+  llvm::Value* p = horner(b, r, kExpPoly);
   llvm::Intrinsic::ID scalef = scalef_for(t, tg);
   llvm::Value* y = scale(b, fma(b, p, r, splat(t, 1.0)), n, scalef);
   // vscalefps keeps NaN; the integer path turns it into poison, so select it back.
@@ -183,10 +185,7 @@ llvm::Value* emit_log_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
   m = b.CreateSelect(small, b.CreateFSub(b.CreateFAdd(m, m), splat(f, 1.0)),
                      b.CreateFSub(m, splat(f, 1.0)));
   llvm::Value* z = b.CreateFMul(m, m);
-  llvm::Value* p =
-      horner(b, m,
-             {7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1, 1.4249322787E-1,
-              -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1, 3.3333331174E-1});
+  llvm::Value* p = horner(b, m, kLogPoly);
   llvm::Value* y = b.CreateFMul(b.CreateFMul(p, m), z);
   llvm::Value* fe = b.CreateSIToFP(e, f);
   y = fma(b, fe, splat(f, -2.12194440e-4), y);
