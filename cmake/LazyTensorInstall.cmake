@@ -8,11 +8,14 @@ include(CMakePackageConfigHelpers)
 set(LT_CMAKE_INSTALL_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/LazyTensor")
 
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/core/include/lazytensor"
-        DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}" FILES_MATCHING PATTERN "*.h")
+        DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}" FILES_MATCHING PATTERN "*.h" PATTERN "*.def")
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/core/lower/include/lazytensor"
+                  "${PROJECT_SOURCE_DIR}/core/kit/include/lazytensor"
+        DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}" FILES_MATCHING PATTERN "*.hpp")
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/api/include/lazytensor"
         DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}" FILES_MATCHING PATTERN "*.hpp")
 
-set(lt_export_targets lazytensor_plugin_api)
+set(lt_export_targets lazytensor_plugin_api lazytensor_lower lazytensor_plugin_kit)
 if(TARGET lazytensor)
   list(APPEND lt_export_targets lazytensor)
 endif()

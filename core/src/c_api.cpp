@@ -349,94 +349,24 @@ LT_API lt_error* lt_apply(lt_device* device, const char* op, lt_tensor* const* i
   return apply_id(device, id, inputs, num_inputs, attrs, num_attrs, out);
 }
 
-LT_API lt_error* lt_neg(lt_tensor* a, lt_tensor** o) {
-  return unary(kOpNeg, a, o);
-}
-LT_API lt_error* lt_abs(lt_tensor* a, lt_tensor** o) {
-  return unary(kOpAbs, a, o);
-}
-LT_API lt_error* lt_exp(lt_tensor* a, lt_tensor** o) {
-  return unary(kOpExp, a, o);
-}
-LT_API lt_error* lt_log(lt_tensor* a, lt_tensor** o) {
-  return unary(kOpLog, a, o);
-}
-LT_API lt_error* lt_sqrt(lt_tensor* a, lt_tensor** o) {
-  return unary(kOpSqrt, a, o);
-}
-LT_API lt_error* lt_rsqrt(lt_tensor* a, lt_tensor** o) {
-  return unary(kOpRsqrt, a, o);
-}
-LT_API lt_error* lt_tanh(lt_tensor* a, lt_tensor** o) {
-  return unary(kOpTanh, a, o);
-}
-LT_API lt_error* lt_sigmoid(lt_tensor* a, lt_tensor** o) {
-  return unary(kOpSigmoid, a, o);
-}
-LT_API lt_error* lt_relu(lt_tensor* a, lt_tensor** o) {
-  return unary(kOpRelu, a, o);
-}
-LT_API lt_error* lt_gelu(lt_tensor* a, lt_tensor** o) {
-  return unary(kOpGelu, a, o);
-}
-LT_API lt_error* lt_sin(lt_tensor* a, lt_tensor** o) {
-  return unary(kOpSin, a, o);
-}
-LT_API lt_error* lt_cos(lt_tensor* a, lt_tensor** o) {
-  return unary(kOpCos, a, o);
-}
-LT_API lt_error* lt_floor(lt_tensor* a, lt_tensor** o) {
-  return unary(kOpFloor, a, o);
-}
-LT_API lt_error* lt_not(lt_tensor* a, lt_tensor** o) {
-  return unary(kOpNot, a, o);
-}
-
-LT_API lt_error* lt_add(lt_tensor* a, lt_tensor* b, lt_tensor** o) {
-  return binary(kOpAdd, a, b, o);
-}
-LT_API lt_error* lt_sub(lt_tensor* a, lt_tensor* b, lt_tensor** o) {
-  return binary(kOpSub, a, b, o);
-}
-LT_API lt_error* lt_mul(lt_tensor* a, lt_tensor* b, lt_tensor** o) {
-  return binary(kOpMul, a, b, o);
-}
-LT_API lt_error* lt_div(lt_tensor* a, lt_tensor* b, lt_tensor** o) {
-  return binary(kOpDiv, a, b, o);
-}
-LT_API lt_error* lt_pow(lt_tensor* a, lt_tensor* b, lt_tensor** o) {
-  return binary(kOpPow, a, b, o);
-}
-LT_API lt_error* lt_maximum(lt_tensor* a, lt_tensor* b, lt_tensor** o) {
-  return binary(kOpMaximum, a, b, o);
-}
-LT_API lt_error* lt_minimum(lt_tensor* a, lt_tensor* b, lt_tensor** o) {
-  return binary(kOpMinimum, a, b, o);
-}
-LT_API lt_error* lt_eq(lt_tensor* a, lt_tensor* b, lt_tensor** o) {
-  return binary(kOpEq, a, b, o);
-}
-LT_API lt_error* lt_ne(lt_tensor* a, lt_tensor* b, lt_tensor** o) {
-  return binary(kOpNe, a, b, o);
-}
-LT_API lt_error* lt_lt(lt_tensor* a, lt_tensor* b, lt_tensor** o) {
-  return binary(kOpLt, a, b, o);
-}
-LT_API lt_error* lt_le(lt_tensor* a, lt_tensor* b, lt_tensor** o) {
-  return binary(kOpLe, a, b, o);
-}
-LT_API lt_error* lt_gt(lt_tensor* a, lt_tensor* b, lt_tensor** o) {
-  return binary(kOpGt, a, b, o);
-}
-LT_API lt_error* lt_ge(lt_tensor* a, lt_tensor* b, lt_tensor** o) {
-  return binary(kOpGe, a, b, o);
-}
-LT_API lt_error* lt_and(lt_tensor* a, lt_tensor* b, lt_tensor** o) {
-  return binary(kOpAnd, a, b, o);
-}
-LT_API lt_error* lt_or(lt_tensor* a, lt_tensor* b, lt_tensor** o) {
-  return binary(kOpOr, a, b, o);
-}
+// The mechanical functions of lt.h: one per UNARY / BINARY row of lt_ops.def.
+#define LT_CAPI_UNARY(fn, id)                        \
+  LT_API lt_error* fn(lt_tensor* a, lt_tensor** o) { \
+    return unary(id, a, o);                          \
+  }
+#define LT_CAPI_BINARY(fn, id)                                     \
+  LT_API lt_error* fn(lt_tensor* a, lt_tensor* b, lt_tensor** o) { \
+    return binary(id, a, b, o);                                    \
+  }
+#define LT_CAPI_CALL(fn, id)
+#define LT_CAPI_NONE(fn, id)
+#define LT_OP(Camel, name, capi, cfn, ...) LT_CAPI_##capi(cfn, kOp##Camel)
+#include "lazytensor/lt_ops.def"
+#undef LT_OP
+#undef LT_CAPI_UNARY
+#undef LT_CAPI_BINARY
+#undef LT_CAPI_CALL
+#undef LT_CAPI_NONE
 
 LT_API lt_error* lt_where(lt_tensor* cond, lt_tensor* a, lt_tensor* b, lt_tensor** out) {
   lt_tensor* in[3] = {cond, a, b};
@@ -488,9 +418,6 @@ LT_API lt_error* lt_min(lt_tensor* a, const int64_t* axes, size_t n, int keep, l
 LT_API lt_error* lt_argmax(lt_tensor* a, int64_t axis, int keepdims, lt_tensor** out) {
   lt_attr at[2] = {attr_int("axis", axis), attr_int("keepdims", keepdims != 0)};
   return apply_id(nullptr, kOpArgmax, &a, 1, at, 2, out);
-}
-LT_API lt_error* lt_matmul(lt_tensor* a, lt_tensor* b, lt_tensor** out) {
-  return binary(kOpMatmul, a, b, out);
 }
 
 LT_API lt_error* lt_reshape(lt_tensor* a, const int64_t* shape, size_t rank, lt_tensor** out) {
@@ -597,3 +524,15 @@ LT_API void lt_metrics_reset(lt_runtime* runtime) {
 }
 
 }  // extern "C"
+
+// Every CALL row of lt_ops.def names a hand-written function of lt.h: this fails to compile
+// when one is missing or renamed.
+#define LT_CAPI_CALL(fn) (void)&fn;
+#define LT_CAPI_UNARY(fn)
+#define LT_CAPI_BINARY(fn)
+#define LT_CAPI_NONE(fn)
+[[maybe_unused]] static void lt_check_call_rows() {
+#define LT_OP(Camel, name, capi, cfn, ...) LT_CAPI_##capi(cfn)
+#include "lazytensor/lt_ops.def"
+#undef LT_OP
+}

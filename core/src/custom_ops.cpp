@@ -117,6 +117,13 @@ const CustomOp* find_custom_op(uint16_t id) {
   return it == t.by_id.end() ? nullptr : it->second;
 }
 
+const CustomOp* find_custom_op(const std::string& name) {
+  Table& t = table();
+  std::shared_lock lk(t.mu);
+  auto it = t.by_name.find(name);
+  return it == t.by_name.end() ? nullptr : it->second;
+}
+
 const CustomOp* find_custom_op_with_grad(const std::string& name) {
   Table& t = table();
   std::shared_lock lk(t.mu);
@@ -124,25 +131,22 @@ const CustomOp* find_custom_op_with_grad(const std::string& name) {
   return it == t.by_name.end() || !it->second->def.grad ? nullptr : it->second;
 }
 
-void run_custom_kernel(const CustomOp& op, const Node* node, const std::vector<const Node*>& args,
-                       const std::vector<const void*>& inputs, void* out) {
-  std::vector<lt_custom_op_tensor> ins(args.size());
-  for (size_t i = 0; i < args.size(); ++i)
-    ins[i] = {args[i]->dtype, args[i]->shape.size(), args[i]->shape.data(), inputs[i]};
-  std::vector<int64_t> shape(node->shape.data(), node->shape.data() + node->shape.size());
+void run_custom_kernel(const CustomOp& op, const lt_graph_node& node,
+                       const std::vector<lt_custom_op_tensor>& args, void* out) {
+  std::vector<int64_t> shape(node.shape, node.shape + node.rank);
   shape.resize(LT_CUSTOM_OP_MAX_RANK);
+  int64_t numel = 1;
+  for (size_t i = 0; i < node.rank; ++i) numel *= node.shape[i];
   lt_custom_op_args a{};
-  a.num_inputs = ins.size();
-  a.inputs = ins.data();
-  if (node->attrs) {
-    a.num_attrs = node->attrs->view.size();
-    a.attrs = node->attrs->view.data();
-  }
-  a.out_dtype = node->dtype;
-  a.out_rank = node->shape.size();
+  a.num_inputs = args.size();
+  a.inputs = args.data();
+  a.num_attrs = node.num_attrs;
+  a.attrs = node.attrs;
+  a.out_dtype = node.dtype;
+  a.out_rank = node.rank;
   a.out_shape = shape.data();
   a.out_data = out;
-  a.out_nbytes = node->nbytes();
+  a.out_nbytes = static_cast<size_t>(numel) * lt_dtype_size(node.dtype);
   call_user(op, "cpu_kernel", op.def.cpu_kernel, a);
 }
 

@@ -20,13 +20,16 @@ struct CustomOp {
 
 // The custom op behind a registry id; NULL for built-in ops.
 const CustomOp* find_custom_op(uint16_t id);
+// The custom op of that name; NULL for built-in ops and unknown names.
+const CustomOp* find_custom_op(const std::string& name);
 // The custom op of that name if it has a gradient callback; NULL otherwise.
 const CustomOp* find_custom_op_with_grad(const std::string& name);
 
-// Runs node's CPU kernel: `inputs` hold each operand's dense host bytes (operand order),
-// `out` the output's (sized node->nbytes()). Throws lt::Error naming the op on failure.
-void run_custom_kernel(const CustomOp& op, const Node* node, const std::vector<const Node*>& args,
-                       const std::vector<const void*>& inputs, void* out);
+// Runs a node's CPU kernel: `node` describes it (output dtype/shape, attributes), `args` its
+// operands and `inputs` their dense host bytes (operand order); `out` receives the output
+// (numel * dtype size bytes). Throws lt::Error naming the op on failure.
+void run_custom_kernel(const CustomOp& op, const lt_graph_node& node,
+                       const std::vector<lt_custom_op_tensor>& args, void* out);
 
 // autograd Rule for every custom op with a gradient callback (found through find_rule).
 void custom_grad_rule(const autograd::GradFn& fn, lt_tensor* g, std::vector<autograd::Ref>& grads);

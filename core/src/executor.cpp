@@ -9,6 +9,7 @@
 
 #include "custom_ops.h"
 #include "error.h"
+#include "lazytensor/lower/decompose.hpp"
 #include "ops.h"
 
 namespace lt {
@@ -167,36 +168,77 @@ lt_plugin_executable* compile_region(Device* dev, const lt_graph* g) {
   return a.executable;
 }
 
-// Builds region r's local graph: external values become "input" nodes first.
-void region_graph(const Collected& c, const std::vector<int32_t>& members,
+// Builds region r's local graph over the lowered graph `g`: external values become "input"
+// nodes first; values used outside the region (or graph outputs) become its outputs.
+void region_graph(const lt_graph& g, const std::vector<int32_t>& members,
                   const std::vector<int32_t>& region_of, int32_t r, Region& reg,
                   const std::vector<uint8_t>& used_outside, GraphBuf& gb) {
-  std::vector<int32_t> local(c.nodes.size(), -1);
+  std::vector<int32_t> local(g.num_nodes, -1);
+  auto add = [&](const lt_graph_node& n, bool as_input, const int32_t* ops, size_t count) {
+    lt_graph_node gn = n;
+    if (as_input) {
+      gn.op = "input";
+      gn.num_attrs = 0;
+      gn.attrs = nullptr;
+      gb.inputs.push_back(static_cast<int32_t>(gb.nodes.size()));
+    }
+    gn.num_operands = count;
+    gb.nodes.push_back(gn);
+    gb.flat_ops.insert(gb.flat_ops.end(), ops, ops + count);
+  };
   for (int32_t gi : members) {
-    for (int32_t k = c.op_begin[gi]; k < c.op_begin[gi + 1]; ++k) {
-      int32_t o = c.operand_idx[k];
-      if ((c.is_input(o) || region_of[o] != r) && local[o] < 0) {
+    const lt_graph_node& n = g.nodes[gi];
+    for (size_t k = 0; k < n.num_operands; ++k) {
+      int32_t o = n.operands[k];
+      if (region_of[o] != r && local[o] < 0) {
         local[o] = static_cast<int32_t>(gb.nodes.size());
         reg.in_globals.push_back(o);
-        gb.add(c.nodes[o], true, nullptr, 0);
+        add(g.nodes[o], true, nullptr, 0);
       }
     }
   }
   std::vector<int32_t> ops;
   for (int32_t gi : members) {
+    const lt_graph_node& n = g.nodes[gi];
     ops.clear();
-    for (int32_t k = c.op_begin[gi]; k < c.op_begin[gi + 1]; ++k)
-      ops.push_back(local[c.operand_idx[k]]);
+    for (size_t k = 0; k < n.num_operands; ++k) ops.push_back(local[n.operands[k]]);
     local[gi] = static_cast<int32_t>(gb.nodes.size());
-    gb.add(c.nodes[gi], false, ops.data(), ops.size());
+    add(n, false, ops.data(), ops.size());
     if (used_outside[gi]) {
       reg.out_globals.push_back(gi);
+      reg.out_bytes.push_back(static_cast<size_t>(lower::DescRef(n).numel()) *
+                              lt_dtype_size(n.dtype));
       gb.outputs.push_back(local[gi]);
     }
   }
-  uint64_t h = c.key;
+  uint64_t h = g.hash;
   for (int32_t gi : members) h = hash_combine(h, static_cast<uint64_t>(gi));
   gb.finish(h);
+}
+
+bool is_input_node(const lt_graph_node& n) {
+  return std::strcmp(n.op, "input") == 0;
+}
+
+// True if the decompose pass could help a node the backend declined: a built-in composite, or
+// an elementwise op whose operands broadcast.
+bool rewritable(const lt_graph& g, size_t i) {
+  const lt_graph_node& n = g.nodes[i];
+  const lower::OpInfo* op = lower::find_op(n.op);
+  if (!op) return false;
+  if (op->composite) return true;
+  if (op->category != lower::Category::kElementwise) return false;
+  for (size_t k = 0; k < n.num_operands; ++k) {
+    const lt_graph_node& o = g.nodes[n.operands[k]];
+    if (o.rank != n.rank || !std::equal(o.shape, o.shape + o.rank, n.shape)) return true;
+  }
+  return false;
+}
+
+void add_count(std::vector<std::pair<std::string, uint64_t>>& counts, std::string key) {
+  for (auto& [k, v] : counts)
+    if (k == key) return void(++v);
+  counts.emplace_back(std::move(key), 1);
 }
 
 std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c) {
@@ -204,113 +246,179 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c) {
   auto t0 = Clock::now();
   GraphBuf full;
   full_graph(c, full);
-  const size_t n = c.nodes.size();
   Device* fb_dev =
       rt->fallback && rt->fallback != dev->plugin ? rt->fallback->devices.front() : nullptr;
   auto plan = std::make_shared<Plan>();
-  plan->num_nodes = n;
+  plan->num_nodes = c.nodes.size();
   plan->num_inputs = c.inputs.size();
   plan->outputs = c.outputs;
 
-  // 1. Capability: each compute node goes to the target or to the fallback.
-  std::vector<Device*> where(n, nullptr);
-  for (size_t i = 0; i < n; ++i) {
+  // 1. Capability, then decomposition of what the backend lacks: composites become primitives
+  //    and implicit broadcasts explicit, before anything is sent to the fallback.
+  std::vector<int8_t> answer(c.nodes.size(), -1);
+  std::vector<int32_t> origin;  // lowered node -> OpId of the composite it came from, or -1
+  bool rewrite = false;
+  for (size_t i = 0; i < c.nodes.size(); ++i) {
     if (c.is_input(i)) continue;
-    const Node* node = c.nodes[i];
-    if (ask_supports(dev, &full.g, i)) {
+    answer[i] = ask_supports(dev, &full.g, i) ? 1 : 0;
+    rewrite = rewrite || (!answer[i] && rewritable(full.g, i));
+  }
+  const lt_graph* G = &full.g;
+  lower::OwnedGraph lowered;
+  if (rewrite) {
+    lower::DecomposeReport report;
+    auto supported = [&](const lt_graph& g, size_t i) { return ask_supports(dev, &g, i); };
+    lower::Supported fallback;
+    if (fb_dev) fallback = [&](const lt_graph& g, size_t i) { return ask_supports(fb_dev, &g, i); };
+    if (lower::decompose(full.g, supported, &lowered, &report, fallback)) {
+      G = &lowered.view();
+      answer = std::move(report.supported);
+      origin = std::move(report.origin);
+      plan->decomposed_nodes = report.decomposed.size();
+      for (const std::string& op : report.decomposed)
+        add_count(plan->op_counts, "decomposed." + op);
+    }
+  }
+  const lt_graph& g = *G;
+  const size_t n = g.num_nodes;
+  plan->graph_nodes = n;
+  plan->graph_inputs.assign(g.inputs, g.inputs + g.num_inputs);
+  plan->graph_outputs.assign(g.outputs, g.outputs + g.num_outputs);
+
+  // 2. Each remaining node goes to the target, the fallback, or (a custom op) the core.
+  std::vector<Device*> where(n, nullptr);
+  std::vector<uint8_t> on_host(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const lt_graph_node& node = g.nodes[i];
+    if (is_input_node(node)) continue;
+    if (answer[i] < 0) answer[i] = ask_supports(dev, &g, i) ? 1 : 0;
+    if (answer[i]) {
       where[i] = dev;
       continue;
     }
-    const char* op = op_name(node->op);
-    // A custom op no backend claims runs its CPU kernel in the core (where[i] stays null).
-    bool custom = find_custom_op(node->op) != nullptr;
-    if (custom && !(fb_dev && ask_supports(fb_dev, &full.g, i))) {
+    const char* op = node.op;
+    std::string desc = lower::desc_str(lower::DescRef(node));
+    if (i < origin.size() && origin[i] >= 0)
+      desc += fmt::format(", from the decomposition of '{}'",
+                          lower::op_info(static_cast<OpId>(origin[i])).name);
+    const CustomOp* custom = find_custom_op(op);
+    if (custom && !(fb_dev && ask_supports(fb_dev, &g, i))) {
       if (rt->policy == FallbackPolicy::kError)
         fail(LT_STATUS_FALLBACK_REFUSED,
              "fallback refused: custom op '{}' ({}) is not supported by backend '{}' and the "
              "fallback policy is 'error'",
-             op, node_desc(node), dev->plugin->name);
-      plan->fallback_ops.push_back(node->op);
+             op, desc, dev->plugin->name);
+      on_host[i] = 1;
+      add_count(plan->op_counts, std::string("fallback.") + op);
+      ++plan->fallback_nodes;
       continue;
     }
     if (!fb_dev)
-      fail(LT_STATUS_UNSUPPORTED, "op '{}' ({}) is not supported by backend '{}'{}", op,
-           node_desc(node), dev->plugin->name,
-           rt->fallback ? "" : " and no fallback backend (cpu_eager) is loaded");
+      fail(LT_STATUS_UNSUPPORTED, "op '{}' ({}) is not supported by backend '{}'{}", op, desc,
+           dev->plugin->name, rt->fallback ? "" : " and no fallback backend (cpu_eager) is loaded");
     if (rt->policy == FallbackPolicy::kError)
       fail(LT_STATUS_FALLBACK_REFUSED,
            "fallback refused: op '{}' ({}) is not supported by backend '{}' and the fallback "
            "policy is 'error'",
-           op, node_desc(node), dev->plugin->name);
-    if (!ask_supports(fb_dev, &full.g, i))
+           op, desc, dev->plugin->name);
+    if (!ask_supports(fb_dev, &g, i))
       fail(LT_STATUS_UNSUPPORTED,
-           "op '{}' ({}) is supported neither by '{}' nor by the fallback '{}'", op,
-           node_desc(node), dev->plugin->name, fb_dev->plugin->name);
+           "op '{}' ({}) is supported neither by '{}' nor by the fallback '{}'", op, desc,
+           dev->plugin->name, fb_dev->plugin->name);
     if (rt->policy == FallbackPolicy::kWarn) {
       std::lock_guard lk(rt->warn_mu);
       if (std::find(rt->warned_ops.begin(), rt->warned_ops.end(), op) == rt->warned_ops.end()) {
         rt->warned_ops.push_back(op);
-        rt->log->warn("op '{}' ({}) is not supported by backend '{}'; running it on '{}'", op,
-                      node_desc(node), dev->plugin->name, fb_dev->plugin->name);
+        rt->log->warn("op '{}' ({}) is not supported by backend '{}'; running it on '{}'", op, desc,
+                      dev->plugin->name, fb_dev->plugin->name);
       }
     }
     where[i] = fb_dev;
-    plan->fallback_ops.push_back(node->op);
+    add_count(plan->op_counts, std::string("fallback.") + op);
+    ++plan->fallback_nodes;
   }
 
-  // 2. Regions in topological order; a node joins the last region of its device when none of
+  // 3. Regions in topological order; a node joins the last region of its device when none of
   //    its operands lives in a later region of another device (keeps regions acyclic).
   std::vector<int32_t> region_of(n, -1);
   std::vector<Device*> region_dev;
+  std::vector<int32_t> region_host;  // host_nodes index, -1 for plugin regions
   std::vector<std::vector<int32_t>> members;
   for (size_t i = 0; i < n; ++i) {
-    if (c.is_input(i)) continue;
-    if (!where[i]) {  // custom op on host: a region of its own
+    const lt_graph_node& node = g.nodes[i];
+    if (is_input_node(node)) continue;
+    if (on_host[i]) {  // custom op on host: a region of its own
       region_of[i] = static_cast<int32_t>(region_dev.size());
       region_dev.push_back(nullptr);
+      region_host.push_back(static_cast<int32_t>(plan->host_nodes.size()));
       members.push_back({static_cast<int32_t>(i)});
+      HostNode& h = plan->host_nodes.emplace_back();
+      h.op = find_custom_op(node.op);
+      h.node = static_cast<int32_t>(i);
+      h.name = node.op;
+      h.dtype = node.dtype;
+      h.shape.assign(node.shape, node.shape + node.rank);
+      h.operands.assign(node.operands, node.operands + node.num_operands);
+      for (int32_t o : h.operands) {
+        const lt_graph_node& on = g.nodes[o];
+        h.operand_descs.push_back({on.dtype, lower::Shape(on.shape, on.shape + on.rank)});
+      }
+      if (node.num_attrs) {
+        h.attrs = std::make_unique<AttrSet>();
+        for (size_t k = 0; k < node.num_attrs; ++k) {
+          const lt_attr& a = node.attrs[k];
+          StoredAttr& st = h.attrs->items.emplace_back();
+          st.name = a.name, st.kind = a.kind, st.i = a.i, st.f = a.f;
+          if (a.kind == LT_ATTR_INTS) st.ints.assign(a.ints, a.ints + a.ints_len);
+          if (a.kind == LT_ATTR_STRING && a.s) st.s = a.s;
+        }
+        h.attrs->finish();
+      }
       continue;
     }
     int32_t need = 0;
-    for (int32_t k = c.op_begin[i]; k < c.op_begin[i + 1]; ++k) {
-      int32_t o = c.operand_idx[k];
-      if (c.is_input(o)) continue;
+    for (size_t k = 0; k < node.num_operands; ++k) {
+      int32_t o = node.operands[k];
       int32_t ro = region_of[o];
+      if (ro < 0) continue;  // an input
       need = std::max(need, region_dev[ro] == where[i] ? ro : ro + 1);
     }
     int32_t pick = -1;
     for (int32_t r = static_cast<int32_t>(region_dev.size()) - 1; r >= need; --r)
-      if (region_dev[r] == where[i]) {
+      if (region_dev[r] == where[i] && region_host[r] < 0) {
         pick = r;
         break;
       }
     if (pick < 0) {
       pick = static_cast<int32_t>(region_dev.size());
       region_dev.push_back(where[i]);
+      region_host.push_back(-1);
       members.emplace_back();
     }
     region_of[i] = pick;
     members[pick].push_back(static_cast<int32_t>(i));
   }
   std::vector<uint8_t> used_outside(n, 0);
-  for (int32_t o : c.outputs) used_outside[o] = 1;
-  for (size_t i = 0; i < n; ++i)
-    for (int32_t k = c.op_begin[i]; k < c.op_begin[i + 1]; ++k) {
-      int32_t o = c.operand_idx[k];
-      if (!c.is_input(o) && region_of[o] != region_of[i]) used_outside[o] = 1;
+  for (size_t k = 0; k < g.num_outputs; ++k) used_outside[g.outputs[k]] = 1;
+  for (size_t i = 0; i < n; ++i) {
+    const lt_graph_node& node = g.nodes[i];
+    for (size_t k = 0; k < node.num_operands; ++k) {
+      int32_t o = node.operands[k];
+      if (region_of[o] >= 0 && region_of[o] != region_of[i]) used_outside[o] = 1;
     }
+  }
 
-  // 3. Compile each region; a failed compile on the target reruns the region on the fallback.
+  // 4. Compile each region; a failed compile on the target reruns the region on the fallback.
   for (size_t r = 0; r < members.size(); ++r) {
     Region reg;
     reg.dev = region_dev[r];
-    GraphBuf gb;
-    region_graph(c, members[r], region_of, static_cast<int32_t>(r), reg, used_outside, gb);
     if (!reg.dev) {
-      reg.host_node = members[r].front();
+      reg.host_node = region_host[r];
       plan->regions.push_back(std::move(reg));
       continue;
     }
+    GraphBuf gb;
+    region_graph(g, members[r], region_of, static_cast<int32_t>(r), reg, used_outside, gb);
     try {
       reg.exe = compile_region(reg.dev, &gb.g);
     } catch (const Error& e) {
@@ -327,7 +435,10 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c) {
                     reg.dev->plugin->name, e.message(), fb_dev->plugin->name);
       reg.dev = fb_dev;
       reg.exe = compile_region(reg.dev, &gb.g);
-      for (int32_t gi : members[r]) plan->fallback_ops.push_back(c.nodes[gi]->op);
+      for (int32_t gi : members[r]) {
+        add_count(plan->op_counts, std::string("fallback.") + g.nodes[gi].op);
+        ++plan->fallback_nodes;
+      }
     }
     plan->regions.push_back(std::move(reg));
     Region& placed = plan->regions.back();
@@ -411,7 +522,7 @@ BufferPtr transfer(Runtime* rt, const Buffer* src, Device* to) {
 void run_plan(Device* dev, const Plan& plan, Collected& c) {
   Runtime* rt = dev->runtime;
   auto t0 = Clock::now();
-  const size_t n = c.nodes.size();
+  const size_t n = plan.graph_nodes;
   std::vector<const Buffer*> home(n, nullptr);
   std::vector<BufferPtr> produced(n);
   struct Moved {
@@ -421,8 +532,8 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
   };
   std::vector<Moved> moved;
 
-  for (int32_t k : c.inputs) {
-    Node* in = c.nodes[k];
+  for (size_t k = 0; k < c.inputs.size(); ++k) {
+    Node* in = c.nodes[c.inputs[k]];
     if (!in->buffer && in->has_scalar) {
       BufferPtr b = dev->allocator->allocate(lt_dtype_size(in->dtype));
       upload_to(dev, b.get(), &in->scalar_bits, lt_dtype_size(in->dtype));
@@ -431,7 +542,7 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
     }
     if (!in->buffer)
       fail(LT_STATUS_INTERNAL, "graph input {} ({}) has no buffer", k, node_desc(in));
-    home[k] = in->buffer.get();
+    home[plan.graph_inputs[k]] = in->buffer.get();
   }
   auto buffer_on = [&](int32_t g, Device* d) -> lt_plugin_buffer* {
     const Buffer* b = home[g];
@@ -446,31 +557,41 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
   for (const Region& r : plan.regions) {
     if (!r.dev) {
       // Custom op: operands copied to host, the CPU kernel, the result onto the graph's device.
-      int32_t g = r.host_node;
-      const Node* node = c.nodes[g];
-      std::vector<std::vector<unsigned char>> host;
-      std::vector<const Node*> args;
-      std::vector<const void*> ptrs;
-      for (int32_t k = c.op_begin[g]; k < c.op_begin[g + 1]; ++k) {
-        int32_t o = c.operand_idx[k];
-        const Buffer* b = home[o];
-        auto& h = host.emplace_back(c.nodes[o]->nbytes());
-        download_from(b->device, b, h.data(), h.size());
-        args.push_back(c.nodes[o]);
+      const HostNode& h = plan.host_nodes[r.host_node];
+      std::vector<std::vector<unsigned char>> host(h.operands.size());
+      std::vector<lt_custom_op_tensor> args(h.operands.size());
+      for (size_t k = 0; k < h.operands.size(); ++k) {
+        const Buffer* b = home[h.operands[k]];
+        host[k].resize(b->nbytes);
+        download_from(b->device, b, host[k].data(), host[k].size());
       }
-      for (auto& h : host) ptrs.push_back(h.data());
-      std::vector<unsigned char> out(node->nbytes());
-      run_custom_kernel(*find_custom_op(node->op), node, args, ptrs, out.data());
-      produced[g] = dev->allocator->allocate(out.size());
-      upload_to(dev, produced[g].get(), out.data(), out.size());
-      home[g] = produced[g].get();
+      for (size_t k = 0; k < h.operands.size(); ++k) {
+        const lower::Desc& d = h.operand_descs[k];
+        args[k] = {d.dtype, d.shape.size(), d.shape.data(), host[k].data()};
+      }
+      lt_graph_node gn{h.name.c_str(),
+                       h.dtype,
+                       h.shape.size(),
+                       h.shape.data(),
+                       0,
+                       nullptr,
+                       h.attrs ? h.attrs->view.size() : 0,
+                       h.attrs ? h.attrs->view.data() : nullptr};
+      int64_t numel = 1;
+      for (int64_t d : h.shape) numel *= d;
+      std::vector<unsigned char> out(static_cast<size_t>(numel) * lt_dtype_size(h.dtype));
+      run_custom_kernel(*h.op, gn, args, out.data());
+      produced[h.node] = dev->allocator->allocate(out.size());
+      upload_to(dev, produced[h.node].get(), out.data(), out.size());
+      home[h.node] = produced[h.node].get();
       continue;
     }
     ins.clear();
     outs.clear();
     for (int32_t g : r.in_globals) ins.push_back(buffer_on(g, r.dev));
-    for (int32_t g : r.out_globals) {
-      produced[g] = r.dev->allocator->allocate(c.nodes[g]->nbytes());
+    for (size_t k = 0; k < r.out_globals.size(); ++k) {
+      int32_t g = r.out_globals[k];
+      produced[g] = r.dev->allocator->allocate(r.out_bytes[k]);
       home[g] = produced[g].get();
       outs.push_back(produced[g]->handle);
     }
@@ -487,7 +608,7 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
   }
   // Roots take their buffers (on the graph's device); then the graph is cut.
   std::vector<BufferPtr> root_bufs;
-  for (int32_t g : c.outputs) {
+  for (int32_t g : plan.graph_outputs) {
     if (produced[g] && produced[g]->device == dev)
       root_bufs.push_back(std::move(produced[g]));
     else
@@ -499,11 +620,11 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
     root->materialized.store(true, std::memory_order_release);
   }
   for (int32_t g : c.outputs) node_drop_operands(c.nodes[g]);
-  if (!plan.fallback_ops.empty()) {
-    rt->metrics.fallback_nodes.fetch_add(plan.fallback_ops.size(), std::memory_order_relaxed);
+  if (!plan.op_counts.empty()) {
+    rt->metrics.fallback_nodes.fetch_add(plan.fallback_nodes, std::memory_order_relaxed);
+    rt->metrics.decomposed_nodes.fetch_add(plan.decomposed_nodes, std::memory_order_relaxed);
     std::lock_guard lk(rt->metrics.mu);
-    for (uint16_t op : plan.fallback_ops)
-      rt->metrics.named[std::string("fallback.") + op_name(op)] += 1;
+    for (const auto& [key, count] : plan.op_counts) rt->metrics.named[key] += count;
   }
   rt->metrics.graphs_executed.fetch_add(1, std::memory_order_relaxed);
   rt->metrics.execute_ns.fetch_add(
@@ -688,23 +809,26 @@ void download_from(Device* dev, const Buffer* buf, void* data, size_t nbytes) {
 
 bool example_supported(Runtime* rt, Device* dev, uint16_t op) {
   (void)rt;
-  std::vector<ExampleInput> ins;
-  std::vector<StoredAttr> attrs;
-  if (!op_example(op, &ins, &attrs)) return false;
-  std::vector<NodeRef> leaves;
-  for (auto& in : ins) leaves.push_back(make_leaf(dev, in.dtype, in.shape));
-  AttrSet set;
-  set.items = attrs;
-  set.finish();
-  OpCall call{dev, op, leaves.data(), leaves.size(), set.view.data(), set.view.size()};
-  NodeRef out = apply_op(call);
-  if (out->op != op) return false;
-  Collected c;
-  collect({out.get()}, c);
-  GraphBuf gb;
-  full_graph(c, gb);
+  if (op == kOpInput || op >= kNumBuiltinOps) return false;  // custom ops have no example
+  lower::OwnedGraph g = lower::example_graph(static_cast<OpId>(op));
+  const lt_graph& v = g.view();
   std::lock_guard lk(dev->exec_mu);
-  return ask_supports(dev, &gb.g, c.outputs[0]);
+  return ask_supports(dev, &v, static_cast<size_t>(v.outputs[0]));
+}
+
+bool example_decomposes(Runtime* rt, Device* dev, uint16_t op) {
+  (void)rt;
+  if (op == kOpInput || op >= kNumBuiltinOps || !lower::op_info(static_cast<OpId>(op)).composite)
+    return false;
+  lower::OwnedGraph g = lower::example_graph(static_cast<OpId>(op)), out;
+  lower::DecomposeReport report;
+  std::lock_guard lk(dev->exec_mu);
+  auto supported = [&](const lt_graph& gr, size_t i) { return ask_supports(dev, &gr, i); };
+  if (!lower::decompose(g.view(), supported, &out, &report)) return false;
+  const lt_graph& v = out.view();
+  for (size_t i = 0; i < v.num_nodes; ++i)
+    if (std::strcmp(v.nodes[i].op, "input") != 0 && report.supported[i] != 1) return false;
+  return true;
 }
 
 }  // namespace lt

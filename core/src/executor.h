@@ -2,8 +2,11 @@
 // cache, and execution. Everything here runs under the target device's exec mutex.
 #pragma once
 
+#include <memory>
+#include <string>
 #include <vector>
 
+#include "lazytensor/lower/graph.hpp"
 #include "runtime.h"
 
 namespace lt {
@@ -25,20 +28,45 @@ void collect(const std::vector<Node*>& roots, Collected& c);
 struct Region {
   Device* dev = nullptr;  // nullptr: a custom op's CPU kernel run by the core (host_node)
   lt_plugin_executable* exe = nullptr;
-  std::vector<int32_t> in_globals;   // collected node index bound to local input k
-  std::vector<int32_t> out_globals;  // collected node index of local output k
-  int32_t host_node = -1;            // custom-op node run on host (dev == nullptr)
+  std::vector<int32_t> in_globals;   // lowered-graph node bound to local input k
+  std::vector<int32_t> out_globals;  // lowered-graph node of local output k
+  std::vector<size_t> out_bytes;     // bytes of local output k
+  int32_t host_node = -1;            // index into Plan::host_nodes (dev == nullptr)
 };
 
+// A custom-op node no backend claims: what the core needs to run its CPU kernel.
+struct HostNode {
+  const struct CustomOp* op = nullptr;
+  int32_t node = -1;  // its lowered-graph index
+  std::string name;
+  lt_dtype dtype = LT_DTYPE_INVALID;
+  std::vector<int64_t> shape;
+  std::vector<int32_t> operands;  // lowered-graph nodes
+  std::vector<lower::Desc> operand_descs;
+  std::unique_ptr<AttrSet> attrs;  // owned copy (the lowered graph is gone after compile)
+};
+
+// The compiled form of a collected graph. Regions index the *lowered* graph: the collected
+// graph after decomposition (lower::decompose), whose inputs and outputs are the collected
+// graph's, in the same order.
 struct Plan {
-  size_t num_nodes = 0, num_inputs = 0;
-  std::vector<int32_t> outputs;
+  size_t num_nodes = 0, num_inputs = 0;  // of the collected graph (cache check)
+  std::vector<int32_t> outputs;          // collected node index of root k (cache check)
+  size_t graph_nodes = 0;                // nodes of the lowered graph
+  std::vector<int32_t> graph_inputs;     // lowered node of input k
+  std::vector<int32_t> graph_outputs;    // lowered node of output k
   std::vector<Region> regions;
-  std::vector<uint16_t> fallback_ops;  // one entry per node run by the fallback
+  std::vector<HostNode> host_nodes;
+  // Per-op counters added on every execution: "fallback.<op>" (nodes run by the fallback or
+  // the core) and "decomposed.<op>" (nodes of a composite the backend lacks, decomposed).
+  std::vector<std::pair<std::string, uint64_t>> op_counts;
+  uint64_t fallback_nodes = 0, decomposed_nodes = 0;
   ~Plan();
 };
 
 // True if `dev`'s plugin says it supports a canonical f32 example of `op`.
 bool example_supported(Runtime* rt, Device* dev, uint16_t op);
+// True if `op` is a composite whose decomposition of that example `dev` runs entirely.
+bool example_decomposes(Runtime* rt, Device* dev, uint16_t op);
 
 }  // namespace lt

@@ -25,6 +25,7 @@ std::map<std::string, double> flat(Runtime* rt) {
   f["bytes_from_device"] = ld(m.bytes_from_device);
   f["bytes_between_backends"] = ld(m.bytes_between_backends);
   f["fallback_nodes"] = ld(m.fallback_nodes);
+  f["decomposed_nodes"] = ld(m.decomposed_nodes);
   f["compile_failures"] = ld(m.compile_failures);
   f["allocator.hits"] = ld(m.alloc_hits);
   f["allocator.misses"] = ld(m.alloc_misses);

@@ -16,15 +16,9 @@
 namespace lt {
 namespace {
 
-bool is_float(lt_dtype d) {
-  return d == LT_DTYPE_F32 || d == LT_DTYPE_F64 || d == LT_DTYPE_BF16 || d == LT_DTYPE_F16;
-}
-bool is_int(lt_dtype d) {
-  return d == LT_DTYPE_I32 || d == LT_DTYPE_I64;
-}
-bool is_numeric(lt_dtype d) {
-  return is_float(d) || is_int(d);
-}
+using lower::is_float;
+using lower::is_int;
+using lower::is_numeric;
 bool valid_dtype(int64_t d) {
   return d >= LT_DTYPE_F32 && d <= LT_DTYPE_F16;
 }
@@ -125,11 +119,15 @@ class AttrBuilder {
   std::unique_ptr<AttrSet> set_;
 };
 
-lt_dtype dtype_attr(const OpCall& c, lt_dtype dflt) {
-  int64_t d = c.attr_int("dtype", dflt);
-  if (!valid_dtype(d))
-    fail(LT_STATUS_INVALID_ARGUMENT, "{}: invalid dtype value {}", name_of(c), d);
-  return static_cast<lt_dtype>(d);
+// "dtype X is not a float type" / "... a numeric type" / "... is not bool": the dtype class of
+// the op's table row, checked on a data operand.
+void expect_class(const OpCall& c, lt_dtype d) {
+  lower::DTypes cls = op_def(c.op).info->dtypes;
+  if (lower::dtype_in(cls, d)) return;
+  if (cls == lower::DTypes::kBool)
+    fail(LT_STATUS_DTYPE_MISMATCH, "{}: dtype {} is not bool", name_of(c), lt_dtype_name(d));
+  fail(LT_STATUS_DTYPE_MISMATCH, "{}: dtype {} is not a {} type", name_of(c), lt_dtype_name(d),
+       lower::dtypes_name(cls));
 }
 
 Device* need_device(const OpCall& c) {
@@ -141,41 +139,24 @@ Device* need_device(const OpCall& c) {
 
 NodeRef build_unary(const OpCall& c) {
   Node* a = c.inputs[0].get();
-  const char* op = name_of(c);
-  switch (c.op) {
-    case kOpNeg:
-    case kOpAbs:
-    case kOpRelu:
-      if (!is_numeric(a->dtype))
-        fail(LT_STATUS_DTYPE_MISMATCH, "{}: dtype {} is not a numeric type", op,
-             lt_dtype_name(a->dtype));
-      break;
-    case kOpNot:
-      if (a->dtype != LT_DTYPE_BOOL)
-        fail(LT_STATUS_DTYPE_MISMATCH, "{}: dtype {} is not bool", op, lt_dtype_name(a->dtype));
-      break;
-    default:
-      if (!is_float(a->dtype))
-        fail(LT_STATUS_DTYPE_MISMATCH, "{}: dtype {} is not a float type", op,
-             lt_dtype_name(a->dtype));
-  }
+  expect_class(c, a->dtype);
   return make_node(c.device, c.op, {a}, a->dtype, a->shape);
 }
 
+// Elementwise binary ops (rule `binary`) and comparisons (rule `compare`, bool output).
 NodeRef build_binary(const OpCall& c) {
   Node* a = c.inputs[0].get();
   Node* b = c.inputs[1].get();
   const char* op = name_of(c);
   lt_dtype dt = promote(a->dtype, b->dtype);
-  bool cmp = c.op >= kOpEq && c.op <= kOpGe;
-  bool logical = c.op == kOpAnd || c.op == kOpOr;
-  if (logical) {
+  const lower::OpInfo& info = *op_def(c.op).info;
+  bool cmp = info.rule == lower::Rule::compare;
+  if (info.dtypes == lower::DTypes::kBool) {
     if (a->dtype != LT_DTYPE_BOOL || b->dtype != LT_DTYPE_BOOL)
       fail(LT_STATUS_DTYPE_MISMATCH, "{}: dtypes {} and {} must both be bool", op,
            lt_dtype_name(a->dtype), lt_dtype_name(b->dtype));
-  } else if (c.op == kOpPow) {
-    if (!is_float(dt))
-      fail(LT_STATUS_DTYPE_MISMATCH, "{}: dtype {} is not a float type", op, lt_dtype_name(dt));
+  } else if (info.dtypes == lower::DTypes::kFloat) {
+    expect_class(c, dt);
   } else if (!cmp && !is_numeric(dt)) {
     fail(LT_STATUS_DTYPE_MISMATCH, "{}: dtypes {} and {} are not numeric", op,
          lt_dtype_name(a->dtype), lt_dtype_name(b->dtype));
@@ -186,6 +167,10 @@ NodeRef build_binary(const OpCall& c) {
     return make_node(c.device, c.op, {a, b}, out_dt, shape);
   NodeRef ca = cast_to(c.device, a, dt), cb = cast_to(c.device, b, dt);
   return make_node(c.device, c.op, {ca.get(), cb.get()}, out_dt, shape);
+}
+
+NodeRef build_compare(const OpCall& c) {
+  return build_binary(c);
 }
 
 NodeRef build_where(const OpCall& c) {
@@ -202,26 +187,23 @@ NodeRef build_where(const OpCall& c) {
 }
 
 NodeRef build_cast(const OpCall& c) {
-  if (!c.attr("dtype")) fail(LT_STATUS_INVALID_ARGUMENT, "cast: attribute 'dtype' is required");
-  return cast_to(c.device, c.inputs[0].get(), dtype_attr(c, LT_DTYPE_F32));
+  return cast_to(c.device, c.inputs[0].get(), c.attr_dtype("dtype"));
 }
 
 // ---- creation -----------------------------------------------------------------------------
 
 NodeRef build_full(const OpCall& c) {
   Device* dev = need_device(c);
-  bool has_shape = false;
-  auto shape = c.attr_ints("shape", &has_shape);
+  auto shape = c.attr_ints("shape");
   check_dims_nonneg("full", shape);
-  lt_dtype dt = dtype_attr(c, LT_DTYPE_F32);
+  lt_dtype dt = c.attr_dtype("dtype");
   return make_node(dev, kOpFull, {}, dt, Dims(shape.data(), shape.size()),
-                   AttrBuilder().f("value", c.attr_float("value", 0.0)).done());
+                   AttrBuilder().f("value", c.attr_float("value")).done());
 }
 
 NodeRef build_arange(const OpCall& c) {
   Device* dev = need_device(c);
-  double start = c.attr_float("start", 0.0), stop = c.attr_float("stop", 0.0),
-         step = c.attr_float("step", 1.0);
+  double start = c.attr_float("start"), stop = c.attr_float("stop"), step = c.attr_float("step");
   if (step == 0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(stop))
     fail(LT_STATUS_INVALID_ARGUMENT,
          "arange: step must be non-zero and bounds finite (start {}, "
@@ -229,12 +211,14 @@ NodeRef build_arange(const OpCall& c) {
          start, stop, step);
   double len = std::ceil((stop - start) / step);
   int64_t n = len > 0 ? static_cast<int64_t>(len) : 0;
-  lt_dtype dt = dtype_attr(c, LT_DTYPE_F32);
+  lt_dtype dt = c.attr_dtype("dtype");
+  expect_class(c, dt);
   return make_node(dev, kOpArange, {}, dt, Dims{n},
                    AttrBuilder().f("start", start).f("step", step).done());
 }
 
-NodeRef build_random(const OpCall& c) {
+// The seed operand and output shape/dtype shared by random_unit, random_uniform, random_normal.
+Dims random_shape(const OpCall& c, lt_dtype* dt) {
   const char* op = name_of(c);
   Node* seed = c.inputs[0].get();
   if (seed->dtype != LT_DTYPE_I64 || !seed->shape.empty())
@@ -242,18 +226,31 @@ NodeRef build_random(const OpCall& c) {
          lt_dtype_name(seed->dtype), dims_str(seed->shape));
   auto shape = c.attr_ints("shape");
   check_dims_nonneg(op, shape);
-  lt_dtype dt = dtype_attr(c, LT_DTYPE_F32);
-  if (!is_float(dt))
-    fail(LT_STATUS_DTYPE_MISMATCH, "{}: dtype {} is not a float type", op, lt_dtype_name(dt));
+  *dt = c.attr_dtype("dtype");
+  expect_class(c, *dt);
+  return Dims(shape.data(), shape.size());
+}
+
+NodeRef build_random_unit(const OpCall& c) {
+  lt_dtype dt;
+  Dims shape = random_shape(c, &dt);
+  return make_node(
+      c.device, c.op, {c.inputs[0].get()}, dt, shape,
+      AttrBuilder().i("stride", c.attr_int("stride")).i("offset", c.attr_int("offset")).done());
+}
+
+NodeRef build_random(const OpCall& c) {
+  lt_dtype dt;
+  Dims shape = random_shape(c, &dt);
   AttrBuilder ab;
   if (c.op == kOpRandomUniform) {
-    ab.f("low", c.attr_float("low", 0.0)).f("high", c.attr_float("high", 1.0));
+    ab.f("low", c.attr_float("low")).f("high", c.attr_float("high"));
   } else {
-    double sd = c.attr_float("std", 1.0);
-    if (sd < 0) fail(LT_STATUS_INVALID_ARGUMENT, "{}: std {} is negative", op, sd);
-    ab.f("mean", c.attr_float("mean", 0.0)).f("std", sd);
+    double sd = c.attr_float("std");
+    if (sd < 0) fail(LT_STATUS_INVALID_ARGUMENT, "{}: std {} is negative", name_of(c), sd);
+    ab.f("mean", c.attr_float("mean")).f("std", sd);
   }
-  return make_node(c.device, c.op, {seed}, dt, Dims(shape.data(), shape.size()), ab.done());
+  return make_node(c.device, c.op, {c.inputs[0].get()}, dt, shape, ab.done());
 }
 
 // ---- reductions ---------------------------------------------------------------------------
@@ -261,9 +258,7 @@ NodeRef build_random(const OpCall& c) {
 NodeRef build_reduce(const OpCall& c) {
   const char* op = name_of(c);
   Node* a = c.inputs[0].get();
-  if (c.op == kOpMean ? !is_float(a->dtype) : !is_numeric(a->dtype))
-    fail(LT_STATUS_DTYPE_MISMATCH, "{}: dtype {} is not a {} type", op, lt_dtype_name(a->dtype),
-         c.op == kOpMean ? "float" : "numeric");
+  expect_class(c, a->dtype);
   size_t rank = a->shape.size();
   auto axes = c.attr_ints("axes");
   if (axes.empty())
@@ -273,7 +268,7 @@ NodeRef build_reduce(const OpCall& c) {
   if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
     fail(LT_STATUS_INVALID_ARGUMENT, "{}: repeated axis in axes for shape {}", op,
          dims_str(a->shape));
-  bool keep = c.attr_int("keepdims", 0) != 0;
+  bool keep = c.attr_int("keepdims") != 0;
   if (axes.empty()) return NodeRef::share(a);
   Dims out;
   size_t k = 0;
@@ -295,15 +290,13 @@ NodeRef build_reduce(const OpCall& c) {
 
 NodeRef build_argmax(const OpCall& c) {
   Node* a = c.inputs[0].get();
-  if (!is_numeric(a->dtype))
-    fail(LT_STATUS_DTYPE_MISMATCH, "argmax: dtype {} is not a numeric type",
-         lt_dtype_name(a->dtype));
+  expect_class(c, a->dtype);
   if (a->shape.empty()) fail(LT_STATUS_SHAPE_MISMATCH, "argmax: input is rank 0");
-  int64_t axis = norm_axis("argmax", c.attr_int("axis", 0), a->shape.size(), a->shape);
+  int64_t axis = norm_axis("argmax", c.attr_int("axis"), a->shape.size(), a->shape);
   if (a->shape[axis] == 0)
     fail(LT_STATUS_SHAPE_MISMATCH, "argmax: cannot reduce empty axis {} of shape {}", axis,
          dims_str(a->shape));
-  bool keep = c.attr_int("keepdims", 0) != 0;
+  bool keep = c.attr_int("keepdims") != 0;
   Dims out;
   for (size_t i = 0; i < a->shape.size(); ++i) {
     if (static_cast<int64_t>(i) != axis)
@@ -328,9 +321,7 @@ NodeRef broadcast_node(Device* dev, Node* a, const Dims& s) {
 
 NodeRef build_reshape(const OpCall& c) {
   Node* a = c.inputs[0].get();
-  bool present = false;
-  auto s = c.attr_ints("shape", &present);
-  if (!present) fail(LT_STATUS_INVALID_ARGUMENT, "reshape: attribute 'shape' is required");
+  auto s = c.attr_ints("shape");
   int infer = -1;
   int64_t known = 1;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -449,7 +440,7 @@ NodeRef build_concat(const OpCall& c) {
   for (size_t i = 1; i < c.num_inputs; ++i) dt = promote(dt, c.inputs[i]->dtype);
   size_t r = first->shape.size();
   if (r == 0) fail(LT_STATUS_SHAPE_MISMATCH, "concat: inputs are rank 0");
-  int64_t axis = norm_axis("concat", c.attr_int("axis", 0), r, first->shape);
+  int64_t axis = norm_axis("concat", c.attr_int("axis"), r, first->shape);
   Dims out = first->shape;
   for (size_t i = 1; i < c.num_inputs; ++i) {
     const Dims& s = c.inputs[i]->shape;
@@ -491,7 +482,7 @@ NodeRef build_pad(const OpCall& c) {
                    AttrBuilder()
                        .ints("before", std::move(before))
                        .ints("after", std::move(after))
-                       .f("value", c.attr_float("value", 0.0))
+                       .f("value", c.attr_float("value"))
                        .done());
 }
 
@@ -513,7 +504,7 @@ NodeRef build_gather(const OpCall& c) {
     fail(LT_STATUS_DTYPE_MISMATCH, "gather: indices dtype {} is not i32/i64",
          lt_dtype_name(idx->dtype));
   if (a->shape.empty()) fail(LT_STATUS_SHAPE_MISMATCH, "gather: input is rank 0");
-  int64_t axis = norm_axis("gather", c.attr_int("axis", 0), a->shape.size(), a->shape);
+  int64_t axis = norm_axis("gather", c.attr_int("axis"), a->shape.size(), a->shape);
   return make_node(c.device, kOpGather, {a, idx}, a->dtype, gather_shape("gather", a, idx, axis),
                    AttrBuilder().i("axis", axis).done());
 }
@@ -528,7 +519,7 @@ NodeRef build_scatter_add(const OpCall& c) {
   if (!is_numeric(a->dtype))
     fail(LT_STATUS_DTYPE_MISMATCH, "scatter_add: dtype {} is not numeric", lt_dtype_name(a->dtype));
   if (a->shape.empty()) fail(LT_STATUS_SHAPE_MISMATCH, "scatter_add: input is rank 0");
-  int64_t axis = norm_axis("scatter_add", c.attr_int("axis", 0), a->shape.size(), a->shape);
+  int64_t axis = norm_axis("scatter_add", c.attr_int("axis"), a->shape.size(), a->shape);
   Dims want = gather_shape("scatter_add", a, idx, axis);
   if (upd->shape != want)
     fail(LT_STATUS_SHAPE_MISMATCH,
@@ -546,7 +537,7 @@ NodeRef build_matmul(const OpCall& c) {
   Node* a0 = c.inputs[0].get();
   Node* b0 = c.inputs[1].get();
   lt_dtype dt = promote(a0->dtype, b0->dtype);
-  if (!is_float(dt))
+  if (!lower::dtype_in(op_def(c.op).info->dtypes, dt))
     fail(LT_STATUS_DTYPE_MISMATCH, "matmul: dtypes {} and {} are not float types",
          lt_dtype_name(a0->dtype), lt_dtype_name(b0->dtype));
   if (a0->shape.empty() || b0->shape.empty())
@@ -594,15 +585,9 @@ NodeRef build_matmul(const OpCall& c) {
 
 // ---- nn -----------------------------------------------------------------------------------
 
-std::vector<int64_t> pair_attr(const OpCall& c, const char* name, int64_t dflt, bool required,
-                               int64_t min_value) {
-  bool present = false;
-  auto v = c.attr_ints(name, &present);
-  if (!present) {
-    if (required)
-      fail(LT_STATUS_INVALID_ARGUMENT, "{}: attribute '{}' is required", name_of(c), name);
-    return {dflt, dflt};
-  }
+// A 2-entry INTS attribute (H, W) of conv2d and the pools; absent: its table default.
+std::vector<int64_t> pair_attr(const OpCall& c, const char* name, int64_t min_value) {
+  auto v = c.attr_ints(name);
   if (v.size() != 2)
     fail(LT_STATUS_INVALID_ARGUMENT, "{}: attribute '{}' needs 2 entries, got {}", name_of(c), name,
          v.size());
@@ -619,15 +604,14 @@ NodeRef build_conv2d(const OpCall& c) {
   Node* bias0 = c.num_inputs > 2 ? c.inputs[2].get() : nullptr;
   lt_dtype dt = promote(x0->dtype, w0->dtype);
   if (bias0) dt = promote(dt, bias0->dtype);
-  if (!is_float(dt))
-    fail(LT_STATUS_DTYPE_MISMATCH, "conv2d: dtype {} is not a float type", lt_dtype_name(dt));
+  expect_class(c, dt);
   if (x0->shape.size() != 4 || w0->shape.size() != 4)
     fail(LT_STATUS_SHAPE_MISMATCH, "conv2d: input {} and weight {} must both be 4-D",
          dims_str(x0->shape), dims_str(w0->shape));
-  auto stride = pair_attr(c, "stride", 1, false, 1);
-  auto padding = pair_attr(c, "padding", 0, false, 0);
-  auto dilation = pair_attr(c, "dilation", 1, false, 1);
-  int64_t groups = c.attr_int("groups", 1);
+  auto stride = pair_attr(c, "stride", 1);
+  auto padding = pair_attr(c, "padding", 0);
+  auto dilation = pair_attr(c, "dilation", 1);
+  int64_t groups = c.attr_int("groups");
   if (groups < 1) fail(LT_STATUS_INVALID_ARGUMENT, "conv2d: groups {} < 1", groups);
   const Dims& xs = x0->shape;
   const Dims& ws = w0->shape;
@@ -662,14 +646,12 @@ NodeRef build_conv2d(const OpCall& c) {
 NodeRef build_pool(const OpCall& c) {
   const char* op = name_of(c);
   Node* x = c.inputs[0].get();
-  if (!is_float(x->dtype))
-    fail(LT_STATUS_DTYPE_MISMATCH, "{}: dtype {} is not a float type", op, lt_dtype_name(x->dtype));
+  expect_class(c, x->dtype);
   if (x->shape.size() != 4)
     fail(LT_STATUS_SHAPE_MISMATCH, "{}: input {} must be 4-D [N,C,H,W]", op, dims_str(x->shape));
-  auto kernel = pair_attr(c, "kernel", 1, true, 1);
-  auto stride = pair_attr(c, "stride", 0, false, 1);
-  if (!c.attr("stride")) stride = kernel;
-  auto padding = pair_attr(c, "padding", 0, false, 0);
+  auto kernel = pair_attr(c, "kernel", 1);
+  auto stride = c.attr("stride") ? pair_attr(c, "stride", 1) : kernel;
+  auto padding = pair_attr(c, "padding", 0);
   int64_t o[2];
   for (int i = 0; i < 2; ++i) {
     if (padding[i] >= kernel[i])
@@ -689,10 +671,9 @@ NodeRef build_pool(const OpCall& c) {
 NodeRef build_softmax(const OpCall& c) {
   const char* op = name_of(c);
   Node* a = c.inputs[0].get();
-  if (!is_float(a->dtype))
-    fail(LT_STATUS_DTYPE_MISMATCH, "{}: dtype {} is not a float type", op, lt_dtype_name(a->dtype));
+  expect_class(c, a->dtype);
   if (a->shape.empty()) fail(LT_STATUS_SHAPE_MISMATCH, "{}: input is rank 0", op);
-  int64_t axis = norm_axis(op, c.attr_int("axis", -1), a->shape.size(), a->shape);
+  int64_t axis = norm_axis(op, c.attr_int("axis"), a->shape.size(), a->shape);
   return make_node(c.device, c.op, {a}, a->dtype, a->shape, AttrBuilder().i("axis", axis).done());
 }
 
@@ -708,43 +689,21 @@ struct Registry {
   std::shared_mutex mu;  // guards appends and by_name; defs[id] reads need no lock
 
   Registry() {
-    auto add = [&](const char* n, int lo, int hi, std::vector<std::string> attrs, BuildFn fn) {
+    auto add = [&](OpId id, BuildFn fn) {
+      const lower::OpInfo& info = lower::op_info(id);
       OpDef d;
-      d.name = n, d.min_inputs = lo, d.max_inputs = hi, d.attr_names = std::move(attrs);
+      d.name = std::string(info.name);
+      d.min_inputs = info.min_inputs;
+      d.max_inputs = info.max_inputs;
+      d.info = &info;
       d.build = fn;
       by_name.emplace(d.name, static_cast<uint16_t>(defs.size()));
       defs.push_back(std::move(d));
     };
-    add("input", 0, 0, {}, build_input);
-    for (const char* n : {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu",
-                          "gelu", "sin", "cos", "floor", "not"})
-      add(n, 1, 1, {}, build_unary);
-    for (const char* n : {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt",
-                          "le", "gt", "ge", "and", "or"})
-      add(n, 2, 2, {}, build_binary);
-    add("where", 3, 3, {}, build_where);
-    add("cast", 1, 1, {"dtype"}, build_cast);
-    add("full", 0, 0, {"shape", "value", "dtype"}, build_full);
-    add("arange", 0, 0, {"start", "stop", "step", "dtype"}, build_arange);
-    add("random_uniform", 1, 1, {"shape", "low", "high", "dtype"}, build_random);
-    add("random_normal", 1, 1, {"shape", "mean", "std", "dtype"}, build_random);
-    for (const char* n : {"sum", "mean", "max", "min"})
-      add(n, 1, 1, {"axes", "keepdims"}, build_reduce);
-    add("argmax", 1, 1, {"axis", "keepdims"}, build_argmax);
-    add("matmul", 2, 2, {}, build_matmul);
-    add("reshape", 1, 1, {"shape"}, build_reshape);
-    add("permute", 1, 1, {"perm"}, build_permute);
-    add("broadcast_to", 1, 1, {"shape"}, build_broadcast_to);
-    add("slice", 1, 1, {"starts", "stops", "steps"}, build_slice);
-    add("concat", 1, -1, {"axis"}, build_concat);
-    add("pad", 1, 1, {"before", "after", "value"}, build_pad);
-    add("gather", 2, 2, {"axis"}, build_gather);
-    add("scatter_add", 3, 3, {"axis"}, build_scatter_add);
-    add("conv2d", 2, 3, {"stride", "padding", "dilation", "groups"}, build_conv2d);
-    add("max_pool2d", 1, 1, {"kernel", "stride", "padding"}, build_pool);
-    add("avg_pool2d", 1, 1, {"kernel", "stride", "padding"}, build_pool);
-    add("softmax", 1, 1, {"axis"}, build_softmax);
-    add("log_softmax", 1, 1, {"axis"}, build_softmax);
+#define LT_OP(Camel, name, capi, cfn, cppfn, category, lo, hi, attrs, dtypes, rule, grad, kind) \
+  add(kOp##Camel, &build_##rule);
+#include "lazytensor/lt_ops.def"
+#undef LT_OP
   }
 };
 
@@ -762,30 +721,35 @@ const lt_attr* OpCall::attr(const char* name) const {
     if (attrs[i].name && std::strcmp(attrs[i].name, name) == 0) return &attrs[i];
   return nullptr;
 }
-int64_t OpCall::attr_int(const char* name, int64_t dflt) const {
-  const lt_attr* a = attr(name);
-  if (!a) return dflt;
-  if (a->kind != LT_ATTR_INT)
-    fail(LT_STATUS_INVALID_ARGUMENT, "{}: attribute '{}' must be INT", op_name(op), name);
-  return a->i;
+
+namespace {
+// The table's spec of attribute `name` of the call's op; only asked for attributes the op's
+// row declares (a builder reading an undeclared one is a bug).
+const lower::AttrSpec& spec_of(const OpCall& c, const char* name) {
+  const lower::OpInfo* info = op_def(c.op).info;
+  const lower::AttrSpec* s = info ? info->attr(name) : nullptr;
+  if (!s)
+    fail(LT_STATUS_INTERNAL, "{}: attribute '{}' is not in the op table", op_name(c.op), name);
+  return *s;
 }
-double OpCall::attr_float(const char* name, double dflt) const {
+}  // namespace
+
+int64_t OpCall::attr_int(const char* name) const {
   const lt_attr* a = attr(name);
-  if (!a) return dflt;
-  if (a->kind == LT_ATTR_INT) return static_cast<double>(a->i);
-  if (a->kind != LT_ATTR_FLOAT)
-    fail(LT_STATUS_INVALID_ARGUMENT, "{}: attribute '{}' must be FLOAT", op_name(op), name);
-  return a->f;
+  return a ? a->i : spec_of(*this, name).i;
+}
+double OpCall::attr_float(const char* name) const {
+  const lt_attr* a = attr(name);
+  if (!a) return spec_of(*this, name).f;
+  return a->kind == LT_ATTR_INT ? static_cast<double>(a->i) : a->f;
+}
+lt_dtype OpCall::attr_dtype(const char* name) const {
+  return static_cast<lt_dtype>(attr_int(name));
 }
 std::vector<int64_t> OpCall::attr_ints(const char* name, bool* present) const {
   const lt_attr* a = attr(name);
   if (present) *present = a != nullptr;
-  if (!a) return {};
-  if (a->kind != LT_ATTR_INTS)
-    fail(LT_STATUS_INVALID_ARGUMENT, "{}: attribute '{}' must be INTS", op_name(op), name);
-  if (a->ints_len && !a->ints)
-    fail(LT_STATUS_INVALID_ARGUMENT, "{}: attribute '{}' has NULL ints with length {}", op_name(op),
-         name, a->ints_len);
+  if (!a) return spec_of(*this, name).ints;
   return std::vector<int64_t>(a->ints, a->ints + a->ints_len);
 }
 
@@ -822,6 +786,53 @@ uint16_t register_op(OpDef def) {
   return id;
 }
 
+namespace {
+
+const char* kind_name(lt_attr_kind k) {
+  switch (k) {
+    case LT_ATTR_INT:
+      return "INT";
+    case LT_ATTR_FLOAT:
+      return "FLOAT";
+    case LT_ATTR_INTS:
+      return "INTS";
+    default:
+      return "STRING";
+  }
+}
+
+// Checks the call's attributes against the op's table row: known names, kinds (a FLOAT also
+// takes an INT), valid dtype values, INTS arrays present, required attributes given.
+void check_attrs(const OpCall& call, const OpDef& def) {
+  for (size_t i = 0; i < call.num_attrs; ++i) {
+    const lt_attr& a = call.attrs[i];
+    if (!a.name) fail(LT_STATUS_INVALID_ARGUMENT, "{}: attribute {} has no name", def.name, i);
+    if (!def.info) {  // custom op: names only; its inference callback reads the values
+      bool known = false;
+      for (const auto& s : def.attr_names) known = known || s == a.name;
+      if (!known) fail(LT_STATUS_INVALID_ARGUMENT, "{}: unknown attribute '{}'", def.name, a.name);
+      continue;
+    }
+    const lower::AttrSpec* s = def.info->attr(a.name);
+    if (!s) fail(LT_STATUS_INVALID_ARGUMENT, "{}: unknown attribute '{}'", def.name, a.name);
+    bool ok = a.kind == s->kind || (s->kind == LT_ATTR_FLOAT && a.kind == LT_ATTR_INT);
+    if (!ok)
+      fail(LT_STATUS_INVALID_ARGUMENT, "{}: attribute '{}' must be {}", def.name, a.name,
+           kind_name(s->kind));
+    if (s->is_dtype && !valid_dtype(a.i))
+      fail(LT_STATUS_INVALID_ARGUMENT, "{}: invalid dtype value {}", def.name, a.i);
+    if (a.kind == LT_ATTR_INTS && a.ints_len && !a.ints)
+      fail(LT_STATUS_INVALID_ARGUMENT, "{}: attribute '{}' has NULL ints with length {}", def.name,
+           a.name, a.ints_len);
+  }
+  if (!def.info) return;
+  for (const lower::AttrSpec& s : def.info->attrs)
+    if (s.presence == lower::AttrSpec::Presence::kRequired && !call.attr(s.name.c_str()))
+      fail(LT_STATUS_INVALID_ARGUMENT, "{}: attribute '{}' is required", def.name, s.name);
+}
+
+}  // namespace
+
 NodeRef apply_op(const OpCall& call) {
   const OpDef& def = op_def(call.op);
   int n = static_cast<int>(call.num_inputs);
@@ -832,13 +843,7 @@ NodeRef apply_op(const OpCall& call) {
     fail(LT_STATUS_INVALID_ARGUMENT, "{}: expects at least {} inputs, got {}", def.name,
          def.min_inputs, n);
   }
-  for (size_t i = 0; i < call.num_attrs; ++i) {
-    const char* an = call.attrs[i].name;
-    if (!an) fail(LT_STATUS_INVALID_ARGUMENT, "{}: attribute {} has no name", def.name, i);
-    bool known = false;
-    for (const auto& s : def.attr_names) known = known || s == an;
-    if (!known) fail(LT_STATUS_INVALID_ARGUMENT, "{}: unknown attribute '{}'", def.name, an);
-  }
+  check_attrs(call, def);
   return def.build(call);
 }
 
@@ -939,106 +944,6 @@ uint64_t encode_scalar(lt_dtype dtype, double v) {
       fail(LT_STATUS_INVALID_ARGUMENT, "scalar: invalid dtype {}", static_cast<int>(dtype));
   }
   return bits;
-}
-
-bool op_example(uint16_t op, std::vector<ExampleInput>* in, std::vector<StoredAttr>* attrs) {
-  auto f32 = [&](Dims d) { in->push_back({LT_DTYPE_F32, d}); };
-  auto ai = [&](const char* n, int64_t v) {
-    StoredAttr a;
-    a.name = n, a.kind = LT_ATTR_INT, a.i = v;
-    attrs->push_back(a);
-  };
-  auto af = [&](const char* n, double v) {
-    StoredAttr a;
-    a.name = n, a.kind = LT_ATTR_FLOAT, a.f = v;
-    attrs->push_back(a);
-  };
-  auto as = [&](const char* n, std::vector<int64_t> v) {
-    StoredAttr a;
-    a.name = n, a.kind = LT_ATTR_INTS, a.ints = std::move(v);
-    attrs->push_back(a);
-  };
-  switch (op) {
-    case kOpInput:
-      return false;
-    case kOpNot:
-      in->push_back({LT_DTYPE_BOOL, Dims{4, 4}});
-      return true;
-    case kOpAnd:
-    case kOpOr:
-      in->push_back({LT_DTYPE_BOOL, Dims{4, 4}});
-      in->push_back({LT_DTYPE_BOOL, Dims{4, 4}});
-      return true;
-    case kOpWhere:
-      in->push_back({LT_DTYPE_BOOL, Dims{4, 4}});
-      f32({4, 4}), f32({4, 4});
-      return true;
-    case kOpCast:
-      f32({4, 4}), ai("dtype", LT_DTYPE_I32);
-      return true;
-    case kOpFull:
-      as("shape", {4, 4}), af("value", 1.0);
-      return true;
-    case kOpArange:
-      af("start", 0), af("stop", 8), af("step", 1);
-      return true;
-    case kOpRandomUniform:
-    case kOpRandomNormal:
-      in->push_back({LT_DTYPE_I64, Dims{}}), as("shape", {4, 4});
-      return true;
-    case kOpSum:
-    case kOpMean:
-    case kOpMax:
-    case kOpMin:
-      f32({4, 4}), as("axes", {1});
-      return true;
-    case kOpArgmax:
-      f32({4, 4}), ai("axis", 1);
-      return true;
-    case kOpMatmul:
-      f32({4, 4}), f32({4, 4});
-      return true;
-    case kOpReshape:
-      f32({4, 4}), as("shape", {16});
-      return true;
-    case kOpPermute:
-      f32({4, 3}), as("perm", {1, 0});
-      return true;
-    case kOpBroadcastTo:
-      f32({1, 4}), as("shape", {4, 4});
-      return true;
-    case kOpSlice:
-      f32({4, 4}), as("starts", {1, 0}), as("stops", {3, 4}), as("steps", {1, 2});
-      return true;
-    case kOpConcat:
-      f32({4, 4}), f32({4, 4}), ai("axis", 0);
-      return true;
-    case kOpPad:
-      f32({4, 4}), as("before", {1, 1}), as("after", {1, 1});
-      return true;
-    case kOpGather:
-      f32({4, 4}), in->push_back({LT_DTYPE_I64, Dims{2}}), ai("axis", 0);
-      return true;
-    case kOpScatterAdd:
-      f32({4, 4}), in->push_back({LT_DTYPE_I64, Dims{2}}), f32({2, 4}), ai("axis", 0);
-      return true;
-    case kOpConv2d:
-      f32({1, 2, 6, 6}), f32({3, 2, 3, 3}), f32({3});
-      return true;
-    case kOpMaxPool2d:
-    case kOpAvgPool2d:
-      f32({1, 2, 6, 6}), as("kernel", {2, 2});
-      return true;
-    case kOpSoftmax:
-    case kOpLogSoftmax:
-      f32({4, 4}), ai("axis", 1);
-      return true;
-    default:
-      if (op >= kNumBuiltinOps) return false;
-      f32({4, 4});
-      if (op >= kOpAdd && op <= kOpGe) f32({4, 4});
-      return true;
-  }
 }
 
 }  // namespace lt

@@ -1,5 +1,6 @@
-// ops.h — the op registry: one table-driven schema per op of docs/ops.md (operand count,
-// attribute names, validation, dtype promotion, shape inference, canonicalisation).
+// ops.h — the op registry: the rows of lazytensor/lt_ops.def (ids, operand counts, attribute
+// specs, dtype classes) joined to the core's builders (validation, dtype promotion, shape
+// inference, canonicalisation into the IR of docs/ops.md), plus custom ops appended at run time.
 #pragma once
 
 #include <cstdint>
@@ -8,69 +9,9 @@
 #include <vector>
 
 #include "ir.h"
+#include "lazytensor/lower/ops.hpp"
 
 namespace lt {
-
-// Built-in op ids; equal to their index in the registry table (order is internal only:
-// ops cross the plugin ABI by name).
-enum OpId : uint16_t {
-  kOpInput,
-  kOpNeg,
-  kOpAbs,
-  kOpExp,
-  kOpLog,
-  kOpSqrt,
-  kOpRsqrt,
-  kOpTanh,
-  kOpSigmoid,
-  kOpRelu,
-  kOpGelu,
-  kOpSin,
-  kOpCos,
-  kOpFloor,
-  kOpNot,
-  kOpAdd,
-  kOpSub,
-  kOpMul,
-  kOpDiv,
-  kOpPow,
-  kOpMaximum,
-  kOpMinimum,
-  kOpEq,
-  kOpNe,
-  kOpLt,
-  kOpLe,
-  kOpGt,
-  kOpGe,
-  kOpAnd,
-  kOpOr,
-  kOpWhere,
-  kOpCast,
-  kOpFull,
-  kOpArange,
-  kOpRandomUniform,
-  kOpRandomNormal,
-  kOpSum,
-  kOpMean,
-  kOpMax,
-  kOpMin,
-  kOpArgmax,
-  kOpMatmul,
-  kOpReshape,
-  kOpPermute,
-  kOpBroadcastTo,
-  kOpSlice,
-  kOpConcat,
-  kOpPad,
-  kOpGather,
-  kOpScatterAdd,
-  kOpConv2d,
-  kOpMaxPool2d,
-  kOpAvgPool2d,
-  kOpSoftmax,
-  kOpLogSoftmax,
-  kNumBuiltinOps
-};
 
 // Arguments of one user-level op call, before canonicalisation.
 struct OpCall {
@@ -82,9 +23,12 @@ struct OpCall {
   size_t num_attrs;
 
   const lt_attr* attr(const char* name) const;  // NULL if absent
-  int64_t attr_int(const char* name, int64_t dflt) const;
-  double attr_float(const char* name, double dflt) const;
-  // INTS attribute; `present` false when absent.
+  // Attribute values; when absent, the default of the op's table row (a required attribute
+  // was already checked by apply_op). Kinds were checked by apply_op too.
+  int64_t attr_int(const char* name) const;
+  double attr_float(const char* name) const;
+  lt_dtype attr_dtype(const char* name) const;
+  // INTS attribute; `present` false when absent (then the row's default, or empty).
   std::vector<int64_t> attr_ints(const char* name, bool* present = nullptr) const;
 };
 
@@ -95,7 +39,8 @@ struct OpDef {
   std::string name;
   int min_inputs = 0;
   int max_inputs = 0;                   // -1: unbounded
-  std::vector<std::string> attr_names;  // accepted user attribute names
+  std::vector<std::string> attr_names;  // custom ops: accepted attribute names (any kind)
+  const lower::OpInfo* info = nullptr;  // built-in ops: the lt_ops.def row
   BuildFn build = nullptr;
 };
 
@@ -121,13 +66,5 @@ NodeRef make_leaf(Device* device, lt_dtype dtype, const Dims& shape);
 NodeRef make_scalar_leaf(Device* device, lt_dtype dtype, uint64_t raw_bits);
 // Encodes `value` as dtype's raw bytes (as cast does).
 uint64_t encode_scalar(lt_dtype dtype, double value);
-
-// A canonical f32 example call for `op` (for capability listing): input leaves' specs and
-// attributes. Returns false for ops without an example (input).
-struct ExampleInput {
-  lt_dtype dtype;
-  Dims shape;
-};
-bool op_example(uint16_t op, std::vector<ExampleInput>* inputs, std::vector<StoredAttr>* attrs);
 
 }  // namespace lt

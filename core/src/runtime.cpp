@@ -123,9 +123,10 @@ void BufferDeleter::operator()(Buffer* b) const noexcept {
 }
 
 void Metrics::reset() {
-  for (auto* c : {&ops_traced, &graphs_executed, &cache_hits, &cache_misses, &compiles, &compile_ns,
-                  &execute_ns, &bytes_to_device, &bytes_from_device, &bytes_between_backends,
-                  &fallback_nodes, &compile_failures, &alloc_hits, &alloc_misses})
+  for (auto* c :
+       {&ops_traced, &graphs_executed, &cache_hits, &cache_misses, &compiles, &compile_ns,
+        &execute_ns, &bytes_to_device, &bytes_from_device, &bytes_between_backends, &fallback_nodes,
+        &decomposed_nodes, &compile_failures, &alloc_hits, &alloc_misses})
     c->store(0);
   std::lock_guard lk(mu);
   named.clear();
@@ -251,16 +252,21 @@ void tensor_release(Tensor* t) noexcept {
 // ---- plugin report ------------------------------------------------------------------------
 
 namespace {
-std::vector<std::string> supported_ops(Runtime* rt, Device* dev) {
-  std::vector<std::string> out;
+// Built-in ops the device runs natively ("ops") and composites it runs as their decomposition,
+// every node of which it runs natively ("decomposed_ops").
+void supported_ops(Runtime* rt, Device* dev, nlohmann::json& out) {
+  out["ops"] = nlohmann::json::array();
+  out["decomposed_ops"] = nlohmann::json::array();
   for (size_t op = 1; op < op_count(); ++op) {
     try {
-      if (example_supported(rt, dev, static_cast<uint16_t>(op))) out.push_back(op_name(op));
+      if (example_supported(rt, dev, static_cast<uint16_t>(op)))
+        out["ops"].push_back(op_name(op));
+      else if (example_decomposes(rt, dev, static_cast<uint16_t>(op)))
+        out["decomposed_ops"].push_back(op_name(op));
     } catch (const std::exception& e) {
       rt->log->debug("supports({}) on {} failed: {}", op_name(op), dev->name, e.what());
     }
   }
-  return out;
 }
 
 }  // namespace
@@ -304,7 +310,7 @@ std::string plugin_report(Runtime* rt, bool json) {
                                {"memory_bytes", d->memory_bytes},
                                {"host_addressable", d->host_addressable}});
     }
-    pj["ops"] = supported_ops(rt, p->devices.front());
+    supported_ops(rt, p->devices.front(), pj);
     nlohmann::json st = nlohmann::json::object();
     collect_ctx_stats(p.get(), st);
     if (!st.empty()) pj["stats"] = st;
@@ -332,6 +338,11 @@ std::string plugin_report(Runtime* rt, bool json) {
     os << "    ops (" << pj["ops"].size() << "):";
     for (auto& o : pj["ops"]) os << " " << o.get<std::string>();
     os << "\n";
+    if (!pj["decomposed_ops"].empty()) {
+      os << "    decomposed into its ops (" << pj["decomposed_ops"].size() << "):";
+      for (auto& o : pj["decomposed_ops"]) os << " " << o.get<std::string>();
+      os << "\n";
+    }
     if (pj.contains("stats"))
       for (auto& [k, v] : pj["stats"].items()) os << "    stat " << k << " = " << v.dump() << "\n";
   }

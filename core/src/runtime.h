@@ -48,8 +48,8 @@ Config load_config(const lt_runtime_options* options);
 struct Metrics {
   std::atomic<uint64_t> ops_traced{0}, graphs_executed{0}, cache_hits{0}, cache_misses{0},
       compiles{0}, compile_ns{0}, execute_ns{0}, bytes_to_device{0}, bytes_from_device{0},
-      bytes_between_backends{0}, fallback_nodes{0}, compile_failures{0}, alloc_hits{0},
-      alloc_misses{0};
+      bytes_between_backends{0}, fallback_nodes{0}, decomposed_nodes{0}, compile_failures{0},
+      alloc_hits{0}, alloc_misses{0};
   std::mutex mu;                              // guards the named maps and reasons
   std::map<std::string, double> named;        // "fallback.<op>", "plugin.<backend>.<stat>"
   std::deque<std::string> recompile_reasons;  // last 16

@@ -1,5 +1,5 @@
-// executable.h — cpu_eager's compiled form of a graph region (an owned, flattened copy of
-// the borrowed lt_graph plus a memory plan) and the host buffers it runs on.
+// executable.h — cpu_eager's compiled form of a graph region: an owned, flattened copy of the
+// borrowed lt_graph, one host kernel per live node and a memory plan for the intermediates.
 #pragma once
 
 #include <atomic>
@@ -9,40 +9,25 @@
 #include <mutex>
 #include <vector>
 
-#include "kernels.h"
-
-// Host buffer: 64-byte aligned memory owned by the plugin context that allocated it.
-struct lt_plugin_buffer {
-  void* data;
-  size_t nbytes;    // the size the core asked for
-  size_t capacity;  // the allocation's size class
-};
+#include "lazytensor/host/kernels.hpp"
+#include "lazytensor/plugin_kit.hpp"
 
 namespace lt::eager {
 
-void* aligned_alloc64(size_t bytes);  // throws Error(OUT_OF_MEMORY); never returns NULL
-void aligned_free(void* p);
-
-class Executable {
+class Executable : public kit::Executable {
  public:
-  // Copies and validates `graph`, prepares every live node and plans intermediate memory.
-  // Throws Error naming the node and op on any invalid input.
-  static std::unique_ptr<Executable> compile(const lt_graph& graph);
-  ~Executable();
+  // Prepares every live node of a validated graph (dead nodes are dropped) and plans
+  // intermediate memory by liveness (best-fit reuse). Throws UNSUPPORTED naming a node the
+  // host kernels do not run (supports() said no to it).
+  explicit Executable(const lt_graph& graph);
 
-  void execute(lt_plugin_buffer* const* inputs, size_t num_inputs, lt_plugin_buffer* const* outputs,
-               size_t num_outputs);
-
-  uint64_t kernels_per_run() const { return schedule_.size(); }
-  uint64_t executions() const { return executions_.load(); }
-  double compile_ms() const { return compile_ms_; }
-  uint64_t workspace_bytes() const;
-  size_t num_nodes() const { return nodes_.size(); }
+  void run(std::span<kit::Buffer* const> inputs, std::span<kit::Buffer* const> outputs) override;
+  void stats(const kit::Stats& emit) const override;
 
  private:
   enum class Loc : uint8_t { kNone, kInput, kOutput, kSlot };
   struct Node {
-    KernelFn fn = nullptr;
+    host::KernelFn fn = nullptr;
     int64_t numel = 1;
     uint32_t operand_off = 0, num_operands = 0;
     uint32_t shape_off = 0, param_off = 0, param_len = 0;
@@ -56,12 +41,11 @@ class Executable {
   struct Workspace {
     std::vector<void*> slots;
     std::vector<char*> ptrs;
-    std::vector<TensorArg> args;
+    std::vector<host::TensorArg> args;
     ~Workspace();
   };
 
-  Executable() = default;
-  TensorArg arg_of(uint32_t node, char* data) const;
+  host::TensorArg arg_of(uint32_t node, char* data) const;
   std::unique_ptr<Workspace> acquire();
   void release(std::unique_ptr<Workspace> ws);
 
@@ -79,9 +63,5 @@ class Executable {
   std::atomic<uint64_t> executions_{0};
   double compile_ms_ = 0;
 };
-
-// Validates a single node against the op registry (used by supports()).
-// Returns normally if cpu_eager can run it; throws Error otherwise.
-void check_node(const lt_graph& graph, size_t node);
 
 }  // namespace lt::eager

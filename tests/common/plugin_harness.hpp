@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "lazytensor/fusion.hpp"
+#include "lazytensor/lower/fusion.hpp"
 #include "lazytensor/lt_plugin.h"
 
 // No gtest here: each suite keeps its own EXPECTs on the Status values these calls return, and

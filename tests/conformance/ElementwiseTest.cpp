@@ -1,6 +1,9 @@
 // ElementwiseTest.cpp — conformance of unary, binary, where and cast ops against plain-loop
 // references: every dtype, broadcasting corners, zero-sized and rank-0 tensors, non-contiguous
-// inputs, integer and NaN corner semantics from docs/ops.md.
+// inputs, integer and NaN corner semantics from docs/ops.md; and each differentiable unary op's
+// gradient (autograd, on the backend under test) against its derivative.
+#include <lazytensor/autograd.hpp>
+
 #include "conformance.h"
 
 #include <iostream>
@@ -12,7 +15,16 @@ namespace {
 using lt::DType;
 using lt::Tensor;
 
-class Elementwise : public ConformanceTest {};
+class Elementwise : public ConformanceTest {
+ protected:
+  // A case's tolerance: its op class's, widened to the case's documented f64 bound if any.
+  template <class Case>
+  Tol case_tol(const Case& c, DType dt) const {
+    Tol t = tol(c.cls, dt);
+    if (dt == lt::f64) t.atol = std::max(t.atol, c.f64_atol);
+    return t;
+  }
+};
 LT_CONFORMANCE_SUITE(Elementwise);
 
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -20,6 +32,13 @@ const double kInf = std::numeric_limits<double>::infinity();
 
 double gelu_ref(double x) {
   return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+double gelu_grad(double x) {
+  const double k = std::sqrt(2.0 / M_PI), t = std::tanh(k * (x + 0.044715 * x * x * x));
+  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x);
+}
+double sigmoid_ref(double x) {
+  return 1.0 / (1.0 + std::exp(-x));
 }
 
 struct UnaryCase {
@@ -29,34 +48,51 @@ struct UnaryCase {
   Fill fill;
   OpClass cls;
   double (*ref)(double);
+  double (*grad)(double) = nullptr;  // d ref / dx, for differentiable ops
+  double f64_atol = 0;               // where the op's documented f64 accuracy is coarser
 };
 
 const std::vector<UnaryCase>& unary_cases() {
   static const std::vector<UnaryCase> cases = {
-      {"neg", lt::neg, numeric_dtypes(), Fill::kAny, OpClass::kExact, [](double x) { return -x; }},
+      {"neg", lt::neg, numeric_dtypes(), Fill::kAny, OpClass::kExact, [](double x) { return -x; },
+       [](double) { return -1.0; }},
       {"abs", lt::abs, numeric_dtypes(), Fill::kAny, OpClass::kExact,
-       [](double x) { return std::abs(x); }},
+       [](double x) { return std::abs(x); },
+       [](double x) { return x > 0   ? 1.0
+                             : x < 0 ? -1.0
+                                     : 0.0; }},
       {"relu", lt::relu, numeric_dtypes(), Fill::kAny, OpClass::kExact,
-       [](double x) { return x > 0 ? x : 0.0; }},
+       [](double x) { return x > 0 ? x : 0.0; }, [](double x) { return x > 0 ? 1.0 : 0.0; }},
       {"exp", lt::exp, float_dtypes(), Fill::kAny, OpClass::kTranscendent,
-       [](double x) { return std::exp(x); }},
+       [](double x) { return std::exp(x); }, [](double x) { return std::exp(x); }},
       {"log", lt::log, float_dtypes(), Fill::kPositive, OpClass::kTranscendent,
-       [](double x) { return std::log(x); }},
+       [](double x) { return std::log(x); }, [](double x) { return 1 / x; }},
       {"sqrt", lt::sqrt, float_dtypes(), Fill::kPositive, OpClass::kTranscendent,
-       [](double x) { return std::sqrt(x); }},
+       [](double x) { return std::sqrt(x); }, [](double x) { return 0.5 / std::sqrt(x); }},
       {"rsqrt", lt::rsqrt, float_dtypes(), Fill::kPositive, OpClass::kTranscendent,
-       [](double x) { return 1.0 / std::sqrt(x); }},
+       [](double x) { return 1.0 / std::sqrt(x); },
+       [](double x) { return -0.5 / (x * std::sqrt(x)); }},
       {"tanh", lt::tanh, float_dtypes(), Fill::kAny, OpClass::kTranscendent,
-       [](double x) { return std::tanh(x); }},
-      {"sigmoid", lt::sigmoid, float_dtypes(), Fill::kAny, OpClass::kTranscendent,
-       [](double x) { return 1.0 / (1.0 + std::exp(-x)); }},
-      {"gelu", lt::gelu, float_dtypes(), Fill::kAny, OpClass::kTranscendent, gelu_ref},
+       [](double x) { return std::tanh(x); },
+       [](double x) { return 1 - std::tanh(x) * std::tanh(x); }},
+      {"sigmoid", lt::sigmoid, float_dtypes(), Fill::kAny, OpClass::kTranscendent, sigmoid_ref,
+       [](double x) { return sigmoid_ref(x) * (1 - sigmoid_ref(x)); }},
+      {"gelu", lt::gelu, float_dtypes(), Fill::kAny, OpClass::kTranscendent, gelu_ref, gelu_grad},
+      {"silu", lt::silu, float_dtypes(), Fill::kAny, OpClass::kTranscendent,
+       [](double x) { return x * sigmoid_ref(x); },
+       [](double x) { return sigmoid_ref(x) * (1 + x * (1 - sigmoid_ref(x))); }},
+      {"erf", lt::erf, float_dtypes(), Fill::kAny, OpClass::kTranscendent,
+       [](double x) { return std::erf(x); },
+       [](double x) { return 2 / std::sqrt(M_PI) * std::exp(-x * x); }, 2e-8},
+      {"softplus", lt::softplus, float_dtypes(), Fill::kAny, OpClass::kTranscendent,
+       [](double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); },
+       sigmoid_ref},
       {"sin", lt::sin, float_dtypes(), Fill::kAny, OpClass::kTranscendent,
-       [](double x) { return std::sin(x); }},
+       [](double x) { return std::sin(x); }, [](double x) { return std::cos(x); }},
       {"cos", lt::cos, float_dtypes(), Fill::kAny, OpClass::kTranscendent,
-       [](double x) { return std::cos(x); }},
+       [](double x) { return std::cos(x); }, [](double x) { return -std::sin(x); }},
       {"floor", lt::floor, float_dtypes(), Fill::kAny, OpClass::kExact,
-       [](double x) { return std::floor(x); }},
+       [](double x) { return std::floor(x); }, [](double) { return 0.0; }},
       {"not",
        lt::logical_not,
        {lt::bool_},
@@ -78,15 +114,31 @@ TEST_P(Elementwise, UnaryOpsMatchReferenceForEveryDtypeAndShape) {
       for (const Shape& shape : unary_shapes()) {
         Host a = make(dt, shape, c.fill, 1);
         std::string what = std::string(c.name) + " " + lt::dtype_name(dt) + str(shape);
-        expect_close(c.op(upload(dev(), a)), ref_unary(a, dt, c.ref), tol(c.cls, dt), what);
+        expect_close(c.op(upload(dev(), a)), ref_unary(a, dt, c.ref), case_tol(c, dt), what);
       }
       // Non-contiguous inputs: a permuted view and a negative-step slice.
       Host p = make(dt, {3, 4, 2}, c.fill, 2);
-      expect_close(c.op(upload_permuted(dev(), p)), ref_unary(p, dt, c.ref), tol(c.cls, dt),
+      expect_close(c.op(upload_permuted(dev(), p)), ref_unary(p, dt, c.ref), case_tol(c, dt),
                    std::string(c.name) + " permuted " + lt::dtype_name(dt));
       Host r = make(dt, {4, 3}, c.fill, 3);
-      expect_close(c.op(upload_reversed(dev(), r)), ref_unary(r, dt, c.ref), tol(c.cls, dt),
+      expect_close(c.op(upload_reversed(dev(), r)), ref_unary(r, dt, c.ref), case_tol(c, dt),
                    std::string(c.name) + " reversed slice " + lt::dtype_name(dt));
+    }
+  }
+}
+
+// Autograd on the backend under test: d sum(op(x)) / dx = op'(x), elementwise (for composite
+// ops a backend lacks, through the gradient of their decomposition).
+TEST_P(Elementwise, UnaryGradientsMatchTheDerivative) {
+  for (const UnaryCase& c : unary_cases()) {
+    if (!c.grad) continue;
+    for (DType dt : float_dtypes()) {
+      Host a = make(dt, {2, 3, 4}, c.fill, 4);
+      Tensor x = upload(dev(), a);
+      lt::set_requires_grad(x);
+      lt::backward(c.op(x).sum());
+      expect_close(lt::grad(x), ref_unary(a, dt, c.grad), case_tol(c, dt),
+                   std::string("d/dx ") + c.name + " " + lt::dtype_name(dt));
     }
   }
 }

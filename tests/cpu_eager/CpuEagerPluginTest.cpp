@@ -367,7 +367,7 @@ TEST_F(CpuEager, BadCallsReturnErrorValuesNamingTheProblem) {
     int b = gb.input(LT_DTYPE_F32, {4});
     gb.output(gb.op("add", LT_DTYPE_F32, {2, 3}, {a, b}));
     EXPECT_EQ(compile(gb.graph(), &ex), LT_STATUS_SHAPE_MISMATCH);
-    EXPECT_NE(last_message_.find("add: shapes [2,3] [4] do not broadcast to output [2,3]"),
+    EXPECT_NE(last_message_.find("cpu_eager: node 2 (add): shapes [2,3] and [4] do not broadcast"),
               std::string::npos)
         << last_message_;
   }

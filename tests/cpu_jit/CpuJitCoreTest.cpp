@@ -145,7 +145,7 @@ TEST_F(CpuJitCore, RepeatedIdenticalStepsCompileOnce) {
 
 // LSTM gate split: the four slices of `gates` are strided loads inside the gate kernel.
 TEST_F(CpuJitCore, SlicesFuseIntoTheConsumingKernel) {
-  const int B = 5, H = 7;
+  const int B = 40, H = 7;  // gates: 1120 elements (a lone node below 1024 is a host step)
   std::vector<float> av = ramp(B * 4 * H, -2, 2), bv = ramp(B * 4 * H, 1, -1),
                      cv = ramp(B * H, -1, 1);
   lt_tensor* gates = bin(lt_add, from(av, {B, 4 * H}), from(bv, {B, 4 * H}));
@@ -182,7 +182,7 @@ TEST_F(CpuJitCore, NegativeAndStridedSlicesReadTheRightElements) {
 
 // conv2d (im2col + gemm, bias in the gemm, relu as the fused epilogue), with groups.
 TEST_F(CpuJitCore, Conv2dWithBiasAndReluEpilogue) {
-  const int N = 2, C = 4, H = 9, W = 8, O = 6, G = 2, KH = 3, KW = 2;
+  const int N = 5, C = 4, H = 9, W = 8, O = 6, G = 2, KH = 3, KW = 2;  // out: 1200 elements
   const int64_t stride[2] = {2, 1}, pad[2] = {1, 1}, dil[2] = {1, 2};
   const int OH = (H + 2 * 1 - 1 * (KH - 1) - 1) / 2 + 1,
             OW = (W + 2 * 1 - 2 * (KW - 1) - 1) / 1 + 1;

@@ -1,6 +1,8 @@
-// CpuJitTest.cpp — cpu_jit through its plugin table: one kernel per fused chain, softmax in
-// one kernel, plugin compile cache, numerics vs plain loops, exp/log/tanh/sigmoid/gelu
-// accuracy sweeps against double-precision libm. Every test runs once per vector width the
+// CpuJitTest.cpp — cpu_jit through its plugin table: one kernel per fused chain, softmax
+// (declined, then decomposed) in one kernel, random and arange ops fused, host-kernel steps
+// (gather, pools, concat, pad, argmax, scatter_add) inside the same program, plugin compile
+// cache, numerics vs plain loops, exp/log/tanh/sigmoid/gelu accuracy sweeps against
+// double-precision libm. Every test runs once per vector width the
 // plugin can be narrowed to (option vector_bits), so each math code path (AVX-512 vscalefps,
 // the generic exponent arithmetic, SSE) is checked on a host that has them all.
 #include <gtest/gtest.h>
@@ -16,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "lazytensor/lt_random.h"
 #include "plugin_harness.hpp"
 
 namespace {
@@ -58,24 +61,36 @@ class CpuJit : public ::testing::TestWithParam<std::string> {
     return m;
   }
 
-  // Compiles g, runs it on float inputs, returns float outputs and the kernel count.
-  std::vector<std::vector<float>> run(OwnedGraph& og, const std::vector<std::vector<float>>& in,
-                                      double* kernels = nullptr) {
+  // Whether the plugin claims node i of g.
+  int supported(const lt_graph& g, size_t i) {
+    int s = -1;
+    EXPECT_EQ(session_->supports(g, i, &s).message, "");
+    return s;
+  }
+
+  // Compiles g (every node must be claimed), runs it on raw inputs, returns raw outputs and
+  // the kernel count.
+  std::vector<std::vector<char>> run_raw(OwnedGraph& og, const std::vector<std::vector<char>>& in,
+                                         double* kernels = nullptr) {
     const lt_graph& g = og.view();
-    for (size_t i = 0; i < g.num_nodes; ++i) {
-      int supported = 0;
-      EXPECT_EQ(session_->supports(g, i, &supported).message, "");
-      EXPECT_EQ(supported, 1) << "node " << i << " " << g.nodes[i].op;
-    }
-    std::vector<std::vector<char>> in_bytes, out_bytes;
-    for (const auto& v : in) in_bytes.push_back(lt::plugin_test::raw(v));
+    for (size_t i = 0; i < g.num_nodes; ++i)
+      EXPECT_EQ(supported(g, i), 1) << "node " << i << " " << g.nodes[i].op;
+    std::vector<std::vector<char>> out;
     lt::plugin_test::Stats exe_stats;
-    Status st = session_->run(g, in_bytes, &out_bytes, &exe_stats);
+    Status st = session_->run(g, in, &out, &exe_stats);
     EXPECT_EQ(st.message, "");
     if (!st.ok()) return {};
     if (kernels) *kernels = exe_stats["kernels"];
+    return out;
+  }
+  // The same on float inputs and outputs.
+  std::vector<std::vector<float>> run(OwnedGraph& og, const std::vector<std::vector<float>>& in,
+                                      double* kernels = nullptr) {
+    std::vector<std::vector<char>> in_bytes;
+    for (const auto& v : in) in_bytes.push_back(lt::plugin_test::raw(v));
     std::vector<std::vector<float>> res;
-    for (const auto& o : out_bytes) res.push_back(lt::plugin_test::as<float>(o));
+    for (const auto& o : run_raw(og, in_bytes, kernels))
+      res.push_back(lt::plugin_test::as<float>(o));
     return res;
   }
 
@@ -185,20 +200,28 @@ TEST_P(CpuJit, ChunkedLoopsCoverEveryRemainderLength) {
   }
 }
 
-TEST_P(CpuJit, SoftmaxIsOneKernelAndCorrect) {
+// softmax and log_softmax are declined, so that the core decomposes them into max, sub, exp,
+// sum and div, which fuse into one row kernel each; a region that holds them anyway is
+// decomposed the same way by compile.
+TEST_P(CpuJit, SoftmaxIsDeclinedAndItsDecompositionFuses) {
   const int64_t R = 37, C = 1000;
-  OwnedGraph g;
   lt_attr axis{"axis", LT_ATTR_INT, 1, 0.0, nullptr, 0, nullptr};
+  OwnedGraph g;
   int32_t x = g.add("input", LT_DTYPE_F32, {R, C}, {});
   int32_t s = g.add("softmax", LT_DTYPE_F32, {R, C}, {x}, &axis, 1);
   int32_t l = g.add("log_softmax", LT_DTYPE_F32, {R, C}, {x}, &axis, 1);
   g.set_inputs({x});
   g.set_outputs({s, l});
+  EXPECT_EQ(supported(g.view(), s), 0);
+  EXPECT_EQ(supported(g.view(), l), 0);
   auto xs = random(R * C, -20, 20);
-  double kernels = 0;
-  auto out = run(g, {xs}, &kernels);
-  ASSERT_EQ(out.size(), 2u);
-  EXPECT_LE(kernels, 2.0);
+  std::vector<std::vector<char>> raw_out;
+  lt::plugin_test::Stats exe_stats;
+  ASSERT_EQ(session_->run(g.view(), {lt::plugin_test::raw(xs)}, &raw_out, &exe_stats).message, "");
+  ASSERT_EQ(raw_out.size(), 2u);
+  std::vector<std::vector<float>> out = {lt::plugin_test::as<float>(raw_out[0]),
+                                         lt::plugin_test::as<float>(raw_out[1])};
+  EXPECT_LE(exe_stats["kernels"], 2.0);
   for (int64_t r = 0; r < R; ++r) {
     double m = -INFINITY, z = 0;
     for (int64_t c = 0; c < C; ++c) m = std::max(m, (double)xs[r * C + c]);
@@ -366,31 +389,127 @@ TEST_P(CpuJit, IdenticalGraphsCompileOnce) {
   EXPECT_EQ(stats(nullptr)["cache_hits"], hits + 2);
 }
 
-TEST_P(CpuJit, DeclinesWhatItCannotLower) {
+// Declined: arithmetic on bf16 (a storage type: the host kernels only convert it) and the
+// composites the core decomposes for cpu_jit (softmax fuses better decomposed; silu has no
+// kernel of its own). A region that still holds such a node does not compile.
+TEST_P(CpuJit, DeclinesWhatItCannotRunAndWhatFusesBetterDecomposed) {
   OwnedGraph g;
-  int32_t x = g.add("input", LT_DTYPE_BF16, {4}, {});
-  int32_t i = g.add("input", LT_DTYPE_I64, {2}, {});
-  int32_t y = g.add("input", LT_DTYPE_F32, {4}, {});
   lt_attr axis{"axis", LT_ATTR_INT, 0, 0.0, nullptr, 0, nullptr};
-  int32_t ga = g.add("gather", LT_DTYPE_F32, {2}, {y, i}, &axis, 1);
-  g.set_inputs({x, i, y});
-  g.set_outputs({ga});
+  int32_t x = g.add("input", LT_DTYPE_BF16, {4}, {});
+  int32_t y = g.add("input", LT_DTYPE_F32, {4}, {});
+  int32_t e = g.add("exp", LT_DTYPE_BF16, {4}, {x});
+  int32_t s = g.add("softmax", LT_DTYPE_F32, {4}, {y}, &axis, 1);
+  int32_t si = g.add("silu", LT_DTYPE_F32, {4}, {y});
+  int32_t c = g.add("cast", LT_DTYPE_F32, {4}, {x});  // bf16 -> f32: a host kernel
+  g.set_inputs({x, y});
+  g.set_outputs({e, s, si, c});
   const lt_graph& gv = g.view();
-  for (size_t n : {size_t(x), size_t(ga)}) {
-    lt_plugin_supports_args s{};
-    s.struct_size = LT_PLUGIN_SUPPORTS_ARGS_STRUCT_SIZE;
-    s.context = ctx_;
-    s.graph = &gv;
-    s.node = n;
-    s.supported = 1;
-    EXPECT_EQ(err(api_->supports(&s)), "");
-    EXPECT_EQ(s.supported, 0);
+  for (int32_t n : {e, s, si}) EXPECT_EQ(supported(gv, n), 0) << gv.nodes[n].op;
+  EXPECT_EQ(supported(gv, c), 1);
+  lt_plugin_compile_args a{};
+  a.struct_size = LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE;
+  a.context = ctx_;
+  a.graph = &gv;
+  EXPECT_NE(err(api_->compile(&a)).find("(exp, bf16 [4]) is not supported"), std::string::npos);
+}
+
+// random_unit / random_uniform / random_normal are generated code (lt_random.h's hash in
+// vector integer arithmetic), fused with their elementwise consumers; arange too.
+TEST_P(CpuJit, RandomAndArangeAreFusedAndMatchTheReference) {
+  const int64_t n = 2048;  // >= 1024 elements: lone nodes are kernels too
+  auto attr_i = [](const char* k, int64_t v) {
+    return lt_attr{k, LT_ATTR_INT, v, 0.0, nullptr, 0, nullptr};
+  };
+  auto attr_f = [](const char* k, double v) {
+    return lt_attr{k, LT_ATTR_FLOAT, 0, v, nullptr, 0, nullptr};
+  };
+  lt_attr unit_at[2] = {attr_i("stride", 3), attr_i("offset", 5)};
+  lt_attr uni_at[2] = {attr_f("low", -2), attr_f("high", 3)};
+  lt_attr nrm_at[2] = {attr_f("mean", 1), attr_f("std", 0.5)};
+  lt_attr ar_at[2] = {attr_f("start", 0.5), attr_f("step", 0.1)};
+  for (lt_dtype d : {LT_DTYPE_F32, LT_DTYPE_F64}) {
+    OwnedGraph g;
+    int32_t seed = g.add("input", LT_DTYPE_I64, {}, {});
+    int32_t u = g.add("random_unit", d, {n}, {seed}, unit_at, 2);
+    int32_t uu = g.add("random_uniform", d, {n}, {seed}, uni_at, 2);
+    int32_t nn = g.add("random_normal", d, {n}, {seed}, nrm_at, 2);
+    int32_t two = g.add("full", d, {}, {}, nullptr, 0);
+    int32_t sum = g.add("add", d, {n}, {uu, two});  // fused into random_uniform's kernel
+    int32_t ar = g.add("arange", LT_DTYPE_I32, {n}, {}, ar_at, 2);
+    g.set_inputs({seed});
+    g.set_outputs({u, sum, nn, ar});
+    const uint64_t sv = 12345;
+    double kernels = 0;
+    auto out = run_raw(g, {lt::plugin_test::raw(std::vector<int64_t>{int64_t(sv)})}, &kernels);
+    ASSERT_EQ(out.size(), 4u);
+    EXPECT_EQ(kernels, 4.0);  // unit; uniform + add; normal; arange (the scalar: a host step)
+    auto at = [&](int k, int64_t i) {
+      return d == LT_DTYPE_F32 ? double(lt::plugin_test::as<float>(out[k])[i])
+                               : lt::plugin_test::as<double>(out[k])[i];
+    };
+    auto ints = lt::plugin_test::as<int32_t>(out[3]);
+    for (int64_t i = 0; i < n; ++i) {
+      double w = lt_random_unit_f32(sv, 3 * uint64_t(i) + 5);
+      ASSERT_EQ(at(0, i), w) << i;
+      ASSERT_NEAR(at(1, i), -2 + 5 * double(lt_random_unit_f32(sv, i)), 1e-6) << i;
+      double u1 = 1 - double(lt_random_unit_f32(sv, 2 * i)), u2 = lt_random_unit_f32(sv, 2 * i + 1);
+      double z = std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+      ASSERT_NEAR(at(2, i), 1 + 0.5 * z, 2e-5) << i;
+      ASSERT_EQ(ints[i], int32_t(0.5 + double(i) * 0.1)) << i;
+    }
   }
-  lt_plugin_compile_args c{};
-  c.struct_size = LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE;
-  c.context = ctx_;
-  c.graph = &gv;
-  EXPECT_NE(err(api_->compile(&c)).find("is not supported"), std::string::npos);
+}
+
+// Ops without generated code run as host-kernel steps inside cpu_jit's own program, between
+// generated kernels: no data leaves the backend. (So does a lone node over < 1024 elements.)
+TEST_P(CpuJit, HostKernelStepsRunInsideTheProgram) {
+  lt_attr ax0{"axis", LT_ATTR_INT, 0, 0.0, nullptr, 0, nullptr};
+  lt_attr ax1{"axis", LT_ATTR_INT, 1, 0.0, nullptr, 0, nullptr};
+  int64_t k2[2] = {2, 2}, before[2] = {1, 0}, after[2] = {0, 2};
+  lt_attr pool[2] = {{"kernel", LT_ATTR_INTS, 0, 0.0, k2, 2, nullptr},
+                     {"stride", LT_ATTR_INTS, 0, 0.0, k2, 2, nullptr}};
+  lt_attr pad[3] = {{"before", LT_ATTR_INTS, 0, 0.0, before, 2, nullptr},
+                    {"after", LT_ATTR_INTS, 0, 0.0, after, 2, nullptr},
+                    {"value", LT_ATTR_FLOAT, 0, 7.0, nullptr, 0, nullptr}};
+  const int64_t R = 64, C = 32, J = 40;  // >= 1024 elements: exp and neg are kernels
+  OwnedGraph g;
+  int32_t x = g.add("input", LT_DTYPE_F32, {R, C}, {});
+  int32_t idx = g.add("input", LT_DTYPE_I64, {J}, {});
+  int32_t ex = g.add("exp", LT_DTYPE_F32, {R, C}, {x});
+  int32_t ga = g.add("gather", LT_DTYPE_F32, {J, C}, {ex, idx}, &ax0, 1);
+  int32_t ng = g.add("neg", LT_DTYPE_F32, {J, C}, {ga});  // the gather's epilogue kernel
+  int32_t cc = g.add("concat", LT_DTYPE_F32, {R, 2 * C}, {x, ex}, &ax1, 1);
+  int32_t pd = g.add("pad", LT_DTYPE_F32, {R + 1, C + 2}, {x}, pad, 3);
+  int32_t x4 = g.add("reshape", LT_DTYPE_F32, {1, 1, R, C}, {x});
+  int32_t mp = g.add("max_pool2d", LT_DTYPE_F32, {1, 1, R / 2, C / 2}, {x4}, pool, 2);
+  int32_t am = g.add("argmax", LT_DTYPE_I64, {R}, {x}, &ax1, 1);
+  g.set_inputs({x, idx});
+  g.set_outputs({ng, cc, pd, mp, am});
+  auto xs = random(R * C, -2, 2, 9);
+  std::vector<int64_t> is(J);
+  for (int64_t j = 0; j < J; ++j) is[j] = (j * 7) % R;
+  double kernels = 0;
+  auto out = run_raw(g, {lt::plugin_test::raw(xs), lt::plugin_test::raw(is)}, &kernels);
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_EQ(kernels, 2.0);  // exp; neg
+  auto f = [&](int k) { return lt::plugin_test::as<float>(out[k]); };
+  auto at = [&](int64_t r, int64_t c) { return xs[r * C + c]; };
+  for (int64_t r = 0; r < J; ++r)
+    for (int64_t c = 0; c < C; ++c) ASSERT_FLOAT_EQ(f(0)[r * C + c], -std::exp(at(is[r], c)));
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t c = 0; c < 2 * C; ++c)
+      ASSERT_FLOAT_EQ(f(1)[r * 2 * C + c], c < C ? at(r, c) : std::exp(at(r, c - C)));
+  for (int64_t r = 0; r < R + 1; ++r)
+    for (int64_t c = 0; c < C + 2; ++c)
+      ASSERT_EQ(f(2)[r * (C + 2) + c], r >= 1 && c < C ? at(r - 1, c) : 7.0f);
+  for (int64_t r = 0; r < R / 2; ++r)
+    for (int64_t c = 0; c < C / 2; ++c)
+      ASSERT_EQ(f(3)[r * C / 2 + c], std::max({at(2 * r, 2 * c), at(2 * r, 2 * c + 1),
+                                               at(2 * r + 1, 2 * c), at(2 * r + 1, 2 * c + 1)}));
+  auto am_out = lt::plugin_test::as<int64_t>(out[4]);
+  for (int64_t r = 0; r < R; ++r)
+    ASSERT_EQ(am_out[r],
+              std::max_element(xs.begin() + C * r, xs.begin() + C * r + C) - (xs.begin() + C * r));
 }
 
 TEST_P(CpuJit, MalformedGraphIsAnErrorNotACrash) {

@@ -1,6 +1,9 @@
 // Tests of the gpu_opencl plugin driven through its C function table with hand-built
 // graphs: buffers, fused elementwise/reduction/softmax kernels, matmul, conv/pool/layout
 // ops against plain loops, kernel counts, the on-disk program cache and build errors.
+// Graphs are first rewritten as the core rewrites them (lt::lower::decompose with the plugin's
+// supports() answers): composite ops it declines (softmax, max_pool2d, random_normal, ...) reach
+// the plugin as the primitives it compiles.
 #include <gtest/gtest.h>
 
 #include <CL/cl.h>
@@ -14,9 +17,10 @@
 #include <string>
 #include <vector>
 
+#include "lazytensor/lower/decompose.hpp"
 #include "lazytensor/lt_plugin.h"
-#include "plugin_harness.hpp"
 #include "lazytensor/lt_random.h"
+#include "plugin_harness.hpp"
 
 namespace {
 
@@ -102,12 +106,23 @@ class GpuOpencl : public ::testing::Test {
     return out;
   }
 
-  // Compiles and runs `gb` with host inputs (raw bytes per input); returns output bytes.
+  bool Supported(const lt_graph& g, size_t node) {
+    int supported = 0;
+    EXPECT_TRUE(Context(api_, ctx_).supports(g, node, &supported).ok());
+    return supported != 0;
+  }
+
+  // Compiles and runs `gb` with host inputs (raw bytes per input) after the core's rewrite of
+  // what the plugin declines; returns output bytes.
   std::vector<std::vector<char>> Run(GraphBuilder& gb, const std::vector<std::vector<char>>& in,
                                      double* kernels = nullptr) {
     std::vector<std::vector<char>> out;
     lt::plugin_test::Stats exe_stats;
-    Status s = Context(api_, ctx_).run(gb.graph(), in, &out, &exe_stats);
+    lt::lower::OwnedGraph lowered;
+    const lt_graph* g = &gb.graph();
+    auto supported = [&](const lt_graph& r, size_t i) { return Supported(r, i); };
+    if (lt::lower::decompose(*g, supported, &lowered)) g = &lowered.view();
+    Status s = Context(api_, ctx_).run(*g, in, &out, &exe_stats);
     EXPECT_TRUE(s.ok()) << s.message;
     if (s.ok() && kernels) *kernels = exe_stats["kernels"];
     return out;
@@ -181,11 +196,14 @@ TEST_F(GpuOpencl, BufferRoundTripWithOffsetAndBoundsCheck) {
   api_->buffer_free(ctx_, empty);
   api_->buffer_free(ctx_, b);
 
+  lt_plugin_buffer* d = Alloc(ctx_, 16);  // device memory: no host pointer
   lt_plugin_buffer_args h{};
   h.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
   h.context = ctx_;
+  h.buffer = d;
   ASSERT_EQ(api_->buffer_host_ptr(&h), nullptr);
   EXPECT_EQ(h.host_ptr, nullptr);
+  api_->buffer_free(ctx_, d);
 }
 
 TEST_F(GpuOpencl, EightOpElementwiseChainWithBroadcastIsOneKernel) {
@@ -603,17 +621,42 @@ TEST_F(GpuOpencl, RandomMatchesTheSharedGenerator) {
   gb.output(
       gb.op("random_normal", F32, {1000}, {seed}, {Attr::Float("mean", 1), Attr::Float("std", 2)}));
   gb.output(gb.op("arange", F32, {5}, {}, {Attr::Float("start", 2), Attr::Float("step", 0.5)}));
+  gb.output(gb.op("random_unit", F32, {10, 100}, {seed},
+                  {Attr::Int("stride", 3), Attr::Int("offset", 5)}));
   std::vector<int64_t> S = {12345};
   auto out = Run(gb, {raw(S)});
-  ASSERT_EQ(out.size(), 3u);
+  ASSERT_EQ(out.size(), 4u);
   auto U = as<float>(out[0]), Nn = as<float>(out[1]), AR = as<float>(out[2]);
+  auto RU = as<float>(out[3]);
   for (uint64_t i = 0; i < 1000; ++i) {
+    ASSERT_EQ(RU[i], lt_random_unit_f32(12345, 3 * i + 5));
     ASSERT_EQ(U[i], -1.0f + 4.0f * lt_random_unit_f32(12345, i));
     float u1 = 1.0f - lt_random_unit_f32(12345, 2 * i), u2 = lt_random_unit_f32(12345, 2 * i + 1);
     float z = std::sqrt(-2.0f * std::log(u1)) * std::cos(6.2831853f * u2);
     ASSERT_NEAR(Nn[i], 1.0f + 2.0f * z, 1e-4f);
   }
   EXPECT_EQ(AR, (std::vector<float>{2, 2.5, 3, 3.5, 4}));
+}
+
+// Constants are evaluated where they are read (no kernel of their own), except as operands of
+// matmul, which reads buffers.
+TEST_F(GpuOpencl, ConstantsAreEvaluatedWhereTheyAreRead) {
+  GraphBuilder gb;
+  int32_t x = gb.input(F32, {3, 4});
+  int32_t half = gb.op("full", F32, {4, 2}, {}, {Attr::Float("value", 0.5)});
+  int32_t m = gb.op("matmul", F32, {3, 2}, {x, half});
+  int32_t p =
+      gb.op("pad", F32, {3, 4}, {m},
+            {Attr::Ints("before", {0, 1}), Attr::Ints("after", {0, 1}), Attr::Float("value", 7)});
+  int32_t two = gb.op("full", F32, {3, 2}, {}, {Attr::Float("value", 2)});
+  gb.output(gb.op("concat", F32, {3, 6}, {p, two}, {Attr::Int("axis", 1)}));
+  auto X = Random(12, 24);
+  auto got = as<float>(Run(gb, {raw(X)})[0]);
+  for (int64_t i = 0; i < 3; ++i) {
+    float s = 0.5f * (X[i * 4] + X[i * 4 + 1] + X[i * 4 + 2] + X[i * 4 + 3]);
+    std::vector<float> want = {7, s, s, 7, 2, 2};
+    for (int64_t j = 0; j < 6; ++j) ASSERT_NEAR(got[i * 6 + j], want[j], 1e-5f) << i << "," << j;
+  }
 }
 
 TEST_F(GpuOpencl, OutputsThatAreInputsOrRepeatedAreCopies) {
@@ -643,7 +686,8 @@ TEST_F(GpuOpencl, ZeroSizedTensorsLaunchNothing) {
   EXPECT_EQ(as<float>(out[1]), (std::vector<float>{0, 0, 0, 0}));
 }
 
-TEST_F(GpuOpencl, SupportsRejectsStorageTypesAndIntegerMatmul) {
+// Composite ops are declined, except conv2d: the core decomposes them into primitives (Run()).
+TEST_F(GpuOpencl, SupportsDeclinesStorageTypesIntegerMatmulAndComposites) {
   GraphBuilder gb;
   int32_t h = gb.input(LT_DTYPE_BF16, {4});
   int32_t e = gb.op("neg", LT_DTYPE_BF16, {4}, {h});
@@ -652,6 +696,13 @@ TEST_F(GpuOpencl, SupportsRejectsStorageTypesAndIntegerMatmul) {
   int32_t f = gb.input(F32, {2, 2});
   int32_t mf = gb.op("matmul", F32, {2, 2}, {f, f});
   int32_t u = gb.op("my_custom_op", F32, {2, 2}, {f});
+  int32_t sm = gb.op("softmax", F32, {2, 2}, {f}, {Attr::Int("axis", 1)});
+  int32_t seed = gb.input(LT_DTYPE_I64, {});
+  int32_t rn = gb.op("random_normal", F32, {3}, {seed});
+  int32_t ru = gb.op("random_unit", F32, {3}, {seed});
+  int32_t img = gb.input(F32, {1, 1, 4, 4});
+  int32_t pool = gb.op("max_pool2d", F32, {1, 1, 2, 2}, {img}, {Attr::Ints("kernel", {2, 2})});
+  int32_t conv = gb.op("conv2d", F32, {1, 1, 3, 3}, {img, img}, {Attr::Ints("padding", {1, 1})});
   const lt_graph* g = &gb.graph();
   auto ask = [&](int32_t node) {
     lt_plugin_supports_args s{};
@@ -666,6 +717,11 @@ TEST_F(GpuOpencl, SupportsRejectsStorageTypesAndIntegerMatmul) {
   EXPECT_EQ(ask(m), 0);
   EXPECT_EQ(ask(mf), 1);
   EXPECT_EQ(ask(u), 0);
+  EXPECT_EQ(ask(sm), 0);
+  EXPECT_EQ(ask(rn), 0);
+  EXPECT_EQ(ask(ru), 1);
+  EXPECT_EQ(ask(pool), 0);
+  EXPECT_EQ(ask(conv), 1);
 }
 
 GraphBuilder* MakeCacheGraph(GraphBuilder& gb) {

@@ -11,6 +11,7 @@
 #include "lazytensor/lazytensor.hpp"
 #include "lazytensor/nn.hpp"
 #include "lazytensor/optim.hpp"
+#include "train_backends.hpp"
 
 namespace {
 
@@ -135,20 +136,14 @@ TEST(Training, SameSeedSameLosses) {
 class EveryBackend : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EveryBackend, ReachesReferenceAccuracy) {
-  lt::Device dev;
-  try {
-    dev = runtime().find_device(GetParam());
-  } catch (const lt::Error& e) {
-    GTEST_SKIP() << "backend " << GetParam() << " is not loaded: " << e.what();
-  }
+  lt::Device dev = runtime().find_device(GetParam());
   static double reference = train_and_test(runtime().find_device("cpu_eager"), 3);
   ASSERT_GT(reference, 0.9);
   double acc = train_and_test(dev, 3);
   // tpu_sim computes matmuls in bf16: allow a few test rows to differ.
   EXPECT_NEAR(acc, reference, 0.03) << GetParam();
 }
-INSTANTIATE_TEST_SUITE_P(Backends, EveryBackend,
-                         ::testing::Values("cpu_eager", "cpu_jit", "tpu_sim", "gpu_opencl"),
+INSTANTIATE_TEST_SUITE_P(Backends, EveryBackend, ::testing::ValuesIn(lt::test::built_backends()),
                          [](const auto& info) { return info.param; });
 
 TEST(TrainingErrors, NonScalarLossWithoutSeed) {

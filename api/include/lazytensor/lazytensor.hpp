@@ -481,51 +481,52 @@ class Tensor {
   }
 
   // ---- ops as methods (free functions below do the same)
-  Tensor neg() const { return unary(lt_neg, "neg"); }
-  Tensor abs() const { return unary(lt_abs, "abs"); }
-  Tensor exp() const { return unary(lt_exp, "exp"); }
-  Tensor log() const { return unary(lt_log, "log"); }
-  Tensor sqrt() const { return unary(lt_sqrt, "sqrt"); }
-  Tensor rsqrt() const { return unary(lt_rsqrt, "rsqrt"); }
-  Tensor tanh() const { return unary(lt_tanh, "tanh"); }
-  Tensor sigmoid() const { return unary(lt_sigmoid, "sigmoid"); }
-  Tensor relu() const { return unary(lt_relu, "relu"); }
-  Tensor gelu() const { return unary(lt_gelu, "gelu"); }
-  Tensor sin() const { return unary(lt_sin, "sin"); }
-  Tensor cos() const { return unary(lt_cos, "cos"); }
-  Tensor floor() const { return unary(lt_floor, "floor"); }
-  Tensor logical_not() const { return unary(lt_not, "not"); }
-
-  Tensor add(const Tensor& b) const { return binary(lt_add, b, "add"); }
-  Tensor sub(const Tensor& b) const { return binary(lt_sub, b, "sub"); }
-  Tensor mul(const Tensor& b) const { return binary(lt_mul, b, "mul"); }
-  Tensor div(const Tensor& b) const { return binary(lt_div, b, "div"); }
-  Tensor pow(const Tensor& b) const { return binary(lt_pow, b, "pow"); }
-  Tensor maximum(const Tensor& b) const { return binary(lt_maximum, b, "maximum"); }
-  Tensor minimum(const Tensor& b) const { return binary(lt_minimum, b, "minimum"); }
-  Tensor eq(const Tensor& b) const { return binary(lt_eq, b, "eq"); }
-  Tensor ne(const Tensor& b) const { return binary(lt_ne, b, "ne"); }
-  Tensor lt(const Tensor& b) const { return binary(lt_lt, b, "lt"); }
-  Tensor le(const Tensor& b) const { return binary(lt_le, b, "le"); }
-  Tensor gt(const Tensor& b) const { return binary(lt_gt, b, "gt"); }
-  Tensor ge(const Tensor& b) const { return binary(lt_ge, b, "ge"); }
-  Tensor and_(const Tensor& b) const { return binary(lt_and, b, "and"); }
-  Tensor or_(const Tensor& b) const { return binary(lt_or, b, "or"); }
+  // One method per UNARY / BINARY row of lazytensor/lt_ops.def: neg() ... logical_not(),
+  // add(b) ... or_(b), matmul(b).
+#define LT_CPP_UNARY(m, fn, name) \
+  Tensor m() const {              \
+    return unary(fn, name);       \
+  }
+#define LT_CPP_BINARY(m, fn, name)  \
+  Tensor m(const Tensor& b) const { \
+    return binary(fn, b, name);     \
+  }
+#define LT_CPP_CALL(m, fn, name)
+#define LT_CPP_NONE(m, fn, name)
+#define LT_OP(Camel, name, capi, cfn, cppfn, ...) LT_CPP_##capi(cppfn, cfn, name)
+#include "lazytensor/lt_ops.def"
+#undef LT_OP
   // Scalar right operands become lt_scalar of this tensor's dtype.
-  Tensor add(double s) const { return add(like(s)); }
-  Tensor sub(double s) const { return sub(like(s)); }
-  Tensor mul(double s) const { return mul(like(s)); }
-  Tensor div(double s) const { return div(like(s)); }
-  Tensor pow(double s) const { return pow(like(s)); }
-  Tensor maximum(double s) const { return maximum(like(s)); }
-  Tensor minimum(double s) const { return minimum(like(s)); }
+  Tensor add(double s) const {
+    return add(like(s));
+  }
+  Tensor sub(double s) const {
+    return sub(like(s));
+  }
+  Tensor mul(double s) const {
+    return mul(like(s));
+  }
+  Tensor div(double s) const {
+    return div(like(s));
+  }
+  Tensor pow(double s) const {
+    return pow(like(s));
+  }
+  Tensor maximum(double s) const {
+    return maximum(like(s));
+  }
+  Tensor minimum(double s) const {
+    return minimum(like(s));
+  }
 
   Tensor cast(DType dtype) const {
     lt_tensor* out = nullptr;
     check(lt_cast(req("cast"), dtype, &out));
     return Tensor(out);
   }
-  Tensor to(DType dtype) const { return cast(dtype); }
+  Tensor to(DType dtype) const {
+    return cast(dtype);
+  }
 
   // Reductions: empty axes = all axes.
   Tensor sum(IntList axes = {}, bool keepdims = false) const {
@@ -545,8 +546,6 @@ class Tensor {
     check(lt_argmax(req("argmax"), axis, keepdims ? 1 : 0, &out));
     return Tensor(out);
   }
-
-  Tensor matmul(const Tensor& b) const { return binary(lt_matmul, b, "matmul"); }
 
   Tensor reshape(IntList shape) const {
     lt_tensor* out = nullptr;
@@ -663,7 +662,9 @@ class Tensor {
     check(fn(req(name), axes.data(), axes.size(), keepdims ? 1 : 0, &out));
     return Tensor(out);
   }
-  Tensor like(double s) const { return scalar(device(), s, dtype()); }
+  Tensor like(double s) const {
+    return scalar(device(), s, dtype());
+  }
   void check_host_type(DType want, const char* what) const {
     DType have = dtype();
     if (have != want) {
@@ -678,98 +679,28 @@ class Tensor {
 
 // ---- free functions -----------------------------------------------------------------------
 
-inline Tensor neg(const Tensor& a) {
-  return a.neg();
-}
-inline Tensor abs(const Tensor& a) {
-  return a.abs();
-}
-inline Tensor exp(const Tensor& a) {
-  return a.exp();
-}
-inline Tensor log(const Tensor& a) {
-  return a.log();
-}
-inline Tensor sqrt(const Tensor& a) {
-  return a.sqrt();
-}
-inline Tensor rsqrt(const Tensor& a) {
-  return a.rsqrt();
-}
-inline Tensor tanh(const Tensor& a) {
-  return a.tanh();
-}
-inline Tensor sigmoid(const Tensor& a) {
-  return a.sigmoid();
-}
-inline Tensor relu(const Tensor& a) {
-  return a.relu();
-}
-inline Tensor gelu(const Tensor& a) {
-  return a.gelu();
-}
-inline Tensor sin(const Tensor& a) {
-  return a.sin();
-}
-inline Tensor cos(const Tensor& a) {
-  return a.cos();
-}
-inline Tensor floor(const Tensor& a) {
-  return a.floor();
-}
-inline Tensor logical_not(const Tensor& a) {
-  return a.logical_not();
-}
+// One free function per UNARY / BINARY row of lt_ops.def (neg(a), add(a, b), ...).
+#undef LT_CPP_UNARY
+#undef LT_CPP_BINARY
+#define LT_CPP_UNARY(m, fn, name)    \
+  inline Tensor m(const Tensor& a) { \
+    return a.m();                    \
+  }
+#define LT_CPP_BINARY(m, fn, name)                    \
+  inline Tensor m(const Tensor& a, const Tensor& b) { \
+    return a.m(b);                                    \
+  }
+#define LT_OP(Camel, name, capi, cfn, cppfn, ...) LT_CPP_##capi(cppfn, cfn, name)
+#include "lazytensor/lt_ops.def"
+#undef LT_OP
+#undef LT_CPP_UNARY
+#undef LT_CPP_BINARY
+#undef LT_CPP_CALL
+#undef LT_CPP_NONE
 
-inline Tensor add(const Tensor& a, const Tensor& b) {
-  return a.add(b);
-}
-inline Tensor sub(const Tensor& a, const Tensor& b) {
-  return a.sub(b);
-}
-inline Tensor mul(const Tensor& a, const Tensor& b) {
-  return a.mul(b);
-}
-inline Tensor div(const Tensor& a, const Tensor& b) {
-  return a.div(b);
-}
-inline Tensor pow(const Tensor& a, const Tensor& b) {
-  return a.pow(b);
-}
 inline Tensor pow(const Tensor& a, double b) {
   return a.pow(b);
 }
-inline Tensor maximum(const Tensor& a, const Tensor& b) {
-  return a.maximum(b);
-}
-inline Tensor minimum(const Tensor& a, const Tensor& b) {
-  return a.minimum(b);
-}
-inline Tensor eq(const Tensor& a, const Tensor& b) {
-  return a.eq(b);
-}
-inline Tensor ne(const Tensor& a, const Tensor& b) {
-  return a.ne(b);
-}
-inline Tensor lt(const Tensor& a, const Tensor& b) {
-  return a.lt(b);
-}
-inline Tensor le(const Tensor& a, const Tensor& b) {
-  return a.le(b);
-}
-inline Tensor gt(const Tensor& a, const Tensor& b) {
-  return a.gt(b);
-}
-inline Tensor ge(const Tensor& a, const Tensor& b) {
-  return a.ge(b);
-}
-inline Tensor and_(const Tensor& a, const Tensor& b) {
-  return a.and_(b);
-}
-inline Tensor or_(const Tensor& a, const Tensor& b) {
-  return a.or_(b);
-}
-
 inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   lt_tensor* out = nullptr;
   check(lt_where(cond.req("where"), a.req("where"), b.req("where"), &out));
@@ -793,9 +724,6 @@ inline Tensor min(const Tensor& a, IntList axes = {}, bool keepdims = false) {
 }
 inline Tensor argmax(const Tensor& a, int64_t axis, bool keepdims = false) {
   return a.argmax(axis, keepdims);
-}
-inline Tensor matmul(const Tensor& a, const Tensor& b) {
-  return a.matmul(b);
 }
 inline Tensor reshape(const Tensor& a, IntList shape) {
   return a.reshape(shape);

@@ -156,39 +156,23 @@ LT_API lt_error* lt_apply(lt_device* device, const char* op, lt_tensor* const* i
                           size_t num_inputs, const lt_attr* attrs, size_t num_attrs,
                           lt_tensor** out);
 
-/* Unary, elementwise. Float-only: exp log sqrt rsqrt tanh sigmoid gelu sin cos floor.
- * Numeric: neg abs relu. Bool: not. */
-LT_API lt_error* lt_neg(lt_tensor* a, lt_tensor** out);
-LT_API lt_error* lt_abs(lt_tensor* a, lt_tensor** out);
-LT_API lt_error* lt_exp(lt_tensor* a, lt_tensor** out);
-LT_API lt_error* lt_log(lt_tensor* a, lt_tensor** out);
-LT_API lt_error* lt_sqrt(lt_tensor* a, lt_tensor** out);
-LT_API lt_error* lt_rsqrt(lt_tensor* a, lt_tensor** out);
-LT_API lt_error* lt_tanh(lt_tensor* a, lt_tensor** out);
-LT_API lt_error* lt_sigmoid(lt_tensor* a, lt_tensor** out);
-LT_API lt_error* lt_relu(lt_tensor* a, lt_tensor** out);
-LT_API lt_error* lt_gelu(lt_tensor* a, lt_tensor** out);
-LT_API lt_error* lt_sin(lt_tensor* a, lt_tensor** out);
-LT_API lt_error* lt_cos(lt_tensor* a, lt_tensor** out);
-LT_API lt_error* lt_floor(lt_tensor* a, lt_tensor** out);
-LT_API lt_error* lt_not(lt_tensor* a, lt_tensor** out);
-
-/* Binary, elementwise with NumPy broadcasting. Comparisons return bool; and/or take bool. */
-LT_API lt_error* lt_add(lt_tensor* a, lt_tensor* b, lt_tensor** out);
-LT_API lt_error* lt_sub(lt_tensor* a, lt_tensor* b, lt_tensor** out);
-LT_API lt_error* lt_mul(lt_tensor* a, lt_tensor* b, lt_tensor** out);
-LT_API lt_error* lt_div(lt_tensor* a, lt_tensor* b, lt_tensor** out);
-LT_API lt_error* lt_pow(lt_tensor* a, lt_tensor* b, lt_tensor** out);
-LT_API lt_error* lt_maximum(lt_tensor* a, lt_tensor* b, lt_tensor** out);
-LT_API lt_error* lt_minimum(lt_tensor* a, lt_tensor* b, lt_tensor** out);
-LT_API lt_error* lt_eq(lt_tensor* a, lt_tensor* b, lt_tensor** out);
-LT_API lt_error* lt_ne(lt_tensor* a, lt_tensor* b, lt_tensor** out);
-LT_API lt_error* lt_lt(lt_tensor* a, lt_tensor* b, lt_tensor** out);
-LT_API lt_error* lt_le(lt_tensor* a, lt_tensor* b, lt_tensor** out);
-LT_API lt_error* lt_gt(lt_tensor* a, lt_tensor* b, lt_tensor** out);
-LT_API lt_error* lt_ge(lt_tensor* a, lt_tensor* b, lt_tensor** out);
-LT_API lt_error* lt_and(lt_tensor* a, lt_tensor* b, lt_tensor** out);
-LT_API lt_error* lt_or(lt_tensor* a, lt_tensor* b, lt_tensor** out);
+/* The elementwise unary and binary ops and matmul: one function per UNARY / BINARY row of
+ * lazytensor/lt_ops.def, unary `lt_<op>(a, out)` (lt_neg, lt_exp, ..., lt_not) and binary
+ * `lt_<op>(a, b, out)` (lt_add, ..., lt_and, lt_or, lt_matmul). Binary ops broadcast with
+ * NumPy's rules; comparisons (eq ne lt le gt ge) return bool; and/or/not take bool; matmul
+ * has NumPy semantics (1-D operands are promoted and squeezed, batch dims broadcast). The
+ * dtypes each op accepts: the row's `dtypes` column and docs/ops.md. */
+#define LT_CAPI_UNARY(fn) LT_API lt_error* fn(lt_tensor* a, lt_tensor** out);
+#define LT_CAPI_BINARY(fn) LT_API lt_error* fn(lt_tensor* a, lt_tensor* b, lt_tensor** out);
+#define LT_CAPI_CALL(fn)
+#define LT_CAPI_NONE(fn)
+#define LT_OP(Camel, name, capi, cfn, ...) LT_CAPI_##capi(cfn)
+#include "lazytensor/lt_ops.def"
+#undef LT_OP
+#undef LT_CAPI_UNARY
+#undef LT_CAPI_BINARY
+#undef LT_CAPI_CALL
+#undef LT_CAPI_NONE
 
 /* cond ? a : b, broadcasting all three; cond must be bool. */
 LT_API lt_error* lt_where(lt_tensor* cond, lt_tensor* a, lt_tensor* b, lt_tensor** out);
@@ -220,9 +204,6 @@ LT_API lt_error* lt_min(lt_tensor* a, const int64_t* axes, size_t num_axes, int 
                         lt_tensor** out);
 /* Index (i64) of the first maximum along `axis`. */
 LT_API lt_error* lt_argmax(lt_tensor* a, int64_t axis, int keepdims, lt_tensor** out);
-
-/* NumPy matmul: 1-D operands are promoted and squeezed, batch dims broadcast. */
-LT_API lt_error* lt_matmul(lt_tensor* a, lt_tensor* b, lt_tensor** out);
 
 /* Layout. One dim of a reshape may be -1. */
 LT_API lt_error* lt_reshape(lt_tensor* a, const int64_t* shape, size_t rank, lt_tensor** out);

@@ -20,7 +20,11 @@ typedef enum lt_dtype {
   LT_DTYPE_I64 = 4,
   LT_DTYPE_BOOL = 5,
   LT_DTYPE_BF16 = 6, /* storage only; backends may compute in f32 */
-  LT_DTYPE_F16 = 7   /* storage only; backends may compute in f32 */
+  LT_DTYPE_F16 = 7,  /* storage only; backends may compute in f32 */
+  /* Not a dtype. It makes every int32 value representable in lt_dtype, so a value that
+   * arrives from a caller or plugin can be checked (and refused) without undefined
+   * behaviour in C++; the same convention as Vulkan's *_MAX_ENUM. */
+  LT_DTYPE_MAX_ENUM_ = 0x7FFFFFFF
 } lt_dtype;
 
 /* Error categories carried by every error object. Values are fixed forever. */

@@ -102,6 +102,24 @@ struct NoGradScope {
   NoGradScope& operator=(const NoGradScope&) = delete;
 };
 
+// Records history again on this thread while alive, inside a no-grad scope too (a gradient
+// rule that differentiates a composite op's decomposition, decomposed.cpp).
+class GradScope {
+ public:
+  GradScope();
+  ~GradScope();
+  GradScope(const GradScope&) = delete;
+  GradScope& operator=(const GradScope&) = delete;
+
+ private:
+  int saved_;
+};
+
+// The gradient rule of composite ops whose lt_ops.def row says DECOMP: the op's decomposition
+// (lazytensor/lower/decompose.hpp) is replayed on detached copies of its inputs with history
+// recorded, and differentiated with lt_grad.
+void decomposed_rule(const GradFn& fn, lt_tensor* g, std::vector<Ref>& grads);
+
 // What the tape knows about one tensor, copied out under its lock.
 struct Snapshot {
   bool requires_grad = false;

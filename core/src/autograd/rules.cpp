@@ -644,50 +644,36 @@ void r_log_softmax(const GradFn& fn, T g, std::vector<Ref>& r) {
   r[0] = sub(g, ps.get());
 }
 
+// The `grad` column of lt_ops.def: GRAD(r) names r_<r> above; NONDIFF rows have no rule.
+#define LT_GRAD_GRAD(r) &r_##r
+#define LT_GRAD_NONDIFF nullptr
+#define LT_GRAD_DECOMP &decomposed_rule
+
 const std::unordered_map<std::string, Rule>& rule_table() {
-  static const std::unordered_map<std::string, Rule> table = {
-      {"neg", r_neg},
-      {"abs", r_abs},
-      {"exp", r_exp},
-      {"log", r_log},
-      {"sqrt", r_sqrt},
-      {"rsqrt", r_rsqrt},
-      {"tanh", r_tanh},
-      {"sigmoid", r_sigmoid},
-      {"relu", r_relu},
-      {"gelu", r_gelu},
-      {"sin", r_sin},
-      {"cos", r_cos},
-      {"floor", r_floor},
-      {"add", r_add},
-      {"sub", r_sub},
-      {"mul", r_mul},
-      {"div", r_div},
-      {"pow", r_pow},
-      {"maximum", r_maximum},
-      {"minimum", r_minimum},
-      {"where", r_where},
-      {"cast", r_cast},
-      {"sum", r_sum},
-      {"mean", r_mean},
-      {"max", r_reduce_extreme},
-      {"min", r_reduce_extreme},
-      {"matmul", r_matmul},
-      {"reshape", r_reshape},
-      {"permute", r_permute},
-      {"broadcast_to", r_broadcast_to},
-      {"slice", r_slice},
-      {"concat", r_concat},
-      {"pad", r_pad},
-      {"gather", r_gather},
-      {"scatter_add", r_scatter_add},
-      {"conv2d", r_conv2d},
-      {"max_pool2d", r_max_pool2d},
-      {"avg_pool2d", r_avg_pool2d},
-      {"softmax", r_softmax},
-      {"log_softmax", r_log_softmax},
-  };
+  static const std::unordered_map<std::string, Rule> table = [] {
+    std::unordered_map<std::string, Rule> t;
+#define LT_OP(Camel, name, capi, cfn, cppfn, category, lo, hi, attrs, dtypes, rule, grad, kind) \
+  if (Rule r = LT_GRAD_##grad) t.emplace(name, r);
+#include "lazytensor/lt_ops.def"
+#undef LT_OP
+    return t;
+  }();
   return table;
+}
+
+bool nondiff_row(const char* op) {
+  static const std::unordered_set<std::string> ops = [] {
+    std::unordered_set<std::string> t;
+#define LT_GRAD_IS_NONDIFF_GRAD(r) false
+#define LT_GRAD_IS_NONDIFF_NONDIFF true
+#define LT_GRAD_IS_NONDIFF_DECOMP false
+#define LT_OP(Camel, name, capi, cfn, cppfn, category, lo, hi, attrs, dtypes, rule, grad, kind) \
+  if (LT_GRAD_IS_NONDIFF_##grad) t.emplace(name);
+#include "lazytensor/lt_ops.def"
+#undef LT_OP
+    return t;
+  }();
+  return ops.count(op) != 0;
 }
 
 }  // namespace
@@ -701,22 +687,7 @@ Rule find_rule(const std::string& op) {
 }
 
 bool is_non_differentiable(const char* op) {
-  static const std::unordered_set<std::string> ops = {"eq",
-                                                      "ne",
-                                                      "lt",
-                                                      "le",
-                                                      "gt",
-                                                      "ge",
-                                                      "and",
-                                                      "or",
-                                                      "not",
-                                                      "argmax",
-                                                      "full",
-                                                      "arange",
-                                                      "random_uniform",
-                                                      "random_normal",
-                                                      "input"};
-  return ops.count(op) != 0;
+  return nondiff_row(op);
 }
 
 }  // namespace lt::autograd

@@ -97,6 +97,13 @@ bool grad_enabled() {
   return t_no_grad_depth == 0;
 }
 
+GradScope::GradScope() : saved_(t_no_grad_depth) {
+  t_no_grad_depth = 0;
+}
+GradScope::~GradScope() {
+  t_no_grad_depth = saved_;
+}
+
 void on_apply(const char* op, lt_tensor* const* inputs, size_t num_inputs, const lt_attr* attrs,
               size_t num_attrs, lt_tensor* out) noexcept {
   if (g_size.load(std::memory_order_relaxed) == 0 || t_no_grad_depth > 0) return;

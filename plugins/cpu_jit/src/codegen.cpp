@@ -1,11 +1,8 @@
-// codegen.cpp — LLVM IR for fused groups: a loop nest over the (coalesced) domain with
-// stride-0 broadcasts and row-wise multi-phase reductions; f32 transcendentals come from
-// vecmath (vectorisable, no scalar libm call). Also answers which nodes the JIT can lower.
-#include "codegen.h"
-
+// codegen.cpp — LLVM IR for fused groups: a loop nest over the coalesced domain, operands read
+// through lower::View index maps (broadcasts, strided slices), row-wise multi-phase reductions,
+// f32 transcendentals from vecmath (no scalar libm call). Also: which nodes the JIT lowers.
 #include <algorithm>
-#include <cmath>
-#include <limits>
+#include <functional>
 #include <map>
 #include <string_view>
 
@@ -13,83 +10,38 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/MDBuilder.h>
 
-#include "lazytensor/fusion.hpp"
+#include "codegen.h"
+#include "lazytensor/lower/fusion.hpp"
+#include "lazytensor/lower/view.hpp"
 
 namespace lt::cpujit {
 
-namespace {
-
-using fusion::find_attr;
 using fusion::Role;
-
-bool is_float(lt_dtype d) {
-  return d == LT_DTYPE_F32 || d == LT_DTYPE_F64;
-}
-bool is_int(lt_dtype d) {
-  return d == LT_DTYPE_I32 || d == LT_DTYPE_I64;
-}
-bool is_numeric(lt_dtype d) {
-  return is_float(d) || is_int(d);
-}
-
-// ---------------------------------------------------------------------------------------
-// supports
-
-bool supported_elementwise(const lt_graph& g, const lt_graph_node& n) {
-  std::string_view op = n.op;
-  lt_dtype d = n.dtype;
-  lt_dtype a = n.num_operands > 0 ? g.nodes[n.operands[0]].dtype : d;
-  if (op == "exp" || op == "log" || op == "sqrt" || op == "rsqrt" || op == "tanh" ||
-      op == "sigmoid" || op == "gelu" || op == "sin" || op == "cos" || op == "floor" || op == "pow")
-    return is_float(d);
-  if (op == "neg" || op == "abs" || op == "relu" || op == "add" || op == "sub" || op == "mul" ||
-      op == "div" || op == "maximum" || op == "minimum")
-    return is_numeric(d);
-  if (op == "eq" || op == "ne") return is_numeric(a) || a == LT_DTYPE_BOOL;
-  if (op == "lt" || op == "le" || op == "gt" || op == "ge") return is_numeric(a);
-  if (op == "and" || op == "or" || op == "not") return d == LT_DTYPE_BOOL;
-  if (op == "where") return is_numeric(d) || d == LT_DTYPE_BOOL;
-  if (op == "cast")
-    return (is_numeric(d) || d == LT_DTYPE_BOOL) && (is_numeric(a) || a == LT_DTYPE_BOOL);
-  if (op == "full") {
-    const lt_attr* v = find_attr(n, "value");
-    return v && v->kind == LT_ATTR_FLOAT && (is_numeric(d) || d == LT_DTYPE_BOOL);
-  }
-  if (op == "broadcast_to") return is_numeric(d) || d == LT_DTYPE_BOOL;
-  return false;
-}
-
-}  // namespace
+using lower::is_float;
 
 bool codegen_supports(const lt_graph& g, size_t i) {
   const lt_graph_node& n = g.nodes[i];
-  std::string_view op = n.op;
-  if (n.rank > 16) return false;
+  // bf16/f16 are storage types (the host kernels convert them); ranks above 16 are rejected.
+  auto plain = [](const lt_graph_node& v) {
+    return v.rank <= 16 && v.dtype != LT_DTYPE_BF16 && v.dtype != LT_DTYPE_F16;
+  };
   for (size_t k = 0; k < n.num_operands; ++k)
-    if (g.nodes[n.operands[k]].rank > 16) return false;
-  if (op == "input") return n.dtype != LT_DTYPE_BF16 && n.dtype != LT_DTYPE_F16;
-  if (fusion::is_elementwise_op(op)) return supported_elementwise(g, n);
-  if (op == "slice") return fusion::is_index_map(g, n) && n.dtype != LT_DTYPE_F16;
-  if (fusion::is_reduction_op(op)) {
-    if (n.num_operands != 1) return false;
-    const lt_attr* ax = find_attr(n, "axes");
-    if (!ax || ax->kind != LT_ATTR_INTS) return false;
-    if (op == "mean") return is_float(n.dtype);
-    return is_numeric(n.dtype);
-  }
-  return false;
+    if (!plain(g.nodes[n.operands[k]])) return false;
+  std::string_view op = n.op;
+  // The graph is validated, so operand dtypes suit the op. Elementwise ops are fusion's list
+  // (silu, erf and softplus are not in it: they reach us decomposed).
+  return plain(n) && (fusion::is_elementwise_op(op) || fusion::is_reduction_op(op) ||
+                      op == "slice" || (op.starts_with("random_") && lower::find_op(op)));
 }
 
 namespace {
 
-// ---------------------------------------------------------------------------------------
-// kernel emission
-
 struct Access {
-  int slot;
+  int slot;                      // -1: a node's own flat index (arange, random_*), no buffer
   std::vector<int64_t> strides;  // per loop dim (after reorder + coalescing)
   int64_t offset = 0;            // elements (a slice's start)
 };
+using Offsets = std::vector<llvm::Value*>;  // per access: the element offset at this point
 
 class Emitter {
  public:
@@ -104,26 +56,23 @@ class Emitter {
   llvm::Error run();
 
  private:
-  // -- types and constants
   llvm::Type* reg_type(lt_dtype d) {
-    switch (d) {
-      case LT_DTYPE_F32:
-        return b_.getFloatTy();
-      case LT_DTYPE_F64:
-        return b_.getDoubleTy();
-      case LT_DTYPE_I32:
-        return b_.getInt32Ty();
-      case LT_DTYPE_I64:
-        return b_.getInt64Ty();
-      default:
-        return b_.getInt1Ty();
-    }
+    return d == LT_DTYPE_F32   ? b_.getFloatTy()
+           : d == LT_DTYPE_F64 ? b_.getDoubleTy()
+           : d == LT_DTYPE_I32 ? b_.getInt32Ty()
+           : d == LT_DTYPE_I64 ? b_.getInt64Ty()
+                               : b_.getInt1Ty();
   }
   llvm::Type* mem_type(lt_dtype d) { return d == LT_DTYPE_BOOL ? b_.getInt8Ty() : reg_type(d); }
   llvm::Value* fconst(llvm::Type* t, double v) { return llvm::ConstantFP::get(t, v); }
-  llvm::Value* const_of(lt_dtype d, double v);
+  llvm::Value* intrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Value*> args) {
+    return b_.CreateIntrinsic(id, {args[0]->getType()}, args);
+  }
+  llvm::Value* exp_any(llvm::Value* x) {
+    return x->getType()->isFloatTy() ? emit_exp_f32(b_, x, math_)
+                                     : intrinsic(llvm::Intrinsic::exp, {x});
+  }
 
-  // -- layout
   bool in_kernel(int32_t v) const { return member_.count(v) != 0; }
   Role role(int32_t v) const {
     Role r = Role::kFull;
@@ -131,40 +80,301 @@ class Emitter {
     if (!k_.reduce_axes.empty()) fusion::role_of(n.shape, n.rank, k_.domain, k_.reduce_axes, &r);
     return r;
   }
-  std::vector<int64_t> domain_strides(int32_t buf, int32_t user, int64_t* offset) const;
-  int slot_of(int32_t node);
-  int access_of(int32_t buf, int32_t user);
+  bool reduced(size_t dim) const {
+    return std::binary_search(k_.reduce_axes.begin(), k_.reduce_axes.end(), int64_t(dim));
+  }
 
-  // -- loops
+  // How `user` reads `buf` (index: the flat index of node `buf` itself, no buffer), as strides
+  // over the kernel's domain.
+  int access_of(int32_t buf, int32_t user, bool index = false) {
+    auto [it, fresh] = acc_of_.try_emplace({index ? ~buf : buf, user}, int(acc_.size()));
+    if (!fresh) return it->second;
+    const lt_graph_node& u = g_.nodes[user];
+    lower::View v = lower::View::dense(lower::DescRef(g_.nodes[buf]).dims());
+    std::span<const int64_t> at = lower::DescRef(u).dims();
+    Role r = role(user);
+    if (fusion::is_reduction_op(u.op) && buf != user) {
+      // A reduction reads its operand over the full domain; its own output (buf == user) is
+      // laid out by its reduced role like any reduced-shape node (else rows overwrite row 0).
+      r = Role::kFull;
+    } else if (std::string_view(u.op) == "slice" && buf != user) {
+      lower::Attrs a(u);  // an affine index map: operand[start + i·step], steps may be < 0
+      v = v.slice(a.ints("starts"), a.ints("steps"), at);
+    } else {
+      v = v.broadcast_to(at);
+    }
+    Access acc{-1, std::vector<int64_t>(k_.domain.size(), 0), v.offset};
+    for (size_t j = 0, d = 0; d < k_.domain.size() && j < v.shape.size(); ++d) {
+      if (r == Role::kReducedDrop && reduced(d)) continue;
+      if (v.shape[j] != 1) acc.strides[d] = v.strides[j];  // size-1 dims: index 0 everywhere
+      ++j;
+    }
+    if (!index) {
+      auto [s, added] = slot_.try_emplace(buf, int(k_.slots.size()));
+      if (added) k_.slots.push_back(buf);
+      acc.slot = s->second;
+    }
+    acc_.push_back(std::move(acc));
+    return it->second;
+  }
+
   // fold_tail: the vectoriser masks the last iteration instead of adding a scalar loop.
   template <class Body>
-  void loop(llvm::Value* lo, llvm::Value* hi, bool fold_tail, Body body);
-  // chunk: the innermost loop carries no reduction, so it may be split into unmasked
-  // vector-width chunks (a reduction would then reduce horizontally every chunk).
-  void nest(size_t first, size_t last, std::vector<llvm::Value*>& offs, bool chunk,
-            const std::function<void(std::vector<llvm::Value*>&)>& body);
+  void loop(llvm::Value* lo, llvm::Value* hi, bool fold_tail, Body body) {
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx_, "loop", fn_);
+    llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "exit", fn_);
+    b_.CreateCondBr(b_.CreateICmpSLT(lo, hi), head, exit);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
+    i->addIncoming(lo, pre);
+    body(static_cast<llvm::Value*>(i));
+    llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "", true, true);
+    i->addIncoming(next, b_.GetInsertBlock());
+    // `!=` rather than `<` (equivalent after the lo < hi guard) gives SCEV the exact trip count.
+    llvm::BranchInst* latch = b_.CreateCondBr(b_.CreateICmpNE(next, hi), head, exit);
+    // Tail folding (masked last vector iteration) instead of a scalar remainder loop and a
+    // second, epilogue-vectorised copy of the body.
+    llvm::Metadata* pred[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.predicate.enable"),
+                              llvm::ConstantAsMetadata::get(b_.getInt1(fold_tail))};
+    llvm::Metadata* il[] = {llvm::MDString::get(ctx_, "llvm.loop.interleave.count"),
+                            llvm::ConstantAsMetadata::get(b_.getInt32(1))};
+    llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(ctx_, pred), llvm::MDNode::get(ctx_, il)};
+    llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, ops);
+    id->replaceOperandWith(0, id);
+    latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+    b_.SetInsertPoint(exit);
+  }
 
-  // -- values
-  llvm::Value* load(int acc, const std::vector<llvm::Value*>& offs, lt_dtype d);
-  void tag(llvm::Instruction* mem, int slot) {
-    mem->setMetadata(llvm::LLVMContext::MD_alias_scope, scope_[slot]);
-    mem->setMetadata(llvm::LLVMContext::MD_noalias, noalias_[slot]);
+  // Loops over loop dims [first, last). chunk: the innermost loop carries no reduction, so it
+  // may be split into unmasked vector-width chunks (a reduction would then reduce
+  // horizontally every chunk).
+  void nest(size_t first, size_t last, Offsets& offs, bool chunk,
+            const std::function<void(Offsets&)>& body) {
+    if (first == last) return body(offs);
+    llvm::Value* lo = first ? b_.getInt64(0) : static_cast<llvm::Value*>(fn_->getArg(1));
+    llvm::Value* hi =
+        first ? b_.getInt64(loop_dims_[first]) : static_cast<llvm::Value*>(fn_->getArg(2));
+    auto level = [&](llvm::Value* i) {
+      Offsets inner = offs;
+      for (size_t a = 0; a < acc_.size(); ++a)
+        if (int64_t s = acc_[a].strides[first])
+          inner[a] = b_.CreateAdd(offs[a], b_.CreateMul(i, b_.getInt64(s), "", true, true), "",
+                                  true, true);
+      nest(first + 1, last, inner, chunk, body);
+    };
+    // The innermost loop is the one vectorised. Masking every iteration (tail folding) costs
+    // ~6 instructions per vector (the i64 lane compares), 12% of the sigmoid·tanh chain, so
+    // the bulk runs as chunks of `lanes_` (an inner loop of constant trip count, which the
+    // vectoriser turns into one unmasked vector step with no remainder or trip-count check)
+    // and the rest as one tail-folded loop.
+    int64_t extent = loop_dims_[first];
+    if (!chunk || first + 1 != last || (first != 0 && extent < 2 * lanes_))
+      return loop(lo, hi, true, level);
+    llvm::Value* chunks = b_.CreateSDiv(b_.CreateSub(hi, lo, "", true, true), b_.getInt64(lanes_));
+    loop(b_.getInt64(0), chunks, true, [&](llvm::Value* c) {
+      llvm::Value* base =
+          b_.CreateAdd(lo, b_.CreateMul(c, b_.getInt64(lanes_), "", true, true), "", true, true);
+      loop(b_.getInt64(0), b_.getInt64(lanes_), false,
+           [&](llvm::Value* t) { level(b_.CreateAdd(base, t, "", true, true)); });
+    });
+    if (first != 0 && extent % lanes_ == 0) return;
+    llvm::Value* rest =
+        b_.CreateAdd(lo, b_.CreateMul(chunks, b_.getInt64(lanes_), "", true, true), "", true, true);
+    loop(rest, hi, true, level);
   }
-  void store(int acc, const std::vector<llvm::Value*>& offs, lt_dtype d, llvm::Value* v);
+
+  // Slot k's accesses are in alias scope k and noalias with every other slot.
+  llvm::Value* address(int acc, const Offsets& offs, lt_dtype d) {
+    return b_.CreateInBoundsGEP(mem_type(d), base_[acc_[acc].slot], offs[acc]);
+  }
+  template <class I>
+  I* tag(I* mem, int acc) {
+    mem->setMetadata(llvm::LLVMContext::MD_alias_scope, scope_[acc_[acc].slot]);
+    mem->setMetadata(llvm::LLVMContext::MD_noalias, noalias_[acc_[acc].slot]);
+    return mem;
+  }
+  llvm::Value* load(int acc, const Offsets& offs, lt_dtype d) {
+    llvm::Value* v = tag(b_.CreateLoad(mem_type(d), address(acc, offs, d)), acc);
+    return d == LT_DTYPE_BOOL ? b_.CreateICmpNE(v, b_.getInt8(0)) : v;
+  }
+  void store(int32_t v, const Offsets& offs, llvm::Value* x) {
+    lt_dtype d = g_.nodes[v].dtype;
+    if (d == LT_DTYPE_BOOL) x = b_.CreateZExt(x, b_.getInt8Ty());
+    int acc = acc_of_.at({v, v});
+    tag(b_.CreateStore(x, address(acc, offs, d)), acc);
+  }
+
+  // Evaluates `targets` (and what they need) into memo. In an inner (full-domain) body,
+  // reduced-role nodes and reductions must already be in memo (computed per row).
   void eval(const std::vector<int32_t>& targets, std::map<int32_t, llvm::Value*>& memo,
-            const std::vector<llvm::Value*>& offs, bool inner);
-  llvm::Value* op(int32_t v, const std::vector<llvm::Value*>& a);
-  llvm::Value* cast(llvm::Value* x, lt_dtype from, lt_dtype to);
-  llvm::Value* intrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Value*> args) {
-    return b_.CreateIntrinsic(id, {args[0]->getType()}, args);
+            const Offsets& offs) {
+    std::vector<char> need(k_.nodes.size(), 0);  // by position; operands come first
+    for (int32_t t : targets) need[member_.at(t)] = 1;
+    for (size_t p = need.size(); p-- > 0;) {
+      const lt_graph_node& n = g_.nodes[k_.nodes[p]];
+      if (need[p] && (need[p] = !memo.count(k_.nodes[p])))
+        for (size_t k = 0; k < n.num_operands; ++k)
+          if (in_kernel(n.operands[k])) need[member_.at(n.operands[k])] = 1;
+    }
+    for (size_t p = 0; p < need.size(); ++p) {
+      if (!need[p]) continue;
+      int32_t v = k_.nodes[p];
+      const lt_graph_node& n = g_.nodes[v];
+      std::vector<llvm::Value*> args;
+      for (size_t k = 0; k < n.num_operands; ++k) {
+        int32_t o = n.operands[k];
+        args.push_back(in_kernel(o) ? memo.at(o)
+                                    : load(acc_of_.at({o, v}), offs, g_.nodes[o].dtype));
+      }
+      auto index = acc_of_.find({~v, v});
+      if (index != acc_of_.end()) args.push_back(offs[index->second]);
+      memo[v] = op(v, std::move(args));
+    }
   }
-  llvm::Value* fma(llvm::Value* a, llvm::Value* b, llvm::Value* c) {
-    return intrinsic(llvm::Intrinsic::fmuladd, {a, b, c});
+
+  llvm::Value* cast(llvm::Value* x, lt_dtype from, lt_dtype to) {
+    llvm::Type* t = reg_type(to);
+    if (from == to) return x;
+    if (to == LT_DTYPE_BOOL)
+      return is_float(from) ? b_.CreateFCmpUNE(x, fconst(x->getType(), 0.0))
+                            : b_.CreateICmpNE(x, llvm::ConstantInt::get(x->getType(), 0));
+    if (from == LT_DTYPE_BOOL) return is_float(to) ? b_.CreateUIToFP(x, t) : b_.CreateZExt(x, t);
+    if (is_float(from) && is_float(to)) return b_.CreateFPCast(x, t);
+    if (is_float(to)) return b_.CreateSIToFP(x, t);
+    if (is_float(from))  // saturating, NaN -> 0
+      return b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {t, x->getType()}, {x});
+    return b_.CreateSExtOrTrunc(x, t);
   }
-  llvm::Value* exp_any(llvm::Value* x) {
-    return x->getType()->isFloatTy() ? emit_exp_f32(b_, x, math_)
-                                     : intrinsic(llvm::Intrinsic::exp, {x});
+
+  // lt_random_unit_f32(seed, index) of lt_random.h (24 random bits in [0, 1), exact in t).
+  llvm::Value* unit(llvm::Value* seed, llvm::Value* index, llvm::Type* t) {
+    auto mix = [&](llvm::Value* z, unsigned shift, uint64_t k) {
+      return b_.CreateMul(b_.CreateXor(z, b_.CreateLShr(z, shift)), b_.getInt64(k));
+    };
+    llvm::Value* z = b_.CreateAdd(seed, b_.CreateMul(b_.CreateAdd(index, b_.getInt64(1)),
+                                                     b_.getInt64(0x9E3779B97F4A7C15ULL)));
+    z = mix(mix(z, 30, 0xBF58476D1CE4E5B9ULL), 27, 0x94D049BB133111EBULL);
+    z = b_.CreateLShr(b_.CreateXor(z, b_.CreateLShr(z, 31)), 40);
+    return b_.CreateFMul(b_.CreateUIToFP(z, t), fconst(t, 1.0 / 16777216.0));
   }
+
+  // Node v of its operands' values `a` (then its flat index, for arange and random_*).
+  llvm::Value* op(int32_t v, std::vector<llvm::Value*> a) {
+    const lt_graph_node& n = g_.nodes[v];
+    std::string_view op = n.op;
+    lt_dtype d = n.dtype, ad = n.num_operands ? g_.nodes[n.operands[0]].dtype : d;
+    llvm::Type* t = reg_type(d);
+    llvm::Type* f64 = b_.getDoubleTy();
+    if (op == "full") return cast(fconst(f64, lower::Attrs(n).f("value")), LT_DTYPE_F64, d);
+    if (op == "arange") {  // start + i·step in f64, uncontracted (as docs/ops.md defines it)
+      lower::Attrs at(n);
+      llvm::IRBuilder<>::FastMathFlagGuard exact(b_);
+      b_.clearFastMathFlags();
+      llvm::Value* x = b_.CreateFMul(b_.CreateSIToFP(a[0], f64), fconst(f64, at.f("step")));
+      return cast(b_.CreateFAdd(fconst(f64, at.f("start")), x), LT_DTYPE_F64, d);
+    }
+    if (op.starts_with("random_")) {  // a[0] the seed, a[1] the flat index
+      lower::Attrs at(n);
+      if (op == "random_unit") {
+        llvm::Value* k = b_.CreateMul(a[1], b_.getInt64(at.i("stride")));
+        return unit(a[0], b_.CreateAdd(k, b_.getInt64(at.i("offset"))), t);
+      }
+      if (op == "random_uniform") {  // low + (high − low)·u, computed in t
+        llvm::Value* lo = fconst(t, at.f("low"));
+        llvm::Value* u = unit(a[0], a[1], t);
+        return b_.CreateFAdd(lo, b_.CreateFMul(b_.CreateFSub(fconst(t, at.f("high")), lo), u));
+      }
+      // Box-Muller on the streams 2i and 2i+1: sqrt(−2 ln(1 − u1))·cos(2π·u2).
+      llvm::Value* i2 = b_.CreateShl(a[1], 1);
+      llvm::Value* u1 = b_.CreateFSub(fconst(t, 1.0), unit(a[0], i2, t));
+      llvm::Value* u2 = unit(a[0], b_.CreateOr(i2, b_.getInt64(1)), t);
+      llvm::Value* r = arith("sqrt", d, {b_.CreateFMul(arith("log", d, {u1}), fconst(t, -2.0))});
+      llvm::Value* c = arith("cos", d, {b_.CreateFMul(u2, fconst(t, 6.283185307179586))});
+      return b_.CreateFAdd(fconst(t, at.f("mean")),
+                           b_.CreateFMul(fconst(t, at.f("std")), b_.CreateFMul(r, c)));
+    }
+    if (op == "broadcast_to" || op == "slice") return a[0];  // slice: loaded through its map
+    if (op == "cast") return cast(a[0], ad, d);
+    if (op == "where") return b_.CreateSelect(a[0], a[1], a[2]);
+    return arith(op, ad, a);
+  }
+
+  // The elementwise arithmetic of op on operands of dtype ad (reductions use add, maximum
+  // and minimum too).
+  llvm::Value* arith(std::string_view op, lt_dtype ad, std::vector<llvm::Value*> a) {
+    llvm::Type* t = a[0]->getType();
+    bool fl = is_float(ad);
+    auto un = [&](llvm::Intrinsic::ID id) { return intrinsic(id, {a[0]}); };
+    auto sint = [&](llvm::Intrinsic::ID id, llvm::Value* y) {
+      return b_.CreateIntrinsic(id, {t}, {a[0], y});
+    };
+    if (op == "neg") return fl ? b_.CreateFNeg(a[0]) : b_.CreateNeg(a[0]);
+    if (op == "abs")
+      return fl ? un(llvm::Intrinsic::fabs) : sint(llvm::Intrinsic::abs, b_.getFalse());
+    if (op == "relu") {  // max(a, 0) with NaN kept: select(a < 0, 0, a) leaves NaN untouched
+      if (!fl) return sint(llvm::Intrinsic::smax, llvm::ConstantInt::get(t, 0));
+      return b_.CreateSelect(b_.CreateFCmpOLT(a[0], fconst(t, 0.0)), fconst(t, 0.0), a[0]);
+    }
+    if (op == "exp") return exp_any(a[0]);
+    if (op == "log") return t->isFloatTy() ? emit_log_f32(b_, a[0]) : un(llvm::Intrinsic::log);
+    if (op == "sqrt") return un(llvm::Intrinsic::sqrt);
+    if (op == "rsqrt") return b_.CreateFDiv(fconst(t, 1.0), un(llvm::Intrinsic::sqrt));
+    if (op == "sin") return un(llvm::Intrinsic::sin);
+    if (op == "cos") return un(llvm::Intrinsic::cos);
+    if (op == "floor") return un(llvm::Intrinsic::floor);
+    if (op == "tanh") {
+      if (t->isFloatTy()) return emit_tanh_f32(b_, a[0], math_);
+      // f64: (1 − e^{−2x})/(1 + e^{−2x}) for x ≥ 0, odd symmetry otherwise.
+      llvm::Value* e = exp_any(b_.CreateFMul(un(llvm::Intrinsic::fabs), fconst(t, -2.0)));
+      llvm::Value* r =
+          b_.CreateFDiv(b_.CreateFSub(fconst(t, 1.0), e), b_.CreateFAdd(fconst(t, 1.0), e));
+      return intrinsic(llvm::Intrinsic::copysign, {r, a[0]});
+    }
+    if (op == "sigmoid") {  // 1/(1 + e^-x): numerator 1, denominator >= 1
+      llvm::Value* den = b_.CreateFAdd(fconst(t, 1.0), exp_any(b_.CreateFNeg(a[0])));
+      return emit_bounded_quotient(b_, fconst(t, 1.0), den, 1.0);
+    }
+    if (op == "gelu") {  // 0.5·x·(1 + tanh(u)) == x·sigmoid(2u): no cancellation for x < 0
+      llvm::Value* x3 = b_.CreateFMul(b_.CreateFMul(a[0], a[0]), a[0]);
+      llvm::Value* u = intrinsic(llvm::Intrinsic::fmuladd, {x3, fconst(t, 0.044715), a[0]});
+      u = b_.CreateFMul(u, fconst(t, -2.0 * 0.7978845608028654));
+      return b_.CreateFDiv(a[0], b_.CreateFAdd(fconst(t, 1.0), exp_any(u)));
+    }
+    if (op == "pow") return intrinsic(llvm::Intrinsic::pow, {a[0], a[1]});
+    if (op == "add") return fl ? b_.CreateFAdd(a[0], a[1]) : b_.CreateAdd(a[0], a[1]);
+    if (op == "sub") return fl ? b_.CreateFSub(a[0], a[1]) : b_.CreateSub(a[0], a[1]);
+    if (op == "mul") return fl ? b_.CreateFMul(a[0], a[1]) : b_.CreateMul(a[0], a[1]);
+    if (op == "div") {
+      if (fl) return b_.CreateFDiv(a[0], a[1]);
+      // x/0 = 0 and INT_MIN/−1 = INT_MIN (wraps): divide by a safe divisor, then select.
+      llvm::Value* zero = llvm::ConstantInt::get(t, 0);
+      llvm::Value* m1 = llvm::ConstantInt::get(t, -1, true);
+      llvm::Value* bad = b_.CreateOr(b_.CreateICmpEQ(a[1], zero), b_.CreateICmpEQ(a[1], m1));
+      llvm::Value* q =
+          b_.CreateSDiv(a[0], b_.CreateSelect(bad, llvm::ConstantInt::get(t, 1), a[1]));
+      llvm::Value* special = b_.CreateSelect(b_.CreateICmpEQ(a[1], zero), zero, b_.CreateNeg(a[0]));
+      return b_.CreateSelect(bad, special, q);
+    }
+    if (op == "maximum")
+      return fl ? intrinsic(llvm::Intrinsic::maximum, a) : sint(llvm::Intrinsic::smax, a[1]);
+    if (op == "minimum")
+      return fl ? intrinsic(llvm::Intrinsic::minimum, a) : sint(llvm::Intrinsic::smin, a[1]);
+    if (op == "and") return b_.CreateAnd(a[0], a[1]);
+    if (op == "or") return b_.CreateOr(a[0], a[1]);
+    if (op == "not") return b_.CreateNot(a[0]);
+    if (ad == LT_DTYPE_BOOL)  // false < true: compare bools as 0/1 bytes
+      for (llvm::Value*& x : a) x = b_.CreateZExt(x, b_.getInt8Ty());
+    if (op == "eq") return fl ? b_.CreateFCmpOEQ(a[0], a[1]) : b_.CreateICmpEQ(a[0], a[1]);
+    if (op == "ne") return fl ? b_.CreateFCmpUNE(a[0], a[1]) : b_.CreateICmpNE(a[0], a[1]);
+    if (op == "lt") return fl ? b_.CreateFCmpOLT(a[0], a[1]) : b_.CreateICmpSLT(a[0], a[1]);
+    if (op == "le") return fl ? b_.CreateFCmpOLE(a[0], a[1]) : b_.CreateICmpSLE(a[0], a[1]);
+    if (op == "gt") return fl ? b_.CreateFCmpOGT(a[0], a[1]) : b_.CreateICmpSGT(a[0], a[1]);
+    if (op == "ge") return fl ? b_.CreateFCmpOGE(a[0], a[1]) : b_.CreateICmpSGE(a[0], a[1]);
+    return llvm::UndefValue::get(t);  // unreachable for supported nodes
+  }
+
+  void emit_reductions(const std::vector<int32_t>& reductions, Offsets& offs);
 
   llvm::Module& m_;
   llvm::LLVMContext& ctx_;
@@ -176,7 +386,7 @@ class Emitter {
   std::map<int32_t, int> member_;  // node -> position
   std::map<int32_t, int> slot_;    // node -> slot
   std::vector<Access> acc_;
-  std::map<std::pair<int32_t, int32_t>, int> acc_of_;  // (buf, user) -> access
+  std::map<std::pair<int32_t, int32_t>, int> acc_of_;  // (buf or ~node, user) -> access
   std::vector<int64_t> loop_dims_;                     // coalesced loop extents
   size_t n_outer_ = 0;                                 // first n_outer_ loop dims are outer
   int64_t lanes_ = 16;              // lanes of the widest vector of the kernel's narrowest element
@@ -188,325 +398,17 @@ class Emitter {
   llvm::Function* fn_ = nullptr;
 };
 
-llvm::Value* Emitter::const_of(lt_dtype d, double v) {
-  switch (d) {
-    case LT_DTYPE_F32:
-    case LT_DTYPE_F64:
-      return fconst(reg_type(d), v);
-    case LT_DTYPE_I32:
-    case LT_DTYPE_I64: {
-      double lo = d == LT_DTYPE_I32 ? -2147483648.0 : -9223372036854775808.0;
-      double hi = d == LT_DTYPE_I32 ? 2147483647.0 : 9223372036854775807.0;
-      int64_t i = std::isnan(v) ? 0
-                  : v <= lo     ? static_cast<int64_t>(lo)
-                  : v >= hi
-                      ? (d == LT_DTYPE_I32 ? 2147483647LL : std::numeric_limits<int64_t>::max())
-                      : static_cast<int64_t>(v);
-      return llvm::ConstantInt::get(reg_type(d), i, true);
-    }
-    default:
-      return b_.getInt1(v != 0.0);
-  }
-}
-
-std::vector<int64_t> Emitter::domain_strides(int32_t buf, int32_t user, int64_t* offset) const {
-  const lt_graph_node& b = g_.nodes[buf];
-  *offset = 0;
-  lt_graph_node u = g_.nodes[user];
-  Role r = role(user);
-  if (fusion::is_reduction_op(u.op) && buf != user) {
-    // A reduction reads its operand over the full domain. Its own output (buf == user:
-    // the store of a reduction that is a kernel output) is laid out by its reduced role,
-    // like any other reduced-shape node; mapping it onto the full domain put the kept
-    // axes' strides on the wrong loop dims (multi-row reductions overwrote row 0).
-    u.shape = k_.domain.data();
-    u.rank = k_.domain.size();
-    r = Role::kFull;
-  }
-  std::vector<int64_t> dense(b.rank);
-  int64_t s = 1;
-  for (size_t i = b.rank; i-- > 0;) {
-    dense[i] = s;
-    s *= b.shape[i];
-  }
-  std::vector<int64_t> su(u.rank, 0);
-  if (std::string_view(u.op) == "slice" && u.num_operands == 1 && u.operands[0] == buf) {
-    // Affine index map: operand[start + i·step] (same rank; steps may be negative).
-    const lt_attr* st = find_attr(u, "starts");
-    const lt_attr* sp = find_attr(u, "steps");
-    for (size_t j = 0; j < u.rank; ++j) {
-      *offset += dense[j] * st->ints[j];
-      if (u.shape[j] != 1) su[j] = dense[j] * sp->ints[j];
-    }
-  } else {
-    for (size_t j = 0; j < u.rank; ++j) {
-      int64_t jb = static_cast<int64_t>(j) - static_cast<int64_t>(u.rank - b.rank);
-      if (jb >= 0 && b.shape[jb] != 1 && u.shape[j] != 1) su[j] = dense[jb];
-    }
-  }
-  std::vector<int64_t> out(k_.domain.size(), 0);
-  if (r == Role::kReducedDrop) {
-    size_t j = 0;
-    for (size_t d = 0; d < k_.domain.size(); ++d)
-      if (!std::binary_search(k_.reduce_axes.begin(), k_.reduce_axes.end(), (int64_t)d))
-        out[d] = su[j++];
-  } else {
-    for (size_t d = 0; d < out.size() && d < su.size(); ++d) out[d] = su[d];
-  }
-  return out;
-}
-
-int Emitter::slot_of(int32_t node) {
-  auto it = slot_.find(node);
-  if (it != slot_.end()) return it->second;
-  int s = static_cast<int>(k_.slots.size());
-  k_.slots.push_back(node);
-  slot_[node] = s;
-  return s;
-}
-
-int Emitter::access_of(int32_t buf, int32_t user) {
-  auto it = acc_of_.find({buf, user});
-  if (it != acc_of_.end()) return it->second;
-  Access a{slot_of(buf), {}, 0};
-  a.strides = domain_strides(buf, user, &a.offset);
-  acc_.push_back(std::move(a));
-  acc_of_[{buf, user}] = static_cast<int>(acc_.size() - 1);
-  return static_cast<int>(acc_.size() - 1);
-}
-
-template <class Body>
-void Emitter::loop(llvm::Value* lo, llvm::Value* hi, bool fold_tail, Body body) {
-  llvm::BasicBlock* pre = b_.GetInsertBlock();
-  llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx_, "loop", fn_);
-  llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "exit", fn_);
-  b_.CreateCondBr(b_.CreateICmpSLT(lo, hi), head, exit);
-  b_.SetInsertPoint(head);
-  llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
-  i->addIncoming(lo, pre);
-  body(static_cast<llvm::Value*>(i));
-  llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "", true, true);
-  i->addIncoming(next, b_.GetInsertBlock());
-  // `!=` rather than `<` (equivalent after the lo < hi guard) gives SCEV the exact trip count.
-  llvm::BranchInst* latch = b_.CreateCondBr(b_.CreateICmpNE(next, hi), head, exit);
-  {
-    // Tail folding (masked last vector iteration) instead of a scalar remainder loop and a
-    // second, epilogue-vectorised copy of the body.
-    llvm::Metadata* pred[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.predicate.enable"),
-                              llvm::ConstantAsMetadata::get(b_.getInt1(fold_tail))};
-    llvm::Metadata* il[] = {llvm::MDString::get(ctx_, "llvm.loop.interleave.count"),
-                            llvm::ConstantAsMetadata::get(b_.getInt32(1))};
-    llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(ctx_, pred), llvm::MDNode::get(ctx_, il)};
-    llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, ops);
-    id->replaceOperandWith(0, id);
-    latch->setMetadata(llvm::LLVMContext::MD_loop, id);
-  }
-  b_.SetInsertPoint(exit);
-}
-
-void Emitter::nest(size_t first, size_t last, std::vector<llvm::Value*>& offs, bool chunk,
-                   const std::function<void(std::vector<llvm::Value*>&)>& body) {
-  if (first == last) {
-    body(offs);
-    return;
-  }
-  llvm::Value* lo = b_.getInt64(0);
-  llvm::Value* hi = b_.getInt64(loop_dims_[first]);
-  if (first == 0) {
-    lo = fn_->getArg(1);
-    hi = fn_->getArg(2);
-  }
-  auto level = [&](llvm::Value* i) {
-    std::vector<llvm::Value*> inner = offs;
-    for (size_t a = 0; a < acc_.size(); ++a) {
-      int64_t s = acc_[a].strides[first];
-      if (s != 0)
-        inner[a] =
-            b_.CreateAdd(offs[a], b_.CreateMul(i, b_.getInt64(s), "", true, true), "", true, true);
-    }
-    nest(first + 1, last, inner, chunk, body);
-  };
-  // The innermost loop is the one vectorised. Masking every iteration (tail folding) costs
-  // ~6 instructions per vector (the i64 lane compares), 12% of the sigmoid·tanh chain, so
-  // the bulk runs as chunks of `lanes_` (an inner loop of constant trip count, which the
-  // vectoriser turns into one unmasked vector step with no remainder or trip-count check)
-  // and the rest as one tail-folded loop.
-  bool innermost = first + 1 == last;
-  int64_t extent = loop_dims_[first];
-  if (!chunk || !innermost || (first != 0 && extent < 2 * lanes_)) return loop(lo, hi, true, level);
-  llvm::Value* chunks = b_.CreateSDiv(b_.CreateSub(hi, lo, "", true, true), b_.getInt64(lanes_));
-  loop(b_.getInt64(0), chunks, true, [&](llvm::Value* c) {
-    llvm::Value* base =
-        b_.CreateAdd(lo, b_.CreateMul(c, b_.getInt64(lanes_), "", true, true), "", true, true);
-    loop(b_.getInt64(0), b_.getInt64(lanes_), false,
-         [&](llvm::Value* t) { level(b_.CreateAdd(base, t, "", true, true)); });
-  });
-  if (first != 0 && extent % lanes_ == 0) return;
-  llvm::Value* rest =
-      b_.CreateAdd(lo, b_.CreateMul(chunks, b_.getInt64(lanes_), "", true, true), "", true, true);
-  loop(rest, hi, true, level);
-}
-
-llvm::Value* Emitter::load(int acc, const std::vector<llvm::Value*>& offs, lt_dtype d) {
-  llvm::Value* p = b_.CreateInBoundsGEP(mem_type(d), base_[acc_[acc].slot], offs[acc]);
-  llvm::LoadInst* ld = b_.CreateLoad(mem_type(d), p);
-  tag(ld, acc_[acc].slot);
-  llvm::Value* v = ld;
-  if (d == LT_DTYPE_BOOL) v = b_.CreateICmpNE(v, b_.getInt8(0));
-  return v;
-}
-
-void Emitter::store(int acc, const std::vector<llvm::Value*>& offs, lt_dtype d, llvm::Value* v) {
-  if (d == LT_DTYPE_BOOL) v = b_.CreateZExt(v, b_.getInt8Ty());
-  llvm::Value* p = b_.CreateInBoundsGEP(mem_type(d), base_[acc_[acc].slot], offs[acc]);
-  tag(b_.CreateStore(v, p), acc_[acc].slot);
-}
-
-// Evaluates `targets` (and what they need) into memo. In an inner (full-domain) body,
-// reduced-role nodes and reductions must already be in memo (computed per row).
-void Emitter::eval(const std::vector<int32_t>& targets, std::map<int32_t, llvm::Value*>& memo,
-                   const std::vector<llvm::Value*>& offs, bool inner) {
-  std::vector<int32_t> need;
-  std::vector<int32_t> stack(targets.begin(), targets.end());
-  std::map<int32_t, bool> seen;
-  while (!stack.empty()) {
-    int32_t v = stack.back();
-    stack.pop_back();
-    if (memo.count(v) || seen[v]) continue;
-    seen[v] = true;
-    need.push_back(v);
-    const lt_graph_node& n = g_.nodes[v];
-    for (size_t k = 0; k < n.num_operands; ++k)
-      if (in_kernel(n.operands[k])) stack.push_back(n.operands[k]);
-  }
-  std::sort(need.begin(), need.end());
-  (void)inner;
-  for (int32_t v : need) {
-    const lt_graph_node& n = g_.nodes[v];
-    std::vector<llvm::Value*> args;
-    for (size_t k = 0; k < n.num_operands; ++k) {
-      int32_t o = n.operands[k];
-      if (in_kernel(o)) {
-        args.push_back(memo.at(o));
-      } else {
-        args.push_back(load(acc_of_.at({o, v}), offs, g_.nodes[o].dtype));
-      }
-    }
-    memo[v] = op(v, args);
-  }
-}
-
-llvm::Value* Emitter::cast(llvm::Value* x, lt_dtype from, lt_dtype to) {
-  llvm::Type* t = reg_type(to);
-  if (from == to) return x;
-  if (to == LT_DTYPE_BOOL) {
-    if (is_float(from)) return b_.CreateFCmpUNE(x, fconst(x->getType(), 0.0));
-    return b_.CreateICmpNE(x, llvm::ConstantInt::get(x->getType(), 0));
-  }
-  if (from == LT_DTYPE_BOOL) return is_float(to) ? b_.CreateUIToFP(x, t) : b_.CreateZExt(x, t);
-  if (is_float(from) && is_float(to)) return b_.CreateFPCast(x, t);
-  if (is_int(from) && is_float(to)) return b_.CreateSIToFP(x, t);
-  if (is_float(from) && is_int(to))
-    return b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {t, x->getType()}, {x});
-  return b_.CreateSExtOrTrunc(x, t);
-}
-
-llvm::Value* Emitter::op(int32_t v, const std::vector<llvm::Value*>& a) {
-  const lt_graph_node& n = g_.nodes[v];
-  std::string_view op = n.op;
-  lt_dtype d = n.dtype;
-  lt_dtype ad = n.num_operands ? g_.nodes[n.operands[0]].dtype : d;
-  llvm::Type* t = reg_type(d);
-  bool fl = is_float(ad);
-  using I = llvm::Intrinsic::ID;
-  auto un = [&](I id) { return intrinsic(id, {a[0]}); };
-  if (op == "full") return const_of(d, find_attr(n, "value")->f);
-  if (op == "broadcast_to" || op == "slice") return a[0];  // slice: loaded through its map
-  if (op == "cast") return cast(a[0], ad, d);
-  if (op == "neg") return fl ? b_.CreateFNeg(a[0]) : b_.CreateNeg(a[0]);
-  if (op == "abs")
-    return fl ? un(llvm::Intrinsic::fabs)
-              : b_.CreateIntrinsic(llvm::Intrinsic::abs, {t}, {a[0], b_.getFalse()});
-  if (op == "relu") {
-    if (!fl)
-      return b_.CreateIntrinsic(llvm::Intrinsic::smax, {t}, {a[0], llvm::ConstantInt::get(t, 0)});
-    // max(a, 0) with NaN kept: select(a < 0, 0, a) leaves NaN untouched.
-    return b_.CreateSelect(b_.CreateFCmpOLT(a[0], fconst(t, 0.0)), fconst(t, 0.0), a[0]);
-  }
-  if (op == "exp") return exp_any(a[0]);
-  if (op == "log") return d == LT_DTYPE_F32 ? emit_log_f32(b_, a[0]) : un(llvm::Intrinsic::log);
-  if (op == "sqrt") return un(llvm::Intrinsic::sqrt);
-  if (op == "rsqrt") return b_.CreateFDiv(fconst(t, 1.0), un(llvm::Intrinsic::sqrt));
-  if (op == "sin") return un(llvm::Intrinsic::sin);
-  if (op == "cos") return un(llvm::Intrinsic::cos);
-  if (op == "floor") return un(llvm::Intrinsic::floor);
-  if (op == "tanh") {
-    if (d == LT_DTYPE_F32) return emit_tanh_f32(b_, a[0], math_);
-    // f64: (1 − e^{−2x})/(1 + e^{−2x}) for x ≥ 0, odd symmetry otherwise.
-    llvm::Value* ax = un(llvm::Intrinsic::fabs);
-    llvm::Value* e = exp_any(b_.CreateFMul(ax, fconst(t, -2.0)));
-    llvm::Value* r =
-        b_.CreateFDiv(b_.CreateFSub(fconst(t, 1.0), e), b_.CreateFAdd(fconst(t, 1.0), e));
-    return intrinsic(llvm::Intrinsic::copysign, {r, a[0]});
-  }
-  if (op == "sigmoid") {  // 1/(1 + e^-x): numerator 1, denominator >= 1
-    llvm::Value* den = b_.CreateFAdd(fconst(t, 1.0), exp_any(b_.CreateFNeg(a[0])));
-    return emit_bounded_quotient(b_, fconst(t, 1.0), den, 1.0);
-  }
-  if (op == "gelu") {
-    // 0.5·x·(1 + tanh(u)) == x·sigmoid(2u): no cancellation for negative x.
-    llvm::Value* x3 = b_.CreateFMul(b_.CreateFMul(a[0], a[0]), a[0]);
-    llvm::Value* u =
-        b_.CreateFMul(fma(x3, fconst(t, 0.044715), a[0]), fconst(t, -2.0 * 0.7978845608028654));
-    return b_.CreateFDiv(a[0], b_.CreateFAdd(fconst(t, 1.0), exp_any(u)));
-  }
-  if (op == "pow") return intrinsic(llvm::Intrinsic::pow, {a[0], a[1]});
-  if (op == "add") return fl ? b_.CreateFAdd(a[0], a[1]) : b_.CreateAdd(a[0], a[1]);
-  if (op == "sub") return fl ? b_.CreateFSub(a[0], a[1]) : b_.CreateSub(a[0], a[1]);
-  if (op == "mul") return fl ? b_.CreateFMul(a[0], a[1]) : b_.CreateMul(a[0], a[1]);
-  if (op == "div") {
-    if (fl) return b_.CreateFDiv(a[0], a[1]);
-    // x/0 = 0 and INT_MIN/−1 = INT_MIN (wraps): divide by a safe divisor, then select.
-    llvm::Value* zero = llvm::ConstantInt::get(t, 0);
-    llvm::Value* m1 = llvm::ConstantInt::get(t, -1, true);
-    llvm::Value* bad = b_.CreateOr(b_.CreateICmpEQ(a[1], zero), b_.CreateICmpEQ(a[1], m1));
-    llvm::Value* q = b_.CreateSDiv(a[0], b_.CreateSelect(bad, llvm::ConstantInt::get(t, 1), a[1]));
-    llvm::Value* special = b_.CreateSelect(b_.CreateICmpEQ(a[1], zero), zero, b_.CreateNeg(a[0]));
-    return b_.CreateSelect(bad, special, q);
-  }
-  if (op == "maximum")
-    return fl ? intrinsic(llvm::Intrinsic::maximum, {a[0], a[1]})
-              : b_.CreateIntrinsic(llvm::Intrinsic::smax, {t}, {a[0], a[1]});
-  if (op == "minimum")
-    return fl ? intrinsic(llvm::Intrinsic::minimum, {a[0], a[1]})
-              : b_.CreateIntrinsic(llvm::Intrinsic::smin, {t}, {a[0], a[1]});
-  if (op == "eq") return fl ? b_.CreateFCmpOEQ(a[0], a[1]) : b_.CreateICmpEQ(a[0], a[1]);
-  if (op == "ne") return fl ? b_.CreateFCmpUNE(a[0], a[1]) : b_.CreateICmpNE(a[0], a[1]);
-  if (op == "lt") return fl ? b_.CreateFCmpOLT(a[0], a[1]) : b_.CreateICmpSLT(a[0], a[1]);
-  if (op == "le") return fl ? b_.CreateFCmpOLE(a[0], a[1]) : b_.CreateICmpSLE(a[0], a[1]);
-  if (op == "gt") return fl ? b_.CreateFCmpOGT(a[0], a[1]) : b_.CreateICmpSGT(a[0], a[1]);
-  if (op == "ge") return fl ? b_.CreateFCmpOGE(a[0], a[1]) : b_.CreateICmpSGE(a[0], a[1]);
-  if (op == "and") return b_.CreateAnd(a[0], a[1]);
-  if (op == "or") return b_.CreateOr(a[0], a[1]);
-  if (op == "not") return b_.CreateNot(a[0]);
-  if (op == "where") return b_.CreateSelect(a[0], a[1], a[2]);
-  return llvm::UndefValue::get(t);  // unreachable for supported nodes
-}
-
 llvm::Error Emitter::run() {
   for (size_t i = 0; i < k_.nodes.size(); ++i) member_[k_.nodes[i]] = static_cast<int>(i);
   std::vector<int32_t> reductions;
   for (int32_t v : k_.nodes) {
     const lt_graph_node& n = g_.nodes[v];
-    if (fusion::is_reduction_op(n.op)) {
-      reductions.push_back(v);
-      if (!k_.reduce_axes.empty() && k_.nodes.size() > 0) {
-        // checked by the planner; keep codegen honest
-      }
-    }
+    std::string_view op = n.op;
+    if (fusion::is_reduction_op(op)) reductions.push_back(v);
     for (size_t k = 0; k < n.num_operands; ++k)
       if (!in_kernel(n.operands[k])) access_of(n.operands[k], v);
-    if (std::string_view(n.op) == "slice" && in_kernel(n.operands[0]))
+    if (op == "arange" || op.starts_with("random_")) access_of(v, v, true);
+    if (op == "slice" && in_kernel(n.operands[0]))
       return llvm::createStringError("slice fused with its operand (planner invariant)");
   }
   for (int32_t v : k_.outputs) access_of(v, v);
@@ -517,47 +419,27 @@ llvm::Error Emitter::run() {
   if (!reductions.empty() && k_.reduce_axes.empty())
     return llvm::createStringError("reduction in a kernel without reduce axes");
 
-  // Loop order: kept dims, then reduced dims; coalesce neighbours within each part.
-  size_t rank = k_.domain.size();
-  std::vector<size_t> order;
-  std::vector<char> red(rank, 0);
-  for (int64_t ax : k_.reduce_axes) red[ax] = 1;
-  for (size_t d = 0; d < rank; ++d)
-    if (!red[d]) order.push_back(d);
-  size_t nkept = order.size();
-  for (size_t d = 0; d < rank; ++d)
-    if (red[d]) order.push_back(d);
-  struct Dim {
-    int64_t size;
-    bool reduced;
-    std::vector<int64_t> s;
+  // Loop order: kept dims, then reduced dims; lower::coalesce merges neighbours within each.
+  auto part = [&](bool red) {
+    std::vector<lower::View> views(acc_.size());
+    for (size_t a = 0; a < acc_.size(); ++a)
+      for (size_t d = 0; d < k_.domain.size(); ++d)
+        if (reduced(d) == red) {
+          views[a].shape.push_back(k_.domain[d]);
+          views[a].strides.push_back(acc_[a].strides[d]);
+        }
+    return lower::coalesce(views);
   };
-  std::vector<Dim> dims;
-  for (size_t p = 0; p < rank; ++p) {
-    size_t d = order[p];
-    Dim dm{k_.domain[d], p >= nkept, {}};
-    for (const Access& a : acc_) dm.s.push_back(a.strides[d]);
-    if (dm.size == 1) continue;
-    if (!dims.empty() && dims.back().reduced == dm.reduced) {
-      Dim& prev = dims.back();
-      bool ok = true;
-      for (size_t a = 0; a < acc_.size() && ok; ++a) ok = prev.s[a] == dm.s[a] * dm.size;
-      if (ok) {
-        prev.size *= dm.size;
-        prev.s = dm.s;
-        continue;
-      }
-    }
-    dims.push_back(std::move(dm));
-  }
-  if (dims.empty() || dims.front().reduced)
-    dims.insert(dims.begin(), Dim{1, false, std::vector<int64_t>(acc_.size(), 0)});
-  n_outer_ = 0;
-  for (const Dim& dm : dims) n_outer_ += !dm.reduced;
-  for (size_t a = 0; a < acc_.size(); ++a) acc_[a].strides.clear();
-  for (const Dim& dm : dims) {
-    loop_dims_.push_back(dm.size);
-    for (size_t a = 0; a < acc_.size(); ++a) acc_[a].strides.push_back(dm.s[a]);
+  lower::Loop outer = part(false), inner = part(true);
+  loop_dims_ = outer.dims;
+  n_outer_ = loop_dims_.size();
+  bool red = !k_.reduce_axes.empty();
+  if (red) loop_dims_.insert(loop_dims_.end(), inner.dims.begin(), inner.dims.end());
+  for (size_t a = 0; a < acc_.size(); ++a) {
+    acc_[a].strides = outer.strides[a];
+    if (red)
+      acc_[a].strides.insert(acc_[a].strides.end(), inner.strides[a].begin(),
+                             inner.strides[a].end());
   }
   int64_t outer_numel = 1;
   for (size_t i = 0; i < n_outer_; ++i) outer_numel *= loop_dims_[i];
@@ -565,46 +447,46 @@ llvm::Error Emitter::run() {
   k_.work_per_index = 1;
   for (size_t i = 1; i < loop_dims_.size(); ++i)
     k_.work_per_index *= std::max<int64_t>(1, loop_dims_[i]);
-  int64_t reduce_count = 1;
-  for (int64_t ax : k_.reduce_axes) reduce_count *= k_.domain[ax];
 
-  // Function and base pointers.
+  // Function, alias scopes, base pointers.
   llvm::Type* ptr = b_.getPtrTy();
   auto* fty =
       llvm::FunctionType::get(b_.getVoidTy(), {ptr, b_.getInt64Ty(), b_.getInt64Ty()}, false);
   fn_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name_, m_);
   fn_->addFnAttr(llvm::Attribute::NoUnwind);
   fn_->addParamAttr(0, llvm::Attribute::NoAlias);
-  llvm::BasicBlock* entry = llvm::BasicBlock::Create(ctx_, "entry", fn_);
-  b_.SetInsertPoint(entry);
+  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn_));
   llvm::MDBuilder mdb(ctx_);
   llvm::MDNode* domain = mdb.createAnonymousAliasScopeDomain(name_);
   std::vector<llvm::Metadata*> scopes;
   for (size_t s = 0; s < k_.slots.size(); ++s)
     scopes.push_back(mdb.createAnonymousAliasScope(domain, "slot" + std::to_string(s)));
   for (size_t s = 0; s < k_.slots.size(); ++s) {
-    std::vector<llvm::Metadata*> others;
-    for (size_t o = 0; o < scopes.size(); ++o)
-      if (o != s) others.push_back(scopes[o]);
+    std::vector<llvm::Metadata*> others = scopes;
+    others.erase(others.begin() + s);
     scope_.push_back(llvm::MDNode::get(ctx_, {scopes[s]}));
     noalias_.push_back(llvm::MDNode::get(ctx_, others));
-  }
-  for (size_t s = 0; s < k_.slots.size(); ++s)
     base_.push_back(b_.CreateLoad(ptr, b_.CreateConstInBoundsGEP1_64(ptr, fn_->getArg(0), s)));
-  std::vector<llvm::Value*> offs;
-  for (const Access& a : acc_) offs.push_back(b_.getInt64(a.offset));
-
-  if (reductions.empty()) {
-    nest(0, loop_dims_.size(), offs, true, [&](std::vector<llvm::Value*>& o) {
-      std::map<int32_t, llvm::Value*> memo;
-      eval(k_.outputs, memo, o, true);
-      for (int32_t v : k_.outputs) store(acc_of_.at({v, v}), o, g_.nodes[v].dtype, memo.at(v));
-    });
-    b_.CreateRetVoid();
-    return llvm::Error::success();
   }
+  Offsets offs;
+  for (const Access& a : acc_) offs.push_back(b_.getInt64(a.offset));
+  if (reductions.empty()) {
+    nest(0, loop_dims_.size(), offs, true, [&](Offsets& o) {
+      std::map<int32_t, llvm::Value*> memo;
+      eval(k_.outputs, memo, o);
+      for (int32_t v : k_.outputs) store(v, o, memo.at(v));
+    });
+  } else {
+    emit_reductions(reductions, offs);
+  }
+  b_.CreateRetVoid();
+  return llvm::Error::success();
+}
 
-  // Reduction phases: a reduction's phase is the number of in-kernel reductions below it.
+// Per outer index (row): phase p accumulates the reductions with p in-kernel reductions below
+// them (max, then the sum of exp(x − max), ...), the reduced-role nodes that need them follow,
+// then one pass writes the full-role outputs.
+void Emitter::emit_reductions(const std::vector<int32_t>& reductions, Offsets& offs) {
   std::map<int32_t, int> level;
   int phases = 0;
   for (int32_t v : k_.nodes) {
@@ -612,18 +494,16 @@ llvm::Error Emitter::run() {
     int lv = 0;
     for (size_t k = 0; k < n.num_operands; ++k)
       if (in_kernel(n.operands[k])) lv = std::max(lv, level[n.operands[k]]);
-    if (fusion::is_reduction_op(n.op)) {
-      phases = std::max(phases, lv + 1);
-      level[v] = lv + 1;
-    } else {
-      level[v] = lv;
-    }
+    level[v] = lv + fusion::is_reduction_op(n.op);
+    phases = std::max(phases, level[v]);
   }
+  int64_t reduce_count = 1;
+  for (int64_t ax : k_.reduce_axes) reduce_count *= k_.domain[ax];
   // Accumulators live in allocas in the entry block (SROA turns them into registers).
   std::map<int32_t, llvm::AllocaInst*> accs;
   for (int32_t r : reductions) accs[r] = b_.CreateAlloca(reg_type(g_.nodes[r].dtype));
 
-  nest(0, n_outer_, offs, false, [&](std::vector<llvm::Value*>& o) {
+  nest(0, n_outer_, offs, false, [&](Offsets& o) {
     std::map<int32_t, llvm::Value*> outer;
     auto emit_ready = [&](int upto) {
       std::vector<int32_t> ready;
@@ -631,69 +511,47 @@ llvm::Error Emitter::run() {
         if (role(v) != Role::kFull && !fusion::is_reduction_op(g_.nodes[v].op) &&
             level[v] <= upto && !outer.count(v))
           ready.push_back(v);
-      eval(ready, outer, o, false);
+      eval(ready, outer, o);
     };
     emit_ready(0);
     for (int p = 1; p <= phases; ++p) {
-      std::vector<int32_t> rs;
-      for (int32_t r : reductions)
-        if (level[r] == p) rs.push_back(r);
-      for (int32_t r : rs) {
-        const lt_graph_node& n = g_.nodes[r];
-        std::string_view op = n.op;
-        llvm::Type* t = reg_type(n.dtype);
-        llvm::Value* init;
-        if (op == "sum" || op == "mean") {
-          init = is_float(n.dtype) ? fconst(t, 0.0) : llvm::ConstantInt::get(t, 0);
-        } else if (is_float(n.dtype)) {
-          double inf = std::numeric_limits<double>::infinity();
-          init = fconst(t, op == "max" ? -inf : inf);
-        } else {
-          llvm::APInt v = op == "max" ? llvm::APInt::getSignedMinValue(t->getIntegerBitWidth())
-                                      : llvm::APInt::getSignedMaxValue(t->getIntegerBitWidth());
-          init = llvm::ConstantInt::get(t, v);
-        }
-        b_.CreateStore(init, accs[r]);
+      std::vector<int32_t> rs, srcs;
+      for (int32_t r : reductions) {
+        if (level[r] != p) continue;
+        rs.push_back(r);
+        if (in_kernel(g_.nodes[r].operands[0])) srcs.push_back(g_.nodes[r].operands[0]);
+        llvm::Type* t = reg_type(g_.nodes[r].dtype);
+        std::string_view op = g_.nodes[r].op;
+        unsigned bits = t->isIntegerTy() ? t->getIntegerBitWidth() : 0;
+        b_.CreateStore(
+            op == "sum" || op == "mean" ? llvm::Constant::getNullValue(t)
+            : !bits                     ? llvm::ConstantFP::getInfinity(t, op == "max")
+                    : llvm::ConstantInt::get(t, op == "max" ? llvm::APInt::getSignedMinValue(bits)
+                                                            : llvm::APInt::getSignedMaxValue(bits)),
+            accs[r]);
       }
-      nest(n_outer_, loop_dims_.size(), o, false, [&](std::vector<llvm::Value*>& io) {
+      nest(n_outer_, loop_dims_.size(), o, false, [&](Offsets& io) {
         std::map<int32_t, llvm::Value*> memo = outer;
-        std::vector<int32_t> srcs;
-        for (int32_t r : rs) {
-          int32_t src = g_.nodes[r].operands[0];
-          if (in_kernel(src)) srcs.push_back(src);
-        }
-        eval(srcs, memo, io, true);
+        eval(srcs, memo, io);
         for (int32_t r : rs) {
           const lt_graph_node& n = g_.nodes[r];
           int32_t src = n.operands[0];
           llvm::Value* x = in_kernel(src) ? memo.at(src) : load(acc_of_.at({src, r}), io, n.dtype);
-          llvm::Type* t = reg_type(n.dtype);
-          llvm::Value* cur = b_.CreateLoad(t, accs[r]);
+          llvm::Value* cur = b_.CreateLoad(reg_type(n.dtype), accs[r]);
           std::string_view op = n.op;
-          llvm::Value* nv;
-          bool fl = is_float(n.dtype);
-          if (op == "sum" || op == "mean") {
-            if (fl) {
-              nv = b_.CreateFAdd(cur, x);
-              // Float sums may be reassociated (docs/ops.md), which lets them vectorise.
-              llvm::cast<llvm::Instruction>(nv)->setHasAllowReassoc(true);
-            } else {
-              nv = b_.CreateAdd(cur, x);
-            }
-          } else if (op == "max") {
-            nv = fl ? intrinsic(llvm::Intrinsic::maximum, {cur, x})
-                    : b_.CreateIntrinsic(llvm::Intrinsic::smax, {t}, {cur, x});
-          } else {
-            nv = fl ? intrinsic(llvm::Intrinsic::minimum, {cur, x})
-                    : b_.CreateIntrinsic(llvm::Intrinsic::smin, {t}, {cur, x});
-          }
+          llvm::Value* nv = arith(op == "max"   ? "maximum"
+                                  : op == "min" ? "minimum"
+                                                : "add",
+                                  n.dtype, {cur, x});
+          // Float sums may be reassociated (docs/ops.md), which lets them vectorise.
+          if (op != "max" && op != "min" && is_float(n.dtype))
+            llvm::cast<llvm::Instruction>(nv)->setHasAllowReassoc(true);
           b_.CreateStore(nv, accs[r]);
         }
       });
       for (int32_t r : rs) {
-        const lt_graph_node& n = g_.nodes[r];
-        llvm::Value* v = b_.CreateLoad(reg_type(n.dtype), accs[r]);
-        if (std::string_view(n.op) == "mean")
+        llvm::Value* v = b_.CreateLoad(reg_type(g_.nodes[r].dtype), accs[r]);
+        if (std::string_view(g_.nodes[r].op) == "mean")
           v = b_.CreateFDiv(v, fconst(v->getType(), static_cast<double>(reduce_count)));
         outer[r] = v;
       }
@@ -701,23 +559,18 @@ llvm::Error Emitter::run() {
     }
     // Reduced-role outputs once per row, full-role outputs in a final pass.
     std::vector<int32_t> full_out;
-    for (int32_t v : k_.outputs) {
-      if (role(v) == Role::kFull) {
+    for (int32_t v : k_.outputs)
+      if (role(v) == Role::kFull)
         full_out.push_back(v);
-        continue;
-      }
-      store(acc_of_.at({v, v}), o, g_.nodes[v].dtype, outer.at(v));
-    }
-    if (!full_out.empty()) {
-      nest(n_outer_, loop_dims_.size(), o, true, [&](std::vector<llvm::Value*>& io) {
-        std::map<int32_t, llvm::Value*> memo = outer;
-        eval(full_out, memo, io, true);
-        for (int32_t v : full_out) store(acc_of_.at({v, v}), io, g_.nodes[v].dtype, memo.at(v));
-      });
-    }
+      else
+        store(v, o, outer.at(v));
+    if (full_out.empty()) return;
+    nest(n_outer_, loop_dims_.size(), o, true, [&](Offsets& io) {
+      std::map<int32_t, llvm::Value*> memo = outer;
+      eval(full_out, memo, io);
+      for (int32_t v : full_out) store(v, io, memo.at(v));
+    });
   });
-  b_.CreateRetVoid();
-  return llvm::Error::success();
 }
 
 }  // namespace

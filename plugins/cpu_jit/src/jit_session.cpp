@@ -1,17 +1,12 @@
 // jit_session.cpp — the LLVM ORC session (one LLJIT per plugin context): host target
 // detection (optionally narrowed to a vector width), a short kernel pipeline (SROA, LICM,
 // loop vectoriser, then the vecmath bodies inlined) and libmvec mappings, module linking.
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
 
 #include <llvm/Analysis/TargetLibraryInfo.h>
-#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
-#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
-#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
-#include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Transforms/IPO/AlwaysInliner.h>
@@ -21,18 +16,16 @@
 #include <llvm/Transforms/Scalar/LICM.h>
 #include <llvm/Transforms/Scalar/SROA.h>
 #include <llvm/Transforms/Scalar/SimplifyCFG.h>
-#include <llvm/Transforms/Scalar/LoopPassManager.h>
 #include <llvm/Transforms/Utils/LoopSimplify.h>
 #include <llvm/Transforms/Utils/LCSSA.h>
 #include <llvm/Transforms/Vectorize/LoopVectorize.h>
 #include <llvm/Support/DynamicLibrary.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/TargetSelect.h>
-#include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
-#include <llvm/TargetParser/Host.h>
 
 #include "codegen.h"
+#include "lazytensor/lower/error.hpp"
 
 namespace lt::cpujit {
 
@@ -52,65 +45,82 @@ llvm::SubtargetFeatures narrow(const llvm::SubtargetFeatures& host, unsigned bit
   return out;
 }
 
-// Owns LLJIT and the host TargetMachine used for optimisation. Construction cannot fail;
-// Create() does the fallible work (KaleidoscopeJIT style, no ExitOnError).
-class JitSession {
+// The compiler: owns LLJIT and the host TargetMachine used for optimisation. Construction
+// cannot fail; create_compiler() does the fallible work (KaleidoscopeJIT style, no
+// ExitOnError).
+class OrcCompiler final : public Compiler {
  public:
-  // vector_bits: 0 for the host's widest vectors, or 128/256/512 to narrow them (256 drops
-  // AVX-512, 128 drops AVX).
-  static llvm::Expected<std::unique_ptr<JitSession>> Create(unsigned vector_bits) {
-    static std::once_flag init;
-    std::call_once(init, [] {
-      llvm::InitializeNativeTarget();
-      llvm::InitializeNativeTargetAsmPrinter();
-    });
-    auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
-    if (!jtmb) return jtmb.takeError();
-    jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-    if (vector_bits) jtmb->getFeatures() = narrow(jtmb->getFeatures(), vector_bits);
-    auto tm = jtmb->createTargetMachine();
-    if (!tm) return tm.takeError();
-    auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*jtmb).create();
-    if (!jit) return jit.takeError();
-    // Vector math from glibc's libmvec (sin/cos/exp/log f64, sin/cos f32); optional.
-    std::string err;
-    bool mvec = !llvm::sys::DynamicLibrary::LoadLibraryPermanently("libmvec.so.1", &err);
-    auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
-        (*jit)->getDataLayout().getGlobalPrefix());
-    if (!gen) return gen.takeError();
-    (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
-    return std::unique_ptr<JitSession>(new JitSession(
-        std::move(*jit), std::move(*tm), jtmb->getCPU(), jtmb->getFeatures().getString(), mvec));
+  OrcCompiler(std::unique_ptr<llvm::orc::LLJIT> jit, std::unique_ptr<llvm::TargetMachine> tm,
+              std::string cpu, std::string features, bool mvec)
+      : jit_(std::move(jit)),
+        tm_(std::move(tm)),
+        cpu_(std::move(cpu)),
+        features_(std::move(features)),
+        mvec_(mvec),
+        wide_(has("avx512f") && features_.find("-evex512") == std::string::npos) {
+    // The vector width kernels are compiled for and what the math may use at it.
+    math_.avx512 = wide_ && has("avx512vl");
+    math_.fma = has("fma");
+    math_.vector_bits = wide_ ? 512 : has("avx") ? 256 : 128;
+    description_ = "LLVM ORC JIT on " + cpu_ + " (" +
+                   (math_.avx512  ? "AVX-512"
+                    : has("avx2") ? "AVX2"
+                                  : "SSE") +
+                   ", " + std::to_string(math_.vector_bits) + "-bit vectors)" +
+                   (mvec_ ? ", libmvec" : "");
   }
 
+  std::vector<KernelFn> compile(std::vector<KernelDesc>& kernels) override {
+    // ORC is thread-safe but compiles stay serial so kernel names and the TargetMachine used
+    // by the optimiser are never shared concurrently.
+    std::lock_guard<std::mutex> lock(mu_);
+    auto ctx = std::make_unique<llvm::LLVMContext>();
+    auto mod = std::make_unique<llvm::Module>("lt_cpu_jit", *ctx);
+    std::vector<std::string> names;
+    uint64_t id = next_id_++;
+    for (size_t k = 0; k < kernels.size(); ++k)
+      names.push_back("lt_k" + std::to_string(id) + "_" + std::to_string(k));
+    if (auto e = emit_kernels(*mod, kernels, names, math_))
+      lower::fail(LT_STATUS_INTERNAL, "codegen: " + llvm::toString(std::move(e)));
+    std::string verr;
+    llvm::raw_string_ostream os(verr);
+    if (llvm::verifyModule(*mod, &os))
+      lower::fail(LT_STATUS_INTERNAL, "codegen produced invalid IR: " + os.str());
+    auto t0 = std::chrono::steady_clock::now();
+    optimize(*mod);
+    auto t1 = std::chrono::steady_clock::now();
+    // LT_CPU_JIT_DUMP=<dir>: write each optimised module (check vectorisation: <16 x float>).
+    const char* dump = std::getenv("LT_CPU_JIT_DUMP");
+    std::string text;
+    if (dump && *dump) llvm::raw_string_ostream(text) << *mod;
+    if (auto e = jit_->addIRModule(llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx))))
+      lower::fail(LT_STATUS_INTERNAL, "link: " + llvm::toString(std::move(e)));
+    std::vector<KernelFn> fns;
+    for (const std::string& n : names) {
+      auto sym = jit_->lookup(n);
+      if (!sym) lower::fail(LT_STATUS_INTERNAL, "link: " + llvm::toString(sym.takeError()));
+      fns.push_back(sym->toPtr<KernelFn>());
+    }
+    auto ms = [](auto a, auto b) {
+      return std::chrono::duration<double, std::milli>(b - a).count();
+    };
+    std::error_code ec;
+    if (dump && *dump)
+      llvm::raw_fd_ostream(std::string(dump) + "/lt_cpu_jit_" + std::to_string(id) + ".ll", ec)
+          << text << "; optimise " << ms(t0, t1) << " ms, machine code + link "
+          << ms(t1, std::chrono::steady_clock::now()) << " ms\n";
+    return fns;
+  }
+
+  const std::string& host_description() const override { return description_; }
+
+ private:
   // Whether the feature list enables `name` ("avx512f"; whole names, so fma is not fma4).
   bool has(const char* name) const {
     return ("," + features_ + ",").find(std::string(",+") + name + ",") != std::string::npos;
   }
 
-  // The vector width kernels are compiled for and what the math may use at it.
-  MathTarget math_target() const {
-    MathTarget t;
-    t.avx512 = wide_ && has("avx512vl");
-    t.fma = has("fma");
-    t.vector_bits = wide_ ? 512 : has("avx") ? 256 : 128;
-    return t;
-  }
-
-  llvm::Error add_and_lookup(std::unique_ptr<llvm::Module> m, std::unique_ptr<llvm::LLVMContext> c,
-                             const std::vector<std::string>& names, std::vector<KernelFn>* fns) {
-    llvm::orc::ThreadSafeModule tsm(std::move(m), std::move(c));
-    if (auto e = jit_->addIRModule(std::move(tsm))) return e;
-    fns->clear();
-    for (const std::string& n : names) {
-      auto sym = jit_->lookup(n);
-      if (!sym) return sym.takeError();
-      fns->push_back(sym->toPtr<KernelFn>());
-    }
-    return llvm::Error::success();
-  }
-
-  void optimize(llvm::Module& m, const MathTarget& math) {
+  void optimize(llvm::Module& m) {
     m.setDataLayout(jit_->getDataLayout());
     m.setTargetTriple(tm_->getTargetTriple().str());
     for (llvm::Function& f : m) {
@@ -122,16 +132,11 @@ class JitSession {
       // 1.5x less CPU per element on the sigmoid·tanh chain.
       if (wide_) f.addFnAttr("prefer-vector-width", "512");
     }
-    llvm::PipelineTuningOptions pto;
-    pto.LoopVectorization = true;
-    pto.SLPVectorization = true;
-    pto.LoopUnrolling = false;
-    pto.LoopInterleaving = false;
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
     llvm::ModuleAnalysisManager mam;
-    llvm::PassBuilder pb(tm_.get(), pto);
+    llvm::PassBuilder pb(tm_.get());  // analyses only: the pipeline is ours
     llvm::Triple triple(tm_->getTargetTriple());
     llvm::TargetLibraryInfoImpl tlii(triple);
     if (mvec_)
@@ -167,7 +172,7 @@ class JitSession {
     }
     // The vectoriser has picked the vecmath variants it needs; give them bodies, inline
     // them, clean up, and drop the bodies.
-    define_math(m, math);
+    define_math(m, math_);
     {
       llvm::FunctionPassManager fpm;
       fpm.addPass(llvm::EarlyCSEPass());
@@ -181,108 +186,46 @@ class JitSession {
     }
   }
 
-  const std::string& cpu() const { return cpu_; }
-  const std::string& features() const { return features_; }
-  bool mvec() const { return mvec_; }
-
- private:
-  JitSession(std::unique_ptr<llvm::orc::LLJIT> jit, std::unique_ptr<llvm::TargetMachine> tm,
-             std::string cpu, std::string features, bool mvec)
-      : jit_(std::move(jit)),
-        tm_(std::move(tm)),
-        cpu_(std::move(cpu)),
-        features_(std::move(features)),
-        mvec_(mvec),
-        wide_(has("avx512f") && features_.find("-evex512") == std::string::npos) {}
-
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::unique_ptr<llvm::TargetMachine> tm_;
   std::string cpu_, features_;
   bool mvec_;
   bool wide_;  // AVX-512 with 512-bit registers available
-};
-
-class OrcCompiler final : public Compiler {
- public:
-  explicit OrcCompiler(std::unique_ptr<JitSession> s)
-      : session_(std::move(s)), math_(session_->math_target()) {
-    description_ = "LLVM ORC JIT on " + session_->cpu() + " (" +
-                   (math_.avx512            ? "AVX-512"
-                    : session_->has("avx2") ? "AVX2"
-                                            : "SSE") +
-                   ", " + std::to_string(math_.vector_bits) + "-bit vectors)";
-    if (session_->mvec()) description_ += ", libmvec";
-  }
-
-  bool compile(std::vector<KernelDesc>& kernels, std::vector<KernelFn>* fns,
-               std::string* error) override {
-    // One session; ORC is thread-safe but we keep compiles serial so kernel names and
-    // the TargetMachine used by the optimiser are never shared concurrently.
-    std::lock_guard<std::mutex> lock(mu_);
-    auto ctx = std::make_unique<llvm::LLVMContext>();
-    auto mod = std::make_unique<llvm::Module>("lt_cpu_jit", *ctx);
-    std::vector<std::string> names;
-    uint64_t id = next_id_++;
-    for (size_t k = 0; k < kernels.size(); ++k)
-      names.push_back("lt_k" + std::to_string(id) + "_" + std::to_string(k));
-    if (auto e = emit_kernels(*mod, kernels, names, math_)) {
-      *error = "cpu_jit codegen: " + llvm::toString(std::move(e));
-      return false;
-    }
-    std::string verr;
-    llvm::raw_string_ostream os(verr);
-    if (llvm::verifyModule(*mod, &os)) {
-      *error = "cpu_jit codegen produced invalid IR: " + os.str();
-      return false;
-    }
-    auto t0 = std::chrono::steady_clock::now();
-    session_->optimize(*mod, math_);
-    auto t1 = std::chrono::steady_clock::now();
-    // LT_CPU_JIT_DUMP=<dir>: write each optimised module (check vectorisation: <16 x float>).
-    const char* dump = std::getenv("LT_CPU_JIT_DUMP");
-    std::string dump_path;
-    if (dump && *dump) {
-      dump_path = std::string(dump) + "/lt_cpu_jit_" + std::to_string(id) + ".ll";
-      std::error_code ec;
-      llvm::raw_fd_ostream out(dump_path, ec, llvm::sys::fs::OF_Text);
-      if (!ec) mod->print(out, nullptr);
-    }
-    if (auto e = session_->add_and_lookup(std::move(mod), std::move(ctx), names, fns)) {
-      *error = "cpu_jit link: " + llvm::toString(std::move(e));
-      return false;
-    }
-    if (!dump_path.empty()) {
-      std::error_code ec;
-      llvm::raw_fd_ostream out(dump_path, ec, llvm::sys::fs::OF_Append | llvm::sys::fs::OF_Text);
-      auto ms = [](auto a, auto b) {
-        return std::chrono::duration<double, std::milli>(b - a).count();
-      };
-      if (!ec)
-        out << "; optimise " << ms(t0, t1) << " ms, machine code + link "
-            << ms(t1, std::chrono::steady_clock::now()) << " ms\n";
-    }
-    return true;
-  }
-
-  const std::string& host_description() const override { return description_; }
-
- private:
-  std::unique_ptr<JitSession> session_;
   MathTarget math_;
+  std::string description_;
   std::mutex mu_;
   uint64_t next_id_ = 0;
-  std::string description_;
 };
 
 }  // namespace
 
-std::unique_ptr<Compiler> create_compiler(unsigned vector_bits, std::string* error) {
-  auto s = JitSession::Create(vector_bits);
-  if (!s) {
-    *error = "cpu_jit: cannot create the LLVM JIT: " + llvm::toString(s.takeError());
-    return nullptr;
-  }
-  return std::make_unique<OrcCompiler>(std::move(*s));
+// vector_bits: 0 for the host's widest vectors, or 128/256/512 to narrow them (256 drops
+// AVX-512, 128 drops AVX).
+std::unique_ptr<Compiler> create_compiler(unsigned vector_bits) {
+  static std::once_flag init;
+  std::call_once(init, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  auto check = [](auto&& expected) {
+    if (!expected)
+      lower::fail(LT_STATUS_PLUGIN_ERROR,
+                  "cannot create the LLVM JIT: " + llvm::toString(expected.takeError()));
+    return std::move(*expected);
+  };
+  auto jtmb = check(llvm::orc::JITTargetMachineBuilder::detectHost());
+  jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  if (vector_bits) jtmb.getFeatures() = narrow(jtmb.getFeatures(), vector_bits);
+  auto tm = check(jtmb.createTargetMachine());
+  auto jit = check(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create());
+  // Vector math from glibc's libmvec (sin/cos/exp/log f64, sin/cos f32); optional.
+  std::string err;
+  bool mvec = !llvm::sys::DynamicLibrary::LoadLibraryPermanently("libmvec.so.1", &err);
+  jit->getMainJITDylib().addGenerator(
+      check(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+          jit->getDataLayout().getGlobalPrefix())));
+  return std::make_unique<OrcCompiler>(std::move(jit), std::move(tm), jtmb.getCPU(),
+                                       jtmb.getFeatures().getString(), mvec);
 }
 
 }  // namespace lt::cpujit

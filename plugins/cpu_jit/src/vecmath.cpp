@@ -2,7 +2,7 @@
 // value type that is either float or <N x float>, so the scalar body and each vector
 // variant come from the same code. Accuracy bounds: docs/backends/cpu_jit.md, tested by
 // CpuJit.TranscendentalAccuracySweep.
-#include "vecmath.h"
+#include "codegen.h"
 
 #include <cmath>
 #include <limits>
@@ -68,16 +68,10 @@ unsigned lanes(llvm::Type* t) {
 llvm::Intrinsic::ID scalef_for(llvm::Type* t, const MathTarget& tg) {
   unsigned w = lanes(t);
   if (!tg.avx512 || w * 32 > tg.vector_bits) return llvm::Intrinsic::not_intrinsic;
-  switch (w) {
-    case 16:
-      return llvm::Intrinsic::x86_avx512_mask_scalef_ps_512;
-    case 8:
-      return llvm::Intrinsic::x86_avx512_mask_scalef_ps_256;
-    case 4:
-      return llvm::Intrinsic::x86_avx512_mask_scalef_ps_128;
-    default:
-      return llvm::Intrinsic::not_intrinsic;
-  }
+  return w == 16  ? llvm::Intrinsic::x86_avx512_mask_scalef_ps_512
+         : w == 8 ? llvm::Intrinsic::x86_avx512_mask_scalef_ps_256
+         : w == 4 ? llvm::Intrinsic::x86_avx512_mask_scalef_ps_128
+                  : llvm::Intrinsic::ID(llvm::Intrinsic::not_intrinsic);
 }
 
 // y·2^n for float-valued integers n in [-150, 128]: vscalefps (`scalef`, from scalef_for)

@@ -1,21 +1,26 @@
 // OpenCL C generation: every element of a kernel's output is computed by evaluating the
-// group's nodes at a symbolic multi-index (a C expression per dimension), so broadcasting
-// and layout ops (reshape, permute, slice, pad, concat, gather) fuse as index arithmetic.
-// Reductions, argmax, matmul, conv2d, pools and scatter_add have their own kernel shapes
-// and take an elementwise epilogue through a "preset" value at the kernel's output index.
+// group's nodes at a symbolic multi-index (a C expression per dimension), so broadcasting is
+// index arithmetic, and layout ops read their operand's buffer through a lower::View (strides,
+// offset, and a window outside which pad and concat read their fill). Reductions, matmul,
+// conv2d and scatter_add have their own kernel shapes and take an elementwise epilogue through a
+// "preset" value at the kernel's output index.
 #include "codegen.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
-#include <cstdio>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string_view>
 #include <unordered_map>
 
 #include "cl_runtime.hpp"
-#include "lazytensor/fusion.hpp"
+#include "lazytensor/lower/c_expr.hpp"
+#include "lazytensor/lower/fusion.hpp"
+#include "lazytensor/lower/view.hpp"
 
 namespace lt::ocl {
 
@@ -23,6 +28,11 @@ namespace lt::ocl {
 extern const char* const kRandomHeaderSource;
 
 namespace {
+
+using lower::Attrs;
+using lower::Shape;
+using lower::View;
+namespace cx = lower::c_expr;
 
 // A group this generator cannot lower as one kernel; the caller splits it node by node.
 struct PlanError {
@@ -37,245 +47,94 @@ constexpr const char* kLane = "lvb";
 
 using Idx = std::vector<std::string>;
 
-const char* ctype(lt_dtype d) {
-  switch (d) {
-    case LT_DTYPE_F32:
-      return "float";
-    case LT_DTYPE_F64:
-      return "double";
-    case LT_DTYPE_I32:
-      return "int";
-    case LT_DTYPE_I64:
-      return "long";
-    case LT_DTYPE_BOOL:
-      return "uchar";
-    default:
-      fail(LT_STATUS_UNSUPPORTED,
-           std::string("gpu_opencl: dtype ") + lt_dtype_name(d) + " is not supported");
-  }
+const cx::Dialect kOpenCL = {
+    .u32 = "uint", .u64 = "ulong", .boolean = "uchar", .saturating_cast = "convert_%s_sat_rtz"};
+std::string ctype(lt_dtype d) {
+  return cx::type(d, kOpenCL);
 }
-const char* utype(lt_dtype d) {
-  return d == LT_DTYPE_I64 ? "ulong" : "uint";
-}
-bool is_float(lt_dtype d) {
-  return d == LT_DTYPE_F32 || d == LT_DTYPE_F64;
-}
-bool is_int(lt_dtype d) {
-  return d == LT_DTYPE_I32 || d == LT_DTYPE_I64;
+std::string literal(double v, lt_dtype d) {
+  return cx::literal(v, d, kOpenCL);
 }
 
-std::vector<int64_t> shape_of(const lt_graph_node& n) {
-  return std::vector<int64_t>(n.shape, n.shape + n.rank);
+Shape shape_of(const lt_graph_node& n) {
+  return Shape(n.shape, n.shape + n.rank);
 }
-int64_t numel(const std::vector<int64_t>& s) {
+int64_t numel(const Shape& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;
   return n;
 }
-std::vector<int64_t> strides_of(const std::vector<int64_t>& s) {
-  std::vector<int64_t> st(s.size(), 1);
-  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
-  return st;
-}
 
-int64_t attr_i(const lt_graph_node& n, const char* name, int64_t def = 0) {
-  const lt_attr* a = fusion::find_attr(n, name);
-  return a ? a->i : def;
-}
-double attr_f(const lt_graph_node& n, const char* name, double def = 0) {
-  const lt_attr* a = fusion::find_attr(n, name);
-  return a ? a->f : def;
-}
-std::vector<int64_t> attr_ints(const lt_graph_node& n, const char* name) {
-  const lt_attr* a = fusion::find_attr(n, name);
-  if (!a || !a->ints) return {};
-  return std::vector<int64_t>(a->ints, a->ints + a->ints_len);
-}
-
-// Literal of `v` in dtype d, converted the way "cast" converts.
-std::string literal(double v, lt_dtype d) {
-  char buf[64];
-  switch (d) {
-    case LT_DTYPE_F32:
-    case LT_DTYPE_F64: {
-      if (std::isnan(v)) return d == LT_DTYPE_F32 ? "NAN" : "((double)NAN)";
-      if (std::isinf(v))
-        return v > 0 ? (d == LT_DTYPE_F32 ? "INFINITY" : "((double)INFINITY)")
-                     : (d == LT_DTYPE_F32 ? "(-INFINITY)" : "(-(double)INFINITY)");
-      if (d == LT_DTYPE_F32) {
-        std::snprintf(buf, sizeof buf, "%.9gf", static_cast<double>(static_cast<float>(v)));
-        std::string s = buf;
-        if (s.find_first_of(".e") == std::string::npos) s.insert(s.size() - 1, ".0");
-        return "(" + s + ")";
-      }
-      std::snprintf(buf, sizeof buf, "%.17g", v);
-      std::string s = buf;
-      if (s.find_first_of(".e") == std::string::npos) s += ".0";
-      return "(" + s + ")";
-    }
-    case LT_DTYPE_I32: {
-      double t = std::isnan(v) ? 0 : std::trunc(v);
-      t = std::clamp(t, -2147483648.0, 2147483647.0);
-      std::snprintf(buf, sizeof buf, "((int)%lld)", static_cast<long long>(t));
-      return buf;
-    }
-    case LT_DTYPE_I64: {
-      double t = std::isnan(v) ? 0 : std::trunc(v);
-      if (t <= -9223372036854775808.0) return "((long)(-9223372036854775807L - 1))";
-      if (t >= 9223372036854775807.0) return "((long)9223372036854775807L)";
-      std::snprintf(buf, sizeof buf, "((long)%lldL)", static_cast<long long>(t));
-      return buf;
-    }
-    case LT_DTYPE_BOOL:
-      return v != 0 || std::isnan(v) ? "((uchar)1)" : "((uchar)0)";
-    default:
-      fail(LT_STATUS_UNSUPPORTED, "gpu_opencl: literal of unsupported dtype");
-  }
-}
-
-std::string lit_i(int64_t v) {
-  return "((long)" + std::to_string(v) + "L)";
-}
-
-// Cast expression of `x` (dtype from) to dtype `to`, with docs/ops.md semantics.
-std::string cast_expr(const std::string& x, lt_dtype from, lt_dtype to) {
-  if (from == to) return x;
-  if (to == LT_DTYPE_BOOL) return "((uchar)((" + x + ") != 0))";
-  if (is_float(from) && is_int(to))
-    return std::string("convert_") + ctype(to) + "_sat_rtz(" + x + ")";
-  return std::string("((") + ctype(to) + ")(" + x + "))";
-}
-
-std::string join(const Idx& idx) {
-  std::string s;
-  for (size_t i = 0; i < idx.size(); ++i) {
-    if (i) s += ",";
-    s += idx[i];
-  }
-  return s;
-}
-
-// Flat row-major offset of idx in shape.
-std::string flat_expr(const Idx& idx, const std::vector<int64_t>& shape) {
-  auto st = strides_of(shape);
-  std::string s;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1 || idx[d] == "0") continue;
-    if (!s.empty()) s += " + ";
-    s += st[d] == 1 ? "(" + idx[d] + ")" : "(" + idx[d] + ")*" + std::to_string(st[d]) + "L";
+// Element offset of index `idx` through `v`; dims indexed "0" or of stride 0 drop out.
+std::string offset_expr(const View& v, const Idx& idx) {
+  std::string s = v.offset ? std::to_string(v.offset) + "L" : "";
+  for (size_t d = 0; d < idx.size(); ++d) {
+    if (idx[d] == "0" || v.strides[d] == 0) continue;
+    s += (s.empty() ? "(" : " + (") + idx[d] + ")";
+    if (v.strides[d] != 1) s += "*" + std::to_string(v.strides[d]) + "L";
   }
   return s.empty() ? "0" : s;
 }
 
-const std::set<std::string_view>& unary_ops() {
-  static const std::set<std::string_view> s = {"neg",   "abs",  "exp",     "log",  "sqrt",
-                                               "rsqrt", "tanh", "sigmoid", "relu", "gelu",
-                                               "sin",   "cos",  "floor",   "not"};
-  return s;
-}
-const std::set<std::string_view>& binary_ops() {
-  static const std::set<std::string_view> s = {"add",     "sub",     "mul", "div", "pow",
-                                               "maximum", "minimum", "eq",  "ne",  "lt",
-                                               "le",      "gt",      "ge",  "and", "or"};
-  return s;
+bool is_elementwise(std::string_view op) {
+  return cx::is_unary(op) || cx::is_binary(op) || op == "where" || op == "cast" ||
+         op == "broadcast_to";
 }
 // Ops evaluated element by element at a symbolic index (fusable anywhere).
 bool is_inline_op(std::string_view op) {
   static const std::set<std::string_view> s = {
-      "where",         "cast",    "full",    "arange",       "random_uniform",
-      "random_normal", "reshape", "permute", "broadcast_to", "slice",
-      "concat",        "pad",     "gather"};
-  return unary_ops().count(op) || binary_ops().count(op) || s.count(op);
+      "full", "arange", "random_unit", "reshape", "permute", "slice", "concat", "pad", "gather"};
+  return is_elementwise(op) || s.count(op);
 }
 bool is_reduce_op(std::string_view op) {
-  return op == "sum" || op == "mean" || op == "max" || op == "min" || op == "argmax";
+  return op == "sum" || op == "max" || op == "min";
 }
 
-std::string unary_expr(std::string_view op, const std::string& a, lt_dtype d) {
-  const std::string T = ctype(d);
-  if (op == "neg")
-    return is_int(d) ? "((" + T + ")(-(" + utype(d) + ")(" + a + ")))" : "(-" + a + ")";
-  if (op == "abs")
-    return is_int(d)
-               ? "((" + a + ") < 0 ? (" + T + ")(-(" + utype(d) + ")(" + a + ")) : (" + a + "))"
-               : "fabs(" + a + ")";
-  if (op == "relu") return "((" + a + ") < (" + T + ")0 ? (" + T + ")0 : (" + a + "))";
-  if (op == "exp" || op == "log" || op == "sqrt" || op == "sin" || op == "cos" || op == "tanh" ||
-      op == "floor")
-    return std::string(op) + "(" + a + ")";
-  if (op == "rsqrt") return "((" + T + ")1 / sqrt(" + a + "))";
-  if (op == "sigmoid") return "((" + T + ")1 / ((" + T + ")1 + exp(-(" + a + "))))";
-  if (op == "gelu")
-    return "((" + T + ")0.5 * (" + a + ") * ((" + T + ")1 + tanh((" + T +
-           ")0.7978845608028654 * ((" + a + ") + (" + T + ")0.044715 * (" + a + ") * (" + a +
-           ") * (" + a + ")))))";
-  if (op == "not") return "((uchar)!(" + a + "))";
-  fail(LT_STATUS_UNSUPPORTED, "gpu_opencl: unary op " + std::string(op));
-}
-
-std::string binary_expr(std::string_view op, const std::string& a, const std::string& b,
-                        lt_dtype d) {
-  const std::string T = ctype(d);
-  const std::string U = utype(d);
-  bool i = is_int(d);
-  if (op == "add")
-    return i ? "((" + T + ")((" + U + ")" + a + " + (" + U + ")" + b + "))"
-             : "(" + a + " + " + b + ")";
-  if (op == "sub")
-    return i ? "((" + T + ")((" + U + ")" + a + " - (" + U + ")" + b + "))"
-             : "(" + a + " - " + b + ")";
-  if (op == "mul")
-    return i ? "((" + T + ")((" + U + ")" + a + " * (" + U + ")" + b + "))"
-             : "(" + a + " * " + b + ")";
-  if (op == "div") {
-    if (!i) return "(" + a + " / " + b + ")";
-    return "(" + b + " == 0 ? (" + T + ")0 : (" + b + " == -1 ? (" + T + ")(-(" + U + ")" + a +
-           ") : " + a + " / " + b + "))";
+// Declares `prefix<d>` = the coordinates of flat index `var` in `shape`; size-1 dims get "0".
+Idx decompose(std::ostringstream& os, const std::string& ind, const std::string& var,
+              const Shape& shape, const std::string& prefix) {
+  const View dense = View::dense(shape);
+  Idx idx(shape.size(), "0");
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    idx[d] = prefix + std::to_string(d);
+    std::string e = var;
+    if (d > 0) e = "(" + e + " % " + std::to_string(dense.strides[d] * shape[d]) + "L)";
+    if (dense.strides[d] != 1) e = "(" + e + " / " + std::to_string(dense.strides[d]) + "L)";
+    os << ind << "const long " << idx[d] << " = " << e << ";\n";
   }
-  if (op == "pow") return "pow(" + a + ", " + b + ")";
-  if (op == "maximum" || op == "minimum") {
-    const char* cmp = op == "maximum" ? " > " : " < ";
-    std::string pick = "(" + a + cmp + b + " ? " + a + " : " + b + ")";
-    if (!i && d != LT_DTYPE_BOOL)
-      return "(" + a + " != " + a + " ? " + a + " : (" + b + " != " + b + " ? " + b + " : " + pick +
-             "))";
-    return pick;
-  }
-  static const std::map<std::string_view, const char*> cmps = {
-      {"eq", "=="}, {"ne", "!="}, {"lt", "<"},   {"le", "<="},
-      {"gt", ">"},  {"ge", ">="}, {"and", "&&"}, {"or", "||"}};
-  auto it = cmps.find(op);
-  if (it != cmps.end()) return "((uchar)(" + a + " " + it->second + " " + b + "))";
-  fail(LT_STATUS_UNSUPPORTED, "gpu_opencl: binary op " + std::string(op));
+  return idx;
 }
 
 // Emits statements computing node values at symbolic indices into one scope. Nodes outside
-// `members` are loaded from their buffer parameter; "preset" nodes (a reduction result,
-// a matmul accumulator) are known only at one index. Iterative: groups may be deep.
+// `member` are loaded from their buffer parameter; "preset" nodes (a reduction result, a matmul
+// accumulator) are known only at one index. Iterative: groups may be deep.
 class Emitter {
  public:
+  // `width` > 0: vector mode (CPU row kernels): an index equal to kLane stands for `width`
+  // consecutive indices of a stride-1 dimension, and values depending on it are vectors. Only
+  // float arithmetic qualifies; anything else throws VecError so the caller emits scalar code.
   Emitter(const lt_graph& g, const std::vector<char>& member, std::ostringstream& os,
-          std::string indent, int& counter, std::set<int32_t>& loads)
-      : g_(g), member_(member), os_(os), ind_(std::move(indent)), n_(counter), loads_(loads) {}
+          std::string indent, int& counter, std::set<int32_t>& loads, int width = 0)
+      : g_(g),
+        member_(member),
+        os_(os),
+        ind_(std::move(indent)),
+        n_(counter),
+        loads_(loads),
+        vw_(width) {}
 
   void preset(int32_t node, const Idx& idx, const std::string& var) {
     presets_[node] = {key(node, normalize(node, idx)), var};
   }
-
-  // Vector mode (CPU row kernels): an index equal to kLane stands for `width` consecutive
-  // indices of the last dimension; values depending on it are vectors of `width` lanes.
-  // Only float arithmetic whose operand indices pass through unchanged is allowed; anything
-  // else throws VecError so the caller falls back to scalar code.
-  void vector_mode(int width) { vw_ = width; }
   bool is_vector(const std::string& var) const { return vecs_.count(var) != 0; }
 
   std::string value(int32_t root, const Idx& root_idx) {
     struct Frame {
       int32_t node;
       Idx idx;
-      int stage = 0;
-      std::vector<int32_t> opnodes;  // operands still to evaluate, at ops[i]
-      std::vector<Idx> ops;
+      bool expanded = false;
+      std::vector<Idx> ops;  // operand indices (elementwise ops)
     };
     std::vector<Frame> stack;
     stack.push_back({root, normalize(root, root_idx)});
@@ -284,64 +143,38 @@ class Emitter {
       Frame& f = stack.back();
       const std::string k = key(f.node, f.idx);
       const lt_graph_node& n = g_.nodes[f.node];
-      if (f.stage == 0) {
-        if (auto it = memo_.find(k); it != memo_.end()) {
-          result = it->second;
-          stack.pop_back();
-          continue;
-        }
-        if (auto it = presets_.find(f.node); it != presets_.end()) {
-          if (it->second.first != k)
+      if (!f.expanded) {
+        std::string known;  // memoised, preset, or a load from a buffer
+        if (auto m = memo_.find(k); m != memo_.end()) {
+          known = m->second;
+        } else if (auto p = presets_.find(f.node); p != presets_.end()) {
+          if (p->second.first != k)
             throw PlanError{"value of " + std::string(n.op) +
                             " needed at another index than the kernel computes"};
-          memo_[k] = result = it->second.second;
-          stack.pop_back();
-          continue;
+          known = memo_[k] = p->second.second;
+        } else if (!evaluated(f.node)) {
+          known = memo_[k] = load(f.node, View::dense(shape_of(n)), f.idx);
         }
-        if (!member_[f.node] || std::string_view(n.op) == "input") {
-          memo_[k] = result = emit_load(f.node, f.idx);
+        if (!known.empty()) {
+          result = known;
           stack.pop_back();
           continue;
         }
         if (!is_inline_op(n.op)) throw PlanError{std::string(n.op) + " cannot be evaluated inline"};
         if (vw_ && !vector_ok(n)) throw VecError{};
-        f.ops = operand_indices(f.node, f.idx);
-        if (std::string_view(n.op) == "gather")
-          f.opnodes = {n.operands[1]};
-        else
-          f.opnodes.assign(n.operands, n.operands + f.ops.size());
-        for (size_t i = 0; i < f.ops.size(); ++i) f.ops[i] = normalize(f.opnodes[i], f.ops[i]);
-        f.stage = 1;
+        f.expanded = true;
+        if (is_elementwise(n.op))
+          for (size_t i = 0; i < n.num_operands; ++i)
+            f.ops.push_back(normalize(n.operands[i], broadcast(n.operands[i], f.idx)));
       }
-      bool pushed = false;
-      for (size_t i = 0; i < f.opnodes.size(); ++i) {
-        if (!memo_.count(key(f.opnodes[i], f.ops[i]))) {
-          Frame child{f.opnodes[i], f.ops[i]};
-          stack.push_back(std::move(child));
-          pushed = true;
-          break;
-        }
-      }
-      if (pushed) continue;
-      if (std::string_view(n.op) == "gather" && f.stage == 1) {
-        // The data operand's index depends on the loaded index value.
-        int64_t axis = attr_i(n, "axis");
-        const lt_graph_node& a = g_.nodes[n.operands[0]];
-        const lt_graph_node& ind = g_.nodes[n.operands[1]];
-        std::string iv = memo_.at(key(f.opnodes[0], f.ops[0]));
-        std::string ci = emit_long("clamp((long)" + iv + ", 0L, " +
-                                   std::to_string(std::max<int64_t>(a.shape[axis] - 1, 0)) + "L)");
-        Idx r;
-        for (int64_t d = 0; d < axis; ++d) r.push_back(f.idx[d]);
-        r.push_back(ci);
-        for (size_t d = axis + ind.rank; d < n.rank; ++d) r.push_back(f.idx[d]);
-        f.opnodes = {n.operands[0]};
-        f.ops = {normalize(n.operands[0], r)};
-        f.stage = 2;
+      size_t i = 0;
+      while (i < f.ops.size() && memo_.count(key(n.operands[i], f.ops[i]))) ++i;
+      if (i < f.ops.size()) {
+        Frame child{n.operands[i], f.ops[i]};
+        stack.push_back(std::move(child));
         continue;
       }
-      std::string v = emit_node(f.node, f.idx, f.ops);
-      memo_[k] = result = v;
+      memo_[k] = result = emit_node(f.node, f.idx, f.ops);
       stack.pop_back();
     }
     return result;
@@ -349,6 +182,10 @@ class Emitter {
 
  private:
   std::string tmp(const char* prefix = "v") { return prefix + std::to_string(n_++); }
+  // Members, and constants wherever they are read (they are never loaded from a buffer).
+  bool evaluated(int32_t node) const {
+    return member_[node] || std::string_view(g_.nodes[node].op) == "full";
+  }
 
   Idx normalize(int32_t node, Idx idx) const {
     const lt_graph_node& n = g_.nodes[node];
@@ -356,311 +193,189 @@ class Emitter {
       if (n.shape[d] == 1) idx[d] = "0";
     return idx;
   }
+  // The index of operand `o` read by an elementwise node at I (NumPy broadcasting).
+  Idx broadcast(int32_t o, const Idx& I) const {
+    const size_t rank = g_.nodes[o].rank;
+    return Idx(I.end() - static_cast<std::ptrdiff_t>(rank), I.end());
+  }
   static std::string key(int32_t node, const Idx& idx) {
-    return std::to_string(node) + "|" + join(idx);
+    std::string s = std::to_string(node);
+    for (const std::string& i : idx) s += "|" + i;
+    return s;
   }
 
   bool vector_ok(const lt_graph_node& n) const {
-    if (!is_float(n.dtype)) return false;
     std::string_view op = n.op;
-    if (op == "not") return false;
-    if (unary_ops().count(op) || op == "full" || op == "broadcast_to") return true;
-    if (op == "add" || op == "sub" || op == "mul" || op == "div" || op == "pow" ||
-        op == "maximum" || op == "minimum")
-      return true;
-    if (op == "reshape") {  // only when it adds or drops size-1 dims
-      const lt_graph_node& on = g_.nodes[n.operands[0]];
-      std::vector<int64_t> a, b;
-      for (size_t d = 0; d < n.rank; ++d)
-        if (n.shape[d] != 1) a.push_back(n.shape[d]);
-      for (size_t d = 0; d < on.rank; ++d)
-        if (on.shape[d] != 1) b.push_back(on.shape[d]);
-      return a == b;
-    }
-    return false;
+    return lower::is_float(n.dtype) && op != "not" &&
+           (cx::is_unary(op) || op == "full" || op == "broadcast_to" || op == "slice" ||
+            op == "add" || op == "sub" || op == "mul" || op == "div" || op == "pow" ||
+            op == "maximum" || op == "minimum");
   }
 
-  std::string emit_load(int32_t node, const Idx& idx) {
-    loads_.insert(node);
-    const lt_graph_node& n = g_.nodes[node];
-    std::string v = tmp();
-    if (vw_) {
-      bool lane = false;
-      for (size_t d = 0; d < idx.size(); ++d) {
-        if (idx[d] == kLane && d + 1 == idx.size()) {
-          lane = true;
-        } else if (idx[d].find(kLane) != std::string::npos) {
-          throw VecError{};
-        }
-      }
-      if (lane) {
-        if (!is_float(n.dtype)) throw VecError{};
-        os_ << ind_ << "const " << ctype(n.dtype) << vw_ << " " << v << " = vload" << vw_ << "(0, p"
-            << node << " + " << flat_expr(idx, shape_of(n)) << ");\n";
-        vecs_.insert(v);
-        return v;
-      }
+  // Buffer node `o` read through `v` at index I, as an expression; outside v's window it is
+  // `otherwise`. In vector mode an index kLane of stride 1 makes it a vector load (*vec).
+  std::string access(int32_t o, const View& v, const Idx& I, const std::string& otherwise,
+                     bool* vec) {
+    if (member_[o]) throw PlanError{"a layout op reads a value computed in the same kernel"};
+    const std::string p = "p" + std::to_string(o), off = offset_expr(v, I);
+    const bool constant = std::string_view(g_.nodes[o].op) == "full";
+    if (!constant) loads_.insert(o);
+    *vec = false;
+    for (size_t d = 0; d < I.size(); ++d) {
+      if (I[d].find(kLane) == std::string::npos) continue;
+      if (I[d] != kLane || v.strides[d] != 1 || v.masked() || !lower::is_float(g_.nodes[o].dtype))
+        throw VecError{};
+      *vec = true;
     }
-    os_ << ind_ << "const " << ctype(n.dtype) << " " << v << " = p" << node << "["
-        << flat_expr(idx, shape_of(n)) << "];\n";
+    std::string e = constant ? literal(Attrs(g_.nodes[o]).f("value"), g_.nodes[o].dtype)
+                    : *vec   ? "vload" + std::to_string(vw_) + "(0, " + p + " + " + off + ")"
+                             : p + "[" + off + "]";
+    *vec = *vec && !constant;
+    std::string cond;
+    for (size_t d = 0; d < v.lo.size(); ++d) {
+      if (v.lo[d] > 0)
+        cond += (cond.empty() ? "(" : " && (") + I[d] + ") >= " + std::to_string(v.lo[d]) + "L";
+      if (v.hi[d] < v.shape[d])
+        cond += (cond.empty() ? "(" : " && (") + I[d] + ") < " + std::to_string(v.hi[d]) + "L";
+    }
+    return cond.empty() ? e : "((" + cond + ") ? " + e + " : " + otherwise + ")";
+  }
+  std::string define(const std::string& e, lt_dtype d, bool vec) {
+    std::string v = tmp();
+    os_ << ind_ << "const " << ctype(d) << (vec ? std::to_string(vw_) : "") << " " << v << " = "
+        << e << ";\n";
+    if (vec) vecs_.insert(v);
     return v;
   }
-
-  std::string emit_long(const std::string& expr) {
-    std::string t = tmp("t");
-    os_ << ind_ << "const long " << t << " = " << expr << ";\n";
-    return t;
-  }
-
-  // Operand indices of an inline node at out index I (gather: only the indices operand;
-  // its data operand index depends on the loaded index values, see gather_stage2).
-  std::vector<Idx> operand_indices(int32_t node, const Idx& I) {
-    const lt_graph_node& n = g_.nodes[node];
-    std::string_view op = n.op;
-    const size_t R = n.rank;
-    auto broadcast = [&](int32_t o) {
-      const lt_graph_node& on = g_.nodes[o];
-      Idx r(on.rank);
-      for (size_t d = 0; d < on.rank; ++d) r[d] = on.shape[d] == 1 ? "0" : I[R - on.rank + d];
-      return r;
-    };
-    std::vector<Idx> out;
-    if (op == "reshape") {
-      const lt_graph_node& on = g_.nodes[n.operands[0]];
-      auto os = shape_of(on);
-      if (os == shape_of(n)) return {I};
-      // Dropping or adding size-1 dims keeps the other indices unchanged.
-      std::vector<size_t> a, b;
-      for (size_t d = 0; d < R; ++d)
-        if (n.shape[d] != 1) a.push_back(d);
-      for (size_t d = 0; d < on.rank; ++d)
-        if (on.shape[d] != 1) b.push_back(d);
-      bool same = a.size() == b.size();
-      for (size_t i = 0; same && i < a.size(); ++i) same = n.shape[a[i]] == on.shape[b[i]];
-      Idx r(on.rank, "0");
-      if (same) {
-        for (size_t i = 0; i < a.size(); ++i) r[b[i]] = I[a[i]];
-        return {r};
-      }
-      std::string flat = emit_long(flat_expr(I, shape_of(n)));
-      auto st = strides_of(os);
-      for (size_t d = 0; d < on.rank; ++d) {
-        if (os[d] == 1) continue;
-        std::string e = flat;
-        if (d > 0) e = "(" + e + " % " + std::to_string(st[d] * os[d]) + "L)";
-        if (st[d] != 1) e = "(" + e + " / " + std::to_string(st[d]) + "L)";
-        r[d] = emit_long(e);
-      }
-      return {r};
-    }
-    if (op == "permute") {
-      auto perm = attr_ints(n, "perm");
-      Idx r(R);
-      for (size_t i = 0; i < R; ++i) r[perm[i]] = I[i];
-      return {r};
-    }
-    if (op == "slice") {
-      auto starts = attr_ints(n, "starts"), steps = attr_ints(n, "steps");
-      Idx r(R);
-      for (size_t d = 0; d < R; ++d) {
-        std::string e = I[d];
-        if (steps[d] != 1) e = "(" + e + ")*" + std::to_string(steps[d]) + "L";
-        if (starts[d] != 0) e = "(" + std::to_string(starts[d]) + "L + " + e + ")";
-        r[d] = e;
-      }
-      return {r};
-    }
-    if (op == "pad") {
-      auto before = attr_ints(n, "before");
-      const lt_graph_node& on = g_.nodes[n.operands[0]];
-      Idx r(R);
-      for (size_t d = 0; d < R; ++d) {
-        if (before[d] == 0 && on.shape[d] == n.shape[d]) {
-          r[d] = I[d];
-          continue;
-        }
-        r[d] = emit_long("clamp((long)(" + I[d] + ") - " + std::to_string(before[d]) + "L, 0L, " +
-                         std::to_string(std::max<int64_t>(on.shape[d] - 1, 0)) + "L)");
-      }
-      return {r};
-    }
-    if (op == "concat") {
-      int64_t axis = attr_i(n, "axis");
-      int64_t off = 0;
-      for (size_t k = 0; k < n.num_operands; ++k) {
-        const lt_graph_node& on = g_.nodes[n.operands[k]];
-        Idx r = I;
-        r[axis] = emit_long("clamp((long)(" + I[axis] + ") - " + std::to_string(off) + "L, 0L, " +
-                            std::to_string(std::max<int64_t>(on.shape[axis] - 1, 0)) + "L)");
-        off += on.shape[axis];
-        out.push_back(r);
-      }
-      return out;
-    }
-    if (op == "gather") {
-      int64_t axis = attr_i(n, "axis");
-      const lt_graph_node& ind = g_.nodes[n.operands[1]];
-      Idx r(I.begin() + axis, I.begin() + axis + static_cast<int64_t>(ind.rank));
-      return {r};
-    }
-    if (op == "full" || op == "arange") return {};
-    if (op == "random_uniform" || op == "random_normal") return {Idx{}};
-    for (size_t k = 0; k < n.num_operands; ++k) out.push_back(broadcast(n.operands[k]));
-    return out;
+  std::string load(int32_t o, const View& v, const Idx& I) {
+    bool vec = false;
+    std::string e = access(o, v, I, literal(v.fill, g_.nodes[o].dtype), &vec);
+    return define(e, g_.nodes[o].dtype, vec);
   }
 
   std::string emit_node(int32_t node, const Idx& I, const std::vector<Idx>& ops) {
     const lt_graph_node& n = g_.nodes[node];
-    std::string_view op = n.op;
+    const std::string_view op = n.op;
+    const lt_dtype d = n.dtype;
+    const Attrs a(n);
     auto raw = [&](size_t k) { return memo_.at(key(n.operands[k], ops[k])); };
+    auto in = [&](size_t k) -> const lt_graph_node& { return g_.nodes[n.operands[k]]; };
     bool vec = false;
-    if (vw_)
-      for (size_t k = 0; k < ops.size() && k < n.num_operands; ++k)
-        vec = vec || vecs_.count(raw(k));
+    for (size_t k = 0; k < ops.size(); ++k) vec = vec || vecs_.count(raw(k));
     // In a vector expression every operand is a vector: scalars are widened explicitly.
     auto val = [&](size_t k) {
       std::string x = raw(k);
       if (!vec || vecs_.count(x)) return x;
-      return "((" + std::string(ctype(g_.nodes[n.operands[k]].dtype)) + std::to_string(vw_) + ")(" +
-             x + "))";
+      return "((" + ctype(in(k).dtype) + std::to_string(vw_) + ")(" + x + "))";
     };
     std::string e;
-    const lt_dtype d = n.dtype;
-    if (unary_ops().count(op)) {
-      e = unary_expr(op, val(0), d);
-    } else if (binary_ops().count(op)) {
-      e = binary_expr(op, val(0), val(1), g_.nodes[n.operands[0]].dtype);
+    if (cx::is_unary(op)) {
+      e = cx::unary(op, val(0), d, kOpenCL);
+    } else if (cx::is_binary(op)) {
+      e = cx::binary(op, val(0), val(1), in(0).dtype, kOpenCL);
     } else if (op == "where") {
       e = "(" + val(0) + " ? " + val(1) + " : " + val(2) + ")";
     } else if (op == "cast") {
-      e = cast_expr(val(0), g_.nodes[n.operands[0]].dtype, d);
-    } else if (op == "full") {
-      e = literal(attr_f(n, "value"), d);
-    } else if (op == "arange") {
-      std::string x = "(" + literal(attr_f(n, "start"), LT_DTYPE_F64) + " + (double)(" + I[0] +
-                      ") * " + literal(attr_f(n, "step"), LT_DTYPE_F64) + ")";
-      e = cast_expr(x, LT_DTYPE_F64, d);
-    } else if (op == "random_uniform" || op == "random_normal") {
-      std::string seed = "(ulong)" + val(0);
-      std::string idx = "(ulong)(" + flat_expr(I, shape_of(n)) + ")";
-      std::string T = ctype(d);
-      if (op == "random_uniform") {
-        std::string lo = literal(attr_f(n, "low"), d), hi = literal(attr_f(n, "high"), d);
-        e = "(" + lo + " + (" + hi + " - " + lo + ") * (" + T + ")lt_random_unit_f32(" + seed +
-            ", " + idx + "))";
-      } else {
-        std::string u1 =
-            "((" + T + ")1 - (" + T + ")lt_random_unit_f32(" + seed + ", 2 * " + idx + "))";
-        std::string u2 = "(" + T + ")lt_random_unit_f32(" + seed + ", 2 * " + idx + " + 1)";
-        e = "(" + literal(attr_f(n, "mean"), d) + " + " + literal(attr_f(n, "std"), d) +
-            " * (sqrt((" + T + ")-2 * log(" + u1 + ")) * cos((" + T + ")6.283185307179586 * " + u2 +
-            ")))";
-      }
-    } else if (op == "reshape" || op == "permute" || op == "broadcast_to" || op == "slice") {
+      e = cx::cast(val(0), in(0).dtype, d, kOpenCL);
+    } else if (op == "broadcast_to") {
       e = val(0);
-    } else if (op == "pad") {
-      auto before = attr_ints(n, "before");
-      const lt_graph_node& on = g_.nodes[n.operands[0]];
-      std::string cond;
-      for (size_t dd = 0; dd < n.rank; ++dd) {
-        if (before[dd] == 0 && on.shape[dd] == n.shape[dd]) continue;
-        if (!cond.empty()) cond += " && ";
-        cond += "(" + I[dd] + ") >= " + std::to_string(before[dd]) + "L && (" + I[dd] + ") < " +
-                std::to_string(before[dd] + on.shape[dd]) + "L";
+    } else if (op == "full") {
+      e = literal(a.f("value"), d);
+    } else if (op == "arange") {
+      e = cx::cast("(" + literal(a.f("start"), LT_DTYPE_F64) + " + (double)(" + I[0] + ") * " +
+                       literal(a.f("step"), LT_DTYPE_F64) + ")",
+                   LT_DTYPE_F64, d, kOpenCL);
+    } else if (op == "random_unit") {
+      std::string seed = load(n.operands[0], View::dense({}), {});
+      e = cx::cast("lt_random_unit_f32((ulong)" + seed + ", (ulong)(" +
+                       std::to_string(a.i("stride")) + "L * (" +
+                       offset_expr(View::dense(shape_of(n)), I) + ") + " +
+                       std::to_string(a.i("offset")) + "L))",
+                   LT_DTYPE_F32, d, kOpenCL);
+    } else if (op == "gather") {  // the data index depends on the loaded (clamped) index
+      const int64_t axis = a.i("axis");
+      const lt_graph_node &x = in(0), &ind = in(1);
+      Idx ii(I.begin() + axis, I.begin() + axis + static_cast<int64_t>(ind.rank));
+      std::string iv =
+          load(n.operands[1], View::dense(shape_of(ind)), normalize(n.operands[1], ii));
+      std::string ci = tmp("t");
+      os_ << ind_ << "const long " << ci << " = clamp((long)" << iv << ", 0L, "
+          << std::max<int64_t>(x.shape[axis] - 1, 0) << "L);\n";
+      Idx r(I.begin(), I.begin() + axis);
+      r.push_back(ci);
+      r.insert(r.end(), I.begin() + axis + static_cast<int64_t>(ind.rank), I.end());
+      return load(n.operands[0], View::dense(shape_of(x)), normalize(n.operands[0], r));
+    } else {  // layout ops: the operand's buffer through a View
+      const View src = View::dense(shape_of(in(0)));
+      const Shape out = shape_of(n);
+      if (op == "concat") {
+        const int64_t axis = a.i("axis");
+        std::vector<View> parts;
+        for (int64_t k = 0, at = 0; k < static_cast<int64_t>(n.num_operands); ++k) {
+          parts.push_back(View::dense(shape_of(in(k))).concat_part(axis, at, out[axis]));
+          at += in(k).shape[axis];
+        }
+        e = literal(0, d);  // never read: the parts' windows tile the axis
+        bool part_vec = false;
+        for (size_t k = parts.size(); k-- > 0;)
+          e = access(n.operands[k], parts[k], I, e, &part_vec);
+        return define(e, d, false);
       }
-      e = cond.empty()
-              ? val(0)
-              : "((" + cond + ") ? " + val(0) + " : " + literal(attr_f(n, "value"), d) + ")";
-    } else if (op == "concat") {
-      int64_t axis = attr_i(n, "axis");
-      int64_t off = 0;
-      std::vector<int64_t> ends;
-      for (size_t k = 0; k < n.num_operands; ++k)
-        ends.push_back(off += g_.nodes[n.operands[k]].shape[axis]);
-      e = val(n.num_operands - 1);
-      for (size_t k = n.num_operands - 1; k-- > 0;)
-        e = "((" + I[axis] + ") < " + std::to_string(ends[k]) + "L ? " + val(k) + " : " + e + ")";
-    } else if (op == "gather") {
-      e = memo_.at(key(n.operands[0], normalize(n.operands[0], ops[0])));
-    } else {
-      fail(LT_STATUS_UNSUPPORTED, "gpu_opencl: cannot generate op " + std::string(op));
+      std::optional<View> v;
+      if (op == "permute") v = src.permute(a.ints("perm", n.rank));
+      if (op == "slice") v = src.slice(a.ints("starts", n.rank), a.ints("steps", n.rank), out);
+      if (op == "pad") v = src.pad(a.ints("before", n.rank), a.ints("after", n.rank), a.f("value"));
+      if (op == "reshape") v = src.reshape(out);  // a dense buffer always reshapes
+      if (!v) fail(LT_STATUS_UNSUPPORTED, "cannot generate op " + std::string(op));
+      return load(n.operands[0], *v, I);
     }
-    std::string v = tmp();
-    if (vec) {
-      vecs_.insert(v);
-      os_ << ind_ << "const " << ctype(d) << vw_ << " " << v << " = " << e << ";\n";
-    } else {
-      os_ << ind_ << "const " << ctype(d) << " " << v << " = " << e << ";\n";
-    }
-    return v;
+    return define(e, d, vec);
   }
 
- private:
   const lt_graph& g_;
   const std::vector<char>& member_;
   std::ostringstream& os_;
   std::string ind_;
   int& n_;
   std::set<int32_t>& loads_;
+  int vw_ = 0;
   std::unordered_map<std::string, std::string> memo_;
   std::unordered_map<int32_t, std::pair<std::string, std::string>> presets_;
-  int vw_ = 0;                  // vector width in vector mode, else 0
   std::set<std::string> vecs_;  // variables holding vectors
 };
 
-// Declares `prefix<d>` = the coordinates of flat index `var` in `shape`; size-1 dims get "0".
-Idx decompose(std::ostringstream& os, const std::string& ind, const std::string& var,
-              const std::vector<int64_t>& shape, const std::string& prefix) {
-  auto st = strides_of(shape);
-  Idx idx(shape.size(), "0");
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    idx[d] = prefix + std::to_string(d);
-    std::string e = var;
-    if (d > 0) e = "(" + e + " % " + std::to_string(st[d] * shape[d]) + "L)";
-    if (st[d] != 1) e = "(" + e + " / " + std::to_string(st[d]) + "L)";
-    os << ind << "const long " << idx[d] << " = " << e << ";\n";
-  }
-  return idx;
-}
-
-size_t pow2_floor(size_t v) {
-  size_t p = 1;
-  while (p * 2 <= v) p *= 2;
-  return p;
-}
 size_t round_up(size_t v, size_t m) {
   return (v + m - 1) / m * m;
 }
-
-struct ReduceSpec {
-  int32_t node;
-  std::string_view op;
-  lt_dtype dtype;  // of the reduced operand
-};
 
 class Generator {
  public:
   Generator(const lt_graph& g, const DeviceCaps& caps) : g_(g), caps_(caps) {}
 
   GeneratedProgram run() {
-    fusion::Plan plan = fusion::plan(g_);
+    fusion::Options options;
+    options.index_maps = true;  // slices are strided loads fused into their consumers
+    fusion::Plan plan = fusion::plan(g_, options);
     out_.groups = plan.groups.size();
+    // Constants ("full", such as the scalars of decompositions) are evaluated where they are
+    // read, except as operands of matmul, conv2d and scatter_add, which read buffers.
     stored_.assign(g_.num_nodes, 0);
+    for (const auto& grp : plan.groups) {
+      for (int32_t i : grp.inputs) stored_[i] |= std::string_view(g_.nodes[i].op) != "full";
+      const lt_graph_node* a = grp.anchor >= 0 ? &g_.nodes[grp.anchor] : nullptr;
+      if (a && (std::string_view(a->op) == "matmul" || std::string_view(a->op) == "conv2d" ||
+                std::string_view(a->op) == "scatter_add"))
+        for (size_t k = 0; k < a->num_operands; ++k) stored_[a->operands[k]] = 1;
+    }
     for (size_t k = 0; k < g_.num_inputs; ++k) stored_[g_.inputs[k]] = 1;
     for (size_t k = 0; k < g_.num_outputs; ++k) stored_[g_.outputs[k]] = 1;
-    for (const auto& grp : plan.groups) {
-      for (int32_t o : grp.outputs) stored_[o] = 1;
-      for (int32_t i : grp.inputs) stored_[i] = 1;
-    }
     src_ << "// generated by lazytensor gpu_opencl\n";
     if (caps_.fp64) src_ << "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
-    bool random = false;
-    for (size_t i = 0; i < g_.num_nodes; ++i) {
-      std::string_view op = g_.nodes[i].op;
-      if (op == "random_uniform" || op == "random_normal") random = true;
-    }
-    if (random) src_ << "#define LT_RANDOM_OPENCL 1\n" << kRandomHeaderSource << "\n";
+    for (size_t i = 0; i < g_.num_nodes; ++i)
+      if (std::string_view(g_.nodes[i].op) == "random_unit") {
+        src_ << "#define LT_RANDOM_OPENCL 1\n" << kRandomHeaderSource << "\n";
+        break;
+      }
     for (const auto& grp : plan.groups) {
       std::vector<char> member(g_.num_nodes, 0);
       for (int32_t n : grp.nodes) member[n] = 1;
@@ -668,15 +383,14 @@ class Generator {
       for (int32_t n : grp.nodes)
         if (stored_[n]) outs.push_back(n);
       if (outs.empty()) continue;  // dead group (nothing reads it)
-      size_t mark_src = src_.tellp();
-      size_t mark_kernels = out_.kernels.size();
-      int mark_counter = counter_;
+      const size_t mark_src = src_.tellp();
+      const size_t mark_kernels = out_.kernels.size();
+      const int mark_counter = counter_;
       try {
         lower_group(grp, member, outs);
       } catch (const PlanError&) {
         // Roll back and lower this group node by node: every node gets its own buffer.
-        std::string kept = src_.str().substr(0, mark_src);
-        src_.str(kept);
+        src_.str(src_.str().substr(0, mark_src));
         src_.seekp(0, std::ios::end);
         out_.kernels.resize(mark_kernels);
         counter_ = mark_counter;
@@ -693,77 +407,50 @@ class Generator {
 
  private:
   void lower_single(int32_t n) {
+    const lt_graph_node& node = g_.nodes[n];
     std::vector<char> member(g_.num_nodes, 0);
     member[n] = 1;
     fusion::Group grp;
-    grp.nodes = {n};
-    grp.outputs = {n};
+    grp.nodes = grp.outputs = {n};
     grp.anchor = n;
-    std::string_view op = g_.nodes[n].op;
-    if (op == "input") return;
-    if (op == "sum" || op == "mean" || op == "max" || op == "min") {
+    grp.domain = shape_of(node);
+    grp.kind = is_inline_op(node.op) ? fusion::GroupKind::kElementwise : fusion::GroupKind::kOpaque;
+    if (is_reduce_op(node.op)) {
       grp.kind = fusion::GroupKind::kReduction;
-      const lt_graph_node& in = g_.nodes[g_.nodes[n].operands[0]];
-      grp.domain = shape_of(in);
-      grp.reduce_axes = attr_ints(g_.nodes[n], "axes");
-    } else {
-      grp.kind = is_inline_op(op) ? fusion::GroupKind::kElementwise : fusion::GroupKind::kOpaque;
-      grp.domain = shape_of(g_.nodes[n]);
+      grp.domain = shape_of(g_.nodes[node.operands[0]]);
+      grp.reduce_axes = Attrs(node).ints("axes");
     }
     lower_group(grp, member, {n});  // a single node never raises PlanError
   }
 
   void lower_group(const fusion::Group& grp, const std::vector<char>& member,
                    const std::vector<int32_t>& outs) {
-    using GK = fusion::GroupKind;
-    if (grp.kind == GK::kRowReduction || grp.kind == GK::kReduction) {
-      std::vector<ReduceSpec> reds;
+    if (grp.kind == fusion::GroupKind::kRowReduction || grp.kind == fusion::GroupKind::kReduction) {
+      std::vector<int32_t> reds;
       for (int32_t n : grp.nodes)
-        if (is_reduce_op(g_.nodes[n].op))
-          reds.push_back({n, g_.nodes[n].op, g_.nodes[g_.nodes[n].operands[0]].dtype});
-      row_kernel(member, reds, outs, grp.domain, grp.reduce_axes);
-      return;
+        if (is_reduce_op(g_.nodes[n].op)) reds.push_back(n);
+      return row_kernel(member, reds, outs, grp.domain, grp.reduce_axes);
     }
-    int32_t anchor = grp.anchor;
-    std::string_view aop = anchor >= 0 ? std::string_view(g_.nodes[anchor].op) : "";
-    if (grp.kind == GK::kElementwise || is_inline_op(aop)) {
-      map_kernel(member, outs);
-      return;
-    }
-    if (aop == "argmax") {
-      const lt_graph_node& a = g_.nodes[anchor];
-      const lt_graph_node& in = g_.nodes[a.operands[0]];
-      row_kernel(member, {{anchor, "argmax", in.dtype}}, outs, shape_of(in), {attr_i(a, "axis")});
-      return;
-    }
-    if (aop == "matmul")
-      return caps_.cpu ? matmul_kernel_cpu(anchor, member, outs)
-                       : matmul_kernel(anchor, member, outs);
-    if (aop == "conv2d" || aop == "max_pool2d" || aop == "avg_pool2d" || aop == "scatter_add")
-      return pointwise_special(anchor, member, outs);
-    fail(LT_STATUS_UNSUPPORTED, "gpu_opencl: no kernel for op " + std::string(aop));
+    const std::string_view aop = grp.anchor >= 0 ? g_.nodes[grp.anchor].op : "";
+    if (grp.kind == fusion::GroupKind::kElementwise || is_inline_op(aop))
+      return map_kernel(member, outs);
+    if (aop == "matmul") return matmul_kernel(grp.anchor, member, outs);
+    if (aop == "conv2d" || aop == "scatter_add") return pointwise_kernel(grp.anchor, member, outs);
+    fail(LT_STATUS_UNSUPPORTED, "no kernel for op " + std::string(aop));
   }
-
-  std::string name() { return "k" + std::to_string(out_.kernels.size()); }
 
   // Writes the kernel with its signature (loads first, then stores) and records its launch.
   void emit_kernel(const std::string& attrs, const std::string& body,
                    const std::set<int32_t>& loads, const std::vector<int32_t>& stores,
                    KernelLaunch launch) {
-    launch.name = name();
+    launch.name = "k" + std::to_string(out_.kernels.size());
     src_ << "\n__kernel " << attrs << "void " << launch.name << "(";
-    bool first = true;
-    for (int32_t n : loads) {
-      src_ << (first ? "" : ", ") << "__global const " << ctype(g_.nodes[n].dtype) << "* restrict p"
-           << n;
-      launch.args.push_back(n);
-      first = false;
-    }
-    for (int32_t n : stores) {
-      src_ << (first ? "" : ", ") << "__global " << ctype(g_.nodes[n].dtype) << "* restrict p" << n;
-      launch.args.push_back(n);
-      first = false;
-    }
+    std::vector<int32_t> params(loads.begin(), loads.end());
+    params.insert(params.end(), stores.begin(), stores.end());
+    for (size_t i = 0; i < params.size(); ++i)
+      src_ << (i ? ", " : "") << "__global " << (i < loads.size() ? "const " : "")
+           << ctype(g_.nodes[params[i]].dtype) << "* restrict p" << params[i];
+    launch.args = std::move(params);
     src_ << ") {\n" << body << "}\n";
     out_.kernels.push_back(std::move(launch));
   }
@@ -771,10 +458,10 @@ class Generator {
   // One work-item per element of the outputs' shape. Outputs of another shape (possible in
   // opaque groups of layout ops) get kernels of their own.
   void map_kernel(const std::vector<char>& member, const std::vector<int32_t>& outs) {
-    std::map<std::vector<int64_t>, std::vector<int32_t>> by_shape;
+    std::map<Shape, std::vector<int32_t>> by_shape;
     for (int32_t o : outs) by_shape[shape_of(g_.nodes[o])].push_back(o);
     for (auto& [shape, stores] : by_shape) {
-      int64_t total = numel(shape);
+      const int64_t total = numel(shape);
       if (total == 0) continue;
       std::ostringstream body;
       std::set<int32_t> loads;
@@ -791,292 +478,166 @@ class Generator {
     }
   }
 
-  size_t row_local_size(int64_t rows, int64_t count) const {
-    size_t cap =
-        std::min<size_t>(caps_.cpu ? (rows >= 16 ? 1 : 64) : 256, pow2_floor(caps_.max_wg));
-    size_t l = 1;
-    while (l < cap && static_cast<int64_t>(l) < count) l *= 2;
-    return l;
+  // Reductions over `axes` of `domain` with their producers and consumers, one kernel: on a
+  // GPU one work-group per output row (a strided loop + local-memory tree per reduction); on
+  // CPU devices, for trailing float reductions, one work-item per row with the row loop in
+  // vectors of W lanes (PoCL vectorises neither a loop inside a work-item nor a work-group
+  // around one), then a horizontal step in lane order; anything else takes the scalar form.
+  void row_kernel(const std::vector<char>& member, const std::vector<int32_t>& reds,
+                  const std::vector<int32_t>& outs, const Shape& domain, const Shape& axes) {
+    std::vector<char> is_axis(domain.size(), 0);
+    for (int64_t a : axes) is_axis[a] = 1;
+    Shape kept, reduced;
+    for (size_t d = 0; d < domain.size(); ++d) (is_axis[d] ? reduced : kept).push_back(domain[d]);
+    if (numel(kept) == 0) return;
+    bool trailing = !axes.empty() && numel(kept) >= 16 && numel(reduced) > 0;
+    for (size_t i = 0; i < axes.size(); ++i)
+      trailing = trailing && axes[i] == static_cast<int64_t>(domain.size() - axes.size() + i);
+    for (int32_t r : reds) trailing = trailing && lower::is_float(g_.nodes[r].dtype);
+    int W = 4;
+    while (W < 16 && W < static_cast<int>(caps_.vec_width)) W *= 2;
+    while (trailing && W > 4 && domain.back() % W != 0) W /= 2;
+    if (caps_.cpu && trailing && domain.back() % W == 0) {
+      const int mark = counter_;
+      try {
+        return row_kernel(member, reds, outs, domain, is_axis, kept, reduced, W);
+      } catch (const VecError&) {
+      } catch (const PlanError&) {
+      }
+      counter_ = mark;
+    }
+    row_kernel(member, reds, outs, domain, is_axis, kept, reduced, 0);
   }
 
-  // CPU devices: one work-item per row, the row loop in explicit vectors of W lanes along
-  // the last reduced dimension (PoCL vectorises neither a loop inside a work-item nor a
-  // work-group around one). Only trailing float sum/mean/max/min whose whole expression
-  // tree is float arithmetic qualify; returns false (nothing emitted) otherwise.
-  bool row_kernel_vec(const std::vector<char>& member, const std::vector<ReduceSpec>& reds,
-                      const std::vector<int32_t>& outs, const std::vector<int64_t>& domain,
-                      const std::vector<int64_t>& axes) {
-    if (domain.empty() || axes.empty()) return false;
-    const size_t R = domain.size();
-    for (size_t i = 0; i < axes.size(); ++i)
-      if (axes[i] != static_cast<int64_t>(R - axes.size() + i)) return false;
-    for (const ReduceSpec& rs : reds)
-      if (rs.op == "argmax" || !is_float(rs.dtype)) return false;
-    const int64_t last = domain.back();
-    int64_t W = 4;
-    while (W < 16 && W < static_cast<int64_t>(caps_.vec_width)) W *= 2;
-    while (W > 4 && last % W != 0) W /= 2;
-    if (last % W != 0) return false;
-    std::vector<int64_t> kept(domain.begin(), domain.end() - axes.size());
-    std::vector<int64_t> reduced(domain.end() - axes.size(), domain.end());
+  void row_kernel(const std::vector<char>& member, const std::vector<int32_t>& reds,
+                  const std::vector<int32_t>& outs, const Shape& domain,
+                  const std::vector<char>& is_axis, const Shape& kept, const Shape& reduced,
+                  int W) {
     const int64_t rows = numel(kept), count = numel(reduced);
-    if (rows < 16 || count == 0) return false;
-    for (int32_t o : outs) {
-      const lt_graph_node& n = g_.nodes[o];
-      if (shape_of(n) == domain && !is_float(n.dtype)) return false;
-      if (shape_of(n) != domain && numel(shape_of(n)) != rows) return false;
-    }
-    const int mark = counter_;
-    try {
-      std::ostringstream body;
-      std::set<int32_t> loads;
+    const bool vec = W > 0;
+    const size_t L = vec ? 1 : row_local_size(rows, count);
+    std::ostringstream body;
+    std::set<int32_t> loads;
+    if (vec)
       body << "  const long row = get_global_id(0);\n  if (row >= " << rows << "L) return;\n";
-      Idx kidx = decompose(body, "  ", "row", kept, "k");
-      auto row_idx = [&](const lt_graph_node& n) {
-        if (n.rank == R) {
-          Idx idx = kidx;
-          idx.resize(R, "0");
-          return idx;
-        }
-        if (n.rank != kept.size()) throw VecError{};
-        return kidx;
-      };
-      // The loop over the row in steps of W; the last reduced index is the lane base.
-      auto loop_head = [&](const std::string& ind) {
-        body << ind << "for (long r = 0; r < " << count << "L; r += " << W << ") {\n";
-        Idx ridx = decompose(body, ind + "  ", "r", reduced, "r");
+    else
+      body << "  const long row = get_group_id(0);\n  const int lid = get_local_id(0);\n";
+    Idx kidx = decompose(body, "  ", "row", kept, "k");
+    // Index of a per-row node (keepdims or dropped form) at this row.
+    auto row_idx = [&](int32_t node) {
+      const size_t rank = g_.nodes[node].rank;
+      if (rank == kept.size()) return kidx;
+      if (rank != domain.size()) throw PlanError{"per-row node of unexpected rank"};
+      Idx idx(rank, "0");
+      for (size_t d = 0, k = 0; d < rank; ++d)
+        if (!is_axis[d]) idx[d] = kidx[k++];
+      return idx;
+    };
+    std::vector<std::pair<int32_t, std::string>> results;
+    auto emitter = [&](const std::string& ind, int width) {
+      auto em = std::make_unique<Emitter>(g_, member, body, ind, counter_, loads, width);
+      for (auto& [n, v] : results) em->preset(n, row_idx(n), v);
+      return em;
+    };
+    // The loop over a row: work-items stride by L (GPU) or one work-item steps by W lanes.
+    auto loop_head = [&](const std::string& ind) {
+      body << ind << "for (long r = " << (vec ? "0" : "lid") << "; r < " << count
+           << "L; r += " << (vec ? W : static_cast<int64_t>(L)) << ") {\n";
+      Idx ridx = decompose(body, ind + "  ", "r", reduced, "r");
+      if (vec) {
         if (reduced.back() == 1) throw VecError{};
         body << ind << "  const long " << kLane << " = " << ridx.back() << ";\n";
         ridx.back() = kLane;
-        Idx idx = kidx;
-        idx.insert(idx.end(), ridx.begin(), ridx.end());
-        return idx;
-      };
-      std::vector<std::pair<int32_t, std::string>> results;
-      auto make_emitter = [&](const std::string& ind) {
-        auto em = std::make_unique<Emitter>(g_, member, body, ind, counter_, loads);
-        em->vector_mode(static_cast<int>(W));
-        for (auto& [n, v] : results) em->preset(n, row_idx(g_.nodes[n]), v);
-        return em;
-      };
-      static const char* kHex = "0123456789abcdef";
-      for (const ReduceSpec& rs : reds) {
-        const lt_graph_node& rn = g_.nodes[rs.node];
-        const std::string T = ctype(rs.dtype), V = T + std::to_string(W);
-        const std::string acc = "acc" + std::to_string(rs.node);
-        const bool sum = rs.op == "sum" || rs.op == "mean";
-        std::string init = sum ? "0" : literal(rs.op == "max" ? -INFINITY : INFINITY, rs.dtype);
-        body << "  " << V << " " << acc << " = (" << V << ")(" << init << ");\n";
-        Idx idx = loop_head("  ");
-        {
-          auto em = make_emitter("    ");
-          std::string v = em->value(rn.operands[0], idx);
-          if (!em->is_vector(v)) v = "((" + V + ")(" + v + "))";
-          body << "    " << acc << " = "
-               << (sum ? "(" + acc + " + " + v + ")"
-                       : binary_expr(rs.op == "max" ? "maximum" : "minimum", acc, v, rs.dtype))
-               << ";\n  }\n";
-        }
-        // Horizontal step over the lanes, in lane order.
-        const std::string h = "h" + std::to_string(rs.node);
-        body << "  " << T << " " << h << " = " << acc << ".s0;\n";
-        for (int64_t j = 1; j < W; ++j) {
-          std::string lane = acc + ".s" + kHex[j];
-          body << "  " << h << " = "
-               << (sum ? h + " + " + lane
-                       : binary_expr(rs.op == "max" ? "maximum" : "minimum", h, lane, rs.dtype))
-               << ";\n";
-        }
-        const std::string res = "res" + std::to_string(rs.node);
-        std::string rv = h;
-        if (rs.op == "mean") rv = "(" + h + " / (" + T + ")" + std::to_string(count) + ")";
-        body << "  const " << ctype(rn.dtype) << " " << res << " = " << rv << ";\n";
-        results.emplace_back(rs.node, res);
       }
-      std::vector<int32_t> full, per_row;
-      for (int32_t o : outs) (shape_of(g_.nodes[o]) == domain ? full : per_row).push_back(o);
-      if (!full.empty()) {
-        Idx idx = loop_head("  ");
-        auto em = make_emitter("    ");
-        for (int32_t o : full) {
-          std::string v = em->value(o, idx);
-          std::string V = std::string(ctype(g_.nodes[o].dtype)) + std::to_string(W);
-          if (!em->is_vector(v)) v = "((" + V + ")(" + v + "))";
-          body << "    vstore" << W << "(" << v << ", 0, p" << o << " + " << flat_expr(idx, domain)
-               << ");\n";
-        }
-        body << "  }\n";
-      }
-      if (!per_row.empty()) {
-        auto em = std::make_unique<Emitter>(g_, member, body, "  ", counter_, loads);
-        for (auto& [n, v] : results) em->preset(n, row_idx(g_.nodes[n]), v);
-        for (int32_t o : per_row) {
-          std::string v = em->value(o, row_idx(g_.nodes[o]));
-          body << "  p" << o << "[row] = " << v << ";\n";
-        }
-      }
-      KernelLaunch l;
-      l.global[0] = round_up(static_cast<size_t>(rows), 8);
-      emit_kernel("", body.str(), loads, outs, l);
-      return true;
-    } catch (const VecError&) {
-    } catch (const PlanError&) {
-    }
-    counter_ = mark;
-    return false;
-  }
-
-  // One work-group per output row of the reductions; reductions in order, each a strided
-  // loop plus a local-memory tree; then the full-shape outputs, then the per-row outputs.
-  void row_kernel(const std::vector<char>& member, const std::vector<ReduceSpec>& reds,
-                  const std::vector<int32_t>& outs, const std::vector<int64_t>& domain,
-                  const std::vector<int64_t>& axes) {
-    std::vector<char> is_axis(domain.size(), 0);
-    for (int64_t a : axes) is_axis[a] = 1;
-    std::vector<int64_t> kept, reduced;
-    for (size_t d = 0; d < domain.size(); ++d) (is_axis[d] ? reduced : kept).push_back(domain[d]);
-    int64_t rows = numel(kept), count = numel(reduced);
-    if (rows == 0) return;
-    if (caps_.cpu && row_kernel_vec(member, reds, outs, domain, axes)) return;
-    size_t L = row_local_size(rows, count);
-
-    std::ostringstream body;
-    std::set<int32_t> loads;
-    body << "  const long row = get_group_id(0);\n  const int lid = get_local_id(0);\n";
-    Idx kidx = decompose(body, "  ", "row", kept, "k");
-    auto full_idx = [&](const Idx& ridx) {
       Idx idx(domain.size());
-      size_t ki = 0, ri = 0;
-      for (size_t d = 0; d < domain.size(); ++d) idx[d] = is_axis[d] ? ridx[ri++] : kidx[ki++];
+      for (size_t d = 0, k = 0, r = 0; d < domain.size(); ++d)
+        idx[d] = is_axis[d] ? ridx[r++] : kidx[k++];
       return idx;
     };
-    // Index of a per-row node (keepdims or dropped form) at this row.
-    auto row_idx = [&](const lt_graph_node& n) {
-      if (n.rank == domain.size()) {
-        Idx idx(domain.size());
-        size_t ki = 0;
-        for (size_t d = 0; d < domain.size(); ++d) idx[d] = is_axis[d] ? "0" : kidx[ki++];
-        return idx;
-      }
-      if (n.rank != kept.size()) throw PlanError{"per-row node of unexpected rank"};
-      return kidx;
-    };
-    std::vector<std::pair<int32_t, std::string>> results;
-    auto make_emitter = [&](const std::string& ind) {
-      auto em = std::make_unique<Emitter>(g_, member, body, ind, counter_, loads);
-      for (auto& [n, v] : results) em->preset(n, row_idx(g_.nodes[n]), v);
-      return em;
-    };
-    auto loop_head = [&](const std::string& ind) {
-      body << ind << "for (long r = lid; r < " << count << "L; r += " << L << ") {\n";
-      return full_idx(decompose(body, ind + "  ", "r", reduced, "r"));
-    };
-    for (const ReduceSpec& rs : reds) {
-      const lt_graph_node& rn = g_.nodes[rs.node];
-      const std::string T = ctype(rs.dtype);
-      const std::string acc = "acc" + std::to_string(rs.node);
-      const bool arg = rs.op == "argmax", fl = is_float(rs.dtype);
-      std::string init;
-      if (rs.op == "sum" || rs.op == "mean")
-        init = "(" + T + ")0";
-      else if (rs.op == "max" || arg)
-        init =
-            fl ? literal(-INFINITY, rs.dtype) : (rs.dtype == LT_DTYPE_I32 ? "INT_MIN" : "LONG_MIN");
-      else
-        init =
-            fl ? literal(INFINITY, rs.dtype) : (rs.dtype == LT_DTYPE_I32 ? "INT_MAX" : "LONG_MAX");
-      body << "  " << T << " " << acc << " = " << init << ";\n";
-      if (arg) body << "  long " << acc << "i = -1;\n";
-      body << "  __local " << T << " red" << rs.node << "[" << L << "];\n";
-      if (arg) body << "  __local long red" << rs.node << "i[" << L << "];\n";
+    for (int32_t rn : reds) {
+      const lt_graph_node& n = g_.nodes[rn];
+      const std::string_view op = n.op;
+      const lt_dtype dt = n.dtype;
+      const std::string T = ctype(dt), V = vec ? T + std::to_string(W) : T;
+      const std::string id = std::to_string(rn), acc = "acc" + id, red = "red" + id;
+      const bool sum = op == "sum", mx = op == "max";
+      auto combine = [&](const std::string& x, const std::string& y) {
+        return cx::binary(sum ? "add" : mx ? "maximum" : "minimum", x, y, dt, kOpenCL);
+      };
+      // The identity: 0, or the extreme of the type (infinities saturate to the int limits).
+      std::string init = sum ? "0" : literal(mx ? -INFINITY : INFINITY, dt);
+      body << "  " << V << " " << acc << " = (" << V << ")(" << init << ");\n";
       Idx idx = loop_head("  ");
       {
-        auto em = make_emitter("    ");
-        std::string v = em->value(rn.operands[0], idx);
-        if (rs.op == "sum" || rs.op == "mean") {
-          body << "    " << acc << " = " << binary_expr("add", acc, v, rs.dtype) << ";\n";
-        } else if (arg) {
-          // First maximum; a NaN counts as the maximum. Loop order visits r ascending.
-          std::string better = fl ? "(" + acc + "i < 0 || (" + v + " != " + v + " && " + acc +
-                                        " == " + acc + ") || " + v + " > " + acc + ")"
-                                  : "(" + acc + "i < 0 || " + v + " > " + acc + ")";
-          body << "    if " << better << " { " << acc << " = " << v << "; " << acc << "i = r; }\n";
-        } else {
-          body << "    " << acc << " = "
-               << binary_expr(rs.op == "max" ? "maximum" : "minimum", acc, v, rs.dtype) << ";\n";
-        }
+        auto em = emitter("    ", W);
+        std::string v = em->value(n.operands[0], idx);
+        if (vec && !em->is_vector(v)) v = "((" + V + ")(" + v + "))";
+        body << "    " << acc << " = " << combine(acc, v) << ";\n  }\n";
       }
-      body << "  }\n";
-      body << "  red" << rs.node << "[lid] = " << acc << ";\n";
-      if (arg) body << "  red" << rs.node << "i[lid] = " << acc << "i;\n";
-      body << "  barrier(CLK_LOCAL_MEM_FENCE);\n";
-      if (L > 1) {
-        body << "  for (int s = " << L / 2 << "; s > 0; s >>= 1) {\n    if (lid < s) {\n";
-        std::string a = "red" + std::to_string(rs.node) + "[lid]",
-                    b = "red" + std::to_string(rs.node) + "[lid + s]";
-        if (rs.op == "sum" || rs.op == "mean") {
-          body << "      " << a << " = " << binary_expr("add", a, b, rs.dtype) << ";\n";
-        } else if (arg) {
-          std::string ai = "red" + std::to_string(rs.node) + "i[lid]",
-                      bi = "red" + std::to_string(rs.node) + "i[lid + s]";
-          std::string bnan = fl ? "(" + b + " != " + b + ")" : "0";
-          std::string anan = fl ? "(" + a + " != " + a + ")" : "0";
-          body << "      const int take = " << bi << " >= 0 && (" << ai << " < 0 || (" << bnan
-               << " && (!" << anan << " || " << bi << " < " << ai << ")) || (!" << anan << " && ("
-               << b << " > " << a << " || (" << b << " == " << a << " && " << bi << " < " << ai
-               << "))));\n";
-          body << "      if (take) { " << a << " = " << b << "; " << ai << " = " << bi << "; }\n";
-        } else {
-          body << "      " << a << " = "
-               << binary_expr(rs.op == "max" ? "maximum" : "minimum", a, b, rs.dtype) << ";\n";
-        }
-        body << "    }\n    barrier(CLK_LOCAL_MEM_FENCE);\n  }\n";
-      }
-      const std::string res = "res" + std::to_string(rs.node);
-      std::string rv = "red" + std::to_string(rs.node) + "[0]";
-      if (rs.op == "mean") rv = "(" + rv + " / (" + T + ")" + std::to_string(count) + ")";
-      if (arg) {
-        body << "  const long " << res << " = red" << rs.node << "i[0] < 0 ? 0L : red" << rs.node
-             << "i[0];\n";
+      std::string res = red + "[0]";
+      if (vec) {  // horizontal step over the lanes, in lane order
+        res = "h" + id;
+        body << "  " << T << " " << res << " = " << acc << ".s0;\n";
+        for (int j = 1; j < W; ++j)
+          body << "  " << res << " = " << combine(res, acc + ".s" + "0123456789abcdef"[j]) << ";\n";
       } else {
-        body << "  const " << ctype(rn.dtype) << " " << res << " = " << rv << ";\n";
+        body << "  __local " << T << " " << red << "[" << L << "];\n  " << red << "[lid] = " << acc
+             << ";\n  barrier(CLK_LOCAL_MEM_FENCE);\n";
+        if (L > 1)
+          body << "  for (int s = " << L / 2 << "; s > 0; s >>= 1) {\n    if (lid < s) " << red
+               << "[lid] = " << combine(red + "[lid]", red + "[lid + s]")
+               << ";\n    barrier(CLK_LOCAL_MEM_FENCE);\n  }\n";
       }
-      results.emplace_back(rs.node, res);
+      body << "  const " << T << " res" << id << " = " << res << ";\n";
+      results.emplace_back(rn, "res" + id);
     }
-    // Full-shape outputs, then per-row outputs.
+    // Full-shape outputs in a second pass over the row, then the per-row outputs.
     std::vector<int32_t> full, per_row;
     for (int32_t o : outs) {
-      const lt_graph_node& n = g_.nodes[o];
-      if (shape_of(n) == domain)
-        full.push_back(o);
-      else if (numel(shape_of(n)) == rows)
-        per_row.push_back(o);
-      else
+      const Shape s = shape_of(g_.nodes[o]);
+      if (s == domain && vec && !lower::is_float(g_.nodes[o].dtype)) throw VecError{};
+      if (s != domain && numel(s) != rows)
         throw PlanError{"output of a shape that is neither the domain nor a row"};
+      (s == domain ? full : per_row).push_back(o);
     }
     if (!full.empty()) {
       Idx idx = loop_head("  ");
-      auto em = make_emitter("    ");
+      auto em = emitter("    ", W);
       for (int32_t o : full) {
-        std::string v = em->value(o, idx);
-        body << "    p" << o << "[" << flat_expr(idx, domain) << "] = " << v << ";\n";
+        std::string v = em->value(o, idx), off = offset_expr(View::dense(domain), idx);
+        if (!vec) {
+          body << "    p" << o << "[" << off << "] = " << v << ";\n";
+          continue;
+        }
+        if (!em->is_vector(v))
+          v = "((" + ctype(g_.nodes[o].dtype) + std::to_string(W) + ")(" + v + "))";
+        body << "    vstore" << W << "(" << v << ", 0, p" << o << " + " << off << ");\n";
       }
       body << "  }\n";
     }
     if (!per_row.empty()) {
-      body << "  if (lid == 0) {\n";
-      auto em = make_emitter("    ");
+      body << (vec ? "  {\n" : "  if (lid == 0) {\n");
+      auto em = emitter("    ", 0);
       for (int32_t o : per_row) {
-        std::string v = em->value(o, row_idx(g_.nodes[o]));
+        std::string v = em->value(o, row_idx(o));
         body << "    p" << o << "[row] = " << v << ";\n";
       }
       body << "  }\n";
     }
     KernelLaunch l;
-    l.global[0] = static_cast<size_t>(rows) * L;
-    l.local[0] = L;
-    emit_kernel("__attribute__((reqd_work_group_size(" + std::to_string(L) + ", 1, 1))) ",
-                body.str(), loads, outs, l);
+    l.global[0] = vec ? round_up(static_cast<size_t>(rows), 8) : static_cast<size_t>(rows) * L;
+    l.local[0] = vec ? 0 : L;
+    emit_kernel(
+        vec ? "" : "__attribute__((reqd_work_group_size(" + std::to_string(L) + ", 1, 1))) ",
+        body.str(), loads, outs, l);
+  }
+
+  size_t row_local_size(int64_t rows, int64_t count) const {
+    size_t cap =
+        std::min<size_t>(caps_.cpu ? (rows >= 16 ? 1 : 64) : 256, std::bit_floor(caps_.max_wg));
+    size_t l = 1;
+    while (l < cap && static_cast<int64_t>(l) < count) l *= 2;
+    return l;
   }
 
   // Epilogue stores shared by the special kernels: `value` is the anchor's value at `idx`.
@@ -1085,22 +646,24 @@ class Generator {
                       const Idx& idx, const std::string& value, const std::vector<int32_t>& outs) {
     Emitter em(g_, member, body, ind, counter_, loads);
     em.preset(anchor, idx, value);
-    const auto shape = shape_of(g_.nodes[anchor]);
+    const Shape shape = shape_of(g_.nodes[anchor]);
     for (int32_t o : outs) {
       if (shape_of(g_.nodes[o]) != shape) throw PlanError{"epilogue output of another shape"};
       std::string v = em.value(o, idx);
-      body << ind << "p" << o << "[" << flat_expr(idx, shape) << "] = " << v << ";\n";
+      body << ind << "p" << o << "[" << offset_expr(View::dense(shape), idx) << "] = " << v
+           << ";\n";
     }
   }
 
-  // CPU devices (PoCL): a register-blocked micro-kernel in explicit vector types, since
-  // PoCL does not vectorise across work-items around an inner loop. A work-item owns an
+  // matmul + epilogue. GPUs: 16 x 16 tiles of A and B in local memory, one output per
+  // work-item. CPU devices (PoCL): a register-blocked micro-kernel in explicit vector types,
+  // since PoCL does not vectorise across work-items around an inner loop. A work-item owns an
   // RB x VW block of C (RB accumulators of VW lanes, VW = the device's native float width);
   // the K loop is innermost and each step is one vector load of B, RB broadcasts of A and
   // RB fused multiply-adds. Dim 0 walks row blocks so consecutive work-items reuse the same
   // B panel from cache. The last, partial column panel runs a scalar loop instead.
-  void matmul_kernel_cpu(int32_t anchor, const std::vector<char>& member,
-                         const std::vector<int32_t>& outs) {
+  void matmul_kernel(int32_t anchor, const std::vector<char>& member,
+                     const std::vector<int32_t>& outs) {
     const lt_graph_node& n = g_.nodes[anchor];
     const int32_t A = n.operands[0], B = n.operands[1];
     const lt_graph_node& an = g_.nodes[A];
@@ -1110,6 +673,42 @@ class Generator {
     const int64_t K = an.shape[an.rank - 1];
     if (M == 0 || N == 0 || batch == 0) return;
     const std::string T = ctype(n.dtype);
+    const Idx idx = batched ? Idx{"b", "row", "col"} : Idx{"row", "col"};
+    std::ostringstream body;
+    std::set<int32_t> loads = {A, B};
+    KernelLaunch l;
+    l.dims = 3;
+    l.global[2] = batch;
+    if (!caps_.cpu) {
+      const int TS = 16;
+      body << "  const int lc = get_local_id(0), lr = get_local_id(1);\n"
+           << "  const long col = get_group_id(0) * " << TS << " + lc;\n"
+           << "  const long row = get_group_id(1) * " << TS << " + lr;\n"
+           << "  const long b = get_global_id(2);\n"
+           << "  __local " << T << " As[" << TS << "][" << TS << "];\n"
+           << "  __local " << T << " Bs[" << TS << "][" << TS + 1 << "];\n"
+           << "  __global const " << T << "* a = p" << A << " + b * " << M * K << "L;\n"
+           << "  __global const " << T << "* bm = p" << B << " + b * " << K * N << "L;\n"
+           << "  " << T << " acc = 0;\n"
+           << "  for (long t = 0; t < " << K << "L; t += " << TS << ") {\n"
+           << "    As[lr][lc] = (row < " << M << "L && t + lc < " << K << "L) ? a[row * " << K
+           << "L + t + lc] : (" << T << ")0;\n"
+           << "    Bs[lr][lc] = (col < " << N << "L && t + lr < " << K << "L) ? bm[(t + lr) * " << N
+           << "L + col] : (" << T << ")0;\n"
+           << "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+           << "    for (int k = 0; k < " << TS << "; ++k) acc += As[lr][k] * Bs[k][lc];\n"
+           << "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+           << "  }\n"
+           << "  if (row < " << M << "L && col < " << N << "L) {\n";
+      store_epilogue(body, "    ", member, loads, anchor, idx, "acc", outs);
+      body << "  }\n";
+      l.global[0] = round_up(N, TS);
+      l.global[1] = round_up(M, TS);
+      l.local[0] = l.local[1] = TS;
+      l.local[2] = 1;
+      return emit_kernel("__attribute__((reqd_work_group_size(16, 16, 1))) ", body.str(), loads,
+                         outs, l);
+    }
     int64_t VW = 4;
     while (VW < 16 && VW < static_cast<int64_t>(caps_.vec_width)) VW *= 2;
     if (n.dtype == LT_DTYPE_F64) VW = std::max<int64_t>(2, VW / 2);
@@ -1122,8 +721,6 @@ class Generator {
     const int64_t CV = VW >= 16 && N >= 2 * VW ? 2 : 1, CW = VW * CV;
     const std::string V = T + std::to_string(VW);
     const std::string vw = std::to_string(VW);
-    std::ostringstream body;
-    std::set<int32_t> loads = {A, B};
     body << "  const long rbase = get_global_id(0) * " << RB << "L;\n"
          << "  const long col0 = get_global_id(1) * " << CW << "L;\n"
          << "  const long b = get_global_id(2);\n"
@@ -1181,157 +778,56 @@ class Generator {
          << "      const long col = col0 + j;\n"
          << "      if (col >= " << N << "L) break;\n"
          << "      const " << T << " cv = c[i * " << CW << " + j];\n";
-    Idx idx = batched ? Idx{"b", "row", "col"} : Idx{"row", "col"};
     store_epilogue(body, "      ", member, loads, anchor, idx, "cv", outs);
     body << "    }\n  }\n";
-    KernelLaunch l;
-    l.dims = 3;
     l.global[0] = (M + RB - 1) / RB;
     l.global[1] = (N + CW - 1) / CW;
-    l.global[2] = batch;
     emit_kernel("", body.str(), loads, outs, l);
   }
 
-  void matmul_kernel(int32_t anchor, const std::vector<char>& member,
-                     const std::vector<int32_t>& outs) {
+  // conv2d (direct: groups, dilation, bias) and scatter_add (scanning the indices for the
+  // element's position): one work-item per output element computes `acc`, then the epilogue.
+  void pointwise_kernel(int32_t anchor, const std::vector<char>& member,
+                        const std::vector<int32_t>& outs) {
     const lt_graph_node& n = g_.nodes[anchor];
-    const int32_t A = n.operands[0], B = n.operands[1];
-    const lt_graph_node& an = g_.nodes[A];
-    const bool batched = n.rank == 3;
-    const int64_t batch = batched ? n.shape[0] : 1, M = n.shape[n.rank - 2],
-                  N = n.shape[n.rank - 1];
-    const int64_t K = an.shape[an.rank - 1];
-    if (M == 0 || N == 0 || batch == 0) return;
-    const std::string T = ctype(n.dtype);
-    // TS x TS tiles; each work-item computes WPT outputs along the column so the inner
-    // loop reuses one A value from local memory several times.
-    const int TS = 16;
-    const int WPT = caps_.cpu ? 1 : 1;
-    std::ostringstream body;
-    std::set<int32_t> loads = {A, B};
-    body << "  const int lc = get_local_id(0), lr = get_local_id(1);\n"
-         << "  const long col = get_group_id(0) * " << TS << " + lc;\n"
-         << "  const long row = get_group_id(1) * " << TS << " + lr;\n"
-         << "  const long b = get_global_id(2);\n"
-         << "  __local " << T << " As[" << TS << "][" << TS << "];\n"
-         << "  __local " << T << " Bs[" << TS << "][" << TS + 1 << "];\n"
-         << "  __global const " << T << "* a = p" << A << " + b * " << M * K << "L;\n"
-         << "  __global const " << T << "* bm = p" << B << " + b * " << K * N << "L;\n"
-         << "  " << T << " acc = 0;\n"
-         << "  for (long t = 0; t < " << K << "L; t += " << TS << ") {\n"
-         << "    As[lr][lc] = (row < " << M << "L && t + lc < " << K << "L) ? a[row * " << K
-         << "L + t + lc] : (" << T << ")0;\n"
-         << "    Bs[lr][lc] = (col < " << N << "L && t + lr < " << K << "L) ? bm[(t + lr) * " << N
-         << "L + col] : (" << T << ")0;\n"
-         << "    barrier(CLK_LOCAL_MEM_FENCE);\n"
-         << "    for (int k = 0; k < " << TS << "; ++k) acc += As[lr][k] * Bs[k][lc];\n"
-         << "    barrier(CLK_LOCAL_MEM_FENCE);\n"
-         << "  }\n"
-         << "  if (row < " << M << "L && col < " << N << "L) {\n";
-    (void)WPT;
-    Idx idx = batched ? Idx{"b", "row", "col"} : Idx{"row", "col"};
-    store_epilogue(body, "    ", member, loads, anchor, idx, "acc", outs);
-    body << "  }\n";
-    KernelLaunch l;
-    l.dims = 3;
-    l.global[0] = round_up(N, TS);
-    l.global[1] = round_up(M, TS);
-    l.global[2] = batch;
-    l.local[0] = TS;
-    l.local[1] = TS;
-    l.local[2] = 1;
-    std::set<int32_t> ld = loads;
-    emit_kernel("__attribute__((reqd_work_group_size(16, 16, 1))) ", body.str(), ld, outs, l);
-  }
-
-  // conv2d, pools and scatter_add: one work-item per output element.
-  void pointwise_special(int32_t anchor, const std::vector<char>& member,
-                         const std::vector<int32_t>& outs) {
-    const lt_graph_node& n = g_.nodes[anchor];
-    std::string_view op = n.op;
-    const auto shape = shape_of(n);
+    const Attrs a(n);
+    const Shape shape = shape_of(n);
     const int64_t total = numel(shape);
     if (total == 0) return;
-    const std::string T = ctype(n.dtype);
-    std::ostringstream body;
-    std::set<int32_t> loads;
-    for (size_t k = 0; k < n.num_operands; ++k) loads.insert(n.operands[k]);
-    body << "  const long gid = get_global_id(0);\n  if (gid >= " << total << "L) return;\n";
-    Idx idx = decompose(body, "  ", "gid", shape, "o");
     auto P = [&](size_t k) { return "p" + std::to_string(n.operands[k]); };
-    if (op == "conv2d") {
-      const lt_graph_node& x = g_.nodes[n.operands[0]];
-      const lt_graph_node& w = g_.nodes[n.operands[1]];
-      auto stride = attr_ints(n, "stride"), pad = attr_ints(n, "padding"),
-           dil = attr_ints(n, "dilation");
-      int64_t groups = attr_i(n, "groups", 1);
-      int64_t C = x.shape[1], H = x.shape[2], W = x.shape[3];
-      int64_t O = w.shape[0], CG = w.shape[1], KH = w.shape[2], KW = w.shape[3];
-      int64_t OG = O / groups;
-      std::string nn = shape[0] == 1 ? "0" : "o0", oo = shape[1] == 1 ? "0" : "o1";
-      std::string oh = shape[2] == 1 ? "0" : "o2", ow = shape[3] == 1 ? "0" : "o3";
-      body << "  " << T
-           << " acc = " << (n.num_operands > 2 ? P(2) + "[" + oo + "]" : "(" + T + ")0") << ";\n"
-           << "  const long g = (" << oo << ") / " << OG << "L;\n"
-           << "  for (long c = 0; c < " << CG << "L; ++c) {\n"
-           << "    for (long kh = 0; kh < " << KH << "L; ++kh) {\n"
-           << "      const long ih = (" << oh << ") * " << stride[0] << "L - " << pad[0]
-           << "L + kh * " << dil[0] << "L;\n"
-           << "      if (ih < 0 || ih >= " << H << "L) continue;\n"
-           << "      for (long kw = 0; kw < " << KW << "L; ++kw) {\n"
-           << "        const long iw = (" << ow << ") * " << stride[1] << "L - " << pad[1]
-           << "L + kw * " << dil[1] << "L;\n"
-           << "        if (iw < 0 || iw >= " << W << "L) continue;\n"
-           << "        acc += " << P(0) << "[(((" << nn << ") * " << C << "L + g * " << CG
-           << "L + c) * " << H << "L + ih) * " << W << "L + iw] * " << P(1) << "[(((" << oo
-           << ") * " << CG << "L + c) * " << KH << "L + kh) * " << KW << "L + kw];\n"
-           << "      }\n    }\n  }\n";
-    } else if (op == "max_pool2d" || op == "avg_pool2d") {
-      const lt_graph_node& x = g_.nodes[n.operands[0]];
-      auto k = attr_ints(n, "kernel"), stride = attr_ints(n, "stride"),
-           pad = attr_ints(n, "padding");
-      int64_t H = x.shape[2], W = x.shape[3];
-      bool mx = op == "max_pool2d";
-      std::string nc = "((" + (shape[0] == 1 ? std::string("0") : "o0") + ") * " +
-                       std::to_string(x.shape[1]) + "L + (" +
-                       (shape[1] == 1 ? std::string("0") : "o1") + "))";
-      std::string oh = shape[2] == 1 ? "0" : "o2", ow = shape[3] == 1 ? "0" : "o3";
-      body << "  " << T << " acc = " << (mx ? literal(-INFINITY, n.dtype) : "(" + T + ")0") << ";\n"
-           << "  for (long kh = 0; kh < " << k[0] << "L; ++kh) {\n"
-           << "    const long ih = (" << oh << ") * " << stride[0] << "L - " << pad[0]
-           << "L + kh;\n"
-           << "    if (ih < 0 || ih >= " << H << "L) continue;\n"
-           << "    for (long kw = 0; kw < " << k[1] << "L; ++kw) {\n"
-           << "      const long iw = (" << ow << ") * " << stride[1] << "L - " << pad[1]
-           << "L + kw;\n"
-           << "      if (iw < 0 || iw >= " << W << "L) continue;\n"
-           << "      const " << T << " v = " << P(0) << "[(" << nc << " * " << H << "L + ih) * "
-           << W << "L + iw];\n"
-           << (mx ? "      acc = (v != v || v > acc) ? v : acc;\n" : "      acc += v;\n")
-           << "    }\n  }\n";
-      if (!mx) body << "  acc = acc / (" << T << ")" << k[0] * k[1] << ";\n";
+    auto in = [&](size_t k) { return shape_of(g_.nodes[n.operands[k]]); };
+    std::ostringstream body;
+    std::set<int32_t> loads(n.operands, n.operands + n.num_operands);
+    body << "  const long gid = get_global_id(0);\n  if (gid >= " << total << "L) return;\n";
+    Idx o = decompose(body, "  ", "gid", shape, "o");
+    body << "  " << ctype(n.dtype) << " acc = ";
+    if (std::string_view(n.op) == "conv2d") {
+      const Shape x = in(0), w = in(1);
+      const auto s = a.ints("stride", 2), p = a.ints("padding", 2), dl = a.ints("dilation", 2);
+      body << (n.num_operands > 2 ? P(2) + "[" + o[1] + "]" : "0") << ";\n  const long g = ("
+           << o[1] << ") / " << shape[1] / a.i("groups") << "L;\n"
+           << "  for (long c = 0; c < " << w[1] << "L; ++c)\n"
+           << "    for (long kh = 0; kh < " << w[2] << "L; ++kh) {\n"
+           << "      const long ih = (" << o[2] << ") * " << s[0] << "L - " << p[0] << "L + kh * "
+           << dl[0] << "L;\n      if (ih < 0 || ih >= " << x[2] << "L) continue;\n"
+           << "      for (long kw = 0; kw < " << w[3] << "L; ++kw) {\n"
+           << "        const long iw = (" << o[3] << ") * " << s[1] << "L - " << p[1] << "L + kw * "
+           << dl[1] << "L;\n        if (iw < 0 || iw >= " << x[3] << "L) continue;\n"
+           << "        acc += " << P(0) << "[(((" << o[0] << ") * " << x[1] << "L + g * " << w[1]
+           << "L + c) * " << x[2] << "L + ih) * " << x[3] << "L + iw] * " << P(1) << "[(((" << o[1]
+           << ") * " << w[1] << "L + c) * " << w[2] << "L + kh) * " << w[3] << "L + kw];\n"
+           << "      }\n    }\n";
     } else {  // scatter_add
-      const lt_graph_node& ind = g_.nodes[n.operands[1]];
-      int64_t axis = attr_i(n, "axis");
-      auto ishape = shape_of(ind);
-      int64_t ni = numel(ishape);
-      auto ushape = shape_of(g_.nodes[n.operands[2]]);
-      body << "  " << T << " acc = " << P(0) << "[gid];\n"
-           << "  const long pos = " << (shape[axis] == 1 ? std::string("0") : idx[axis]) << ";\n"
-           << "  for (long j = 0; j < " << ni << "L; ++j) {\n"
-           << "    if ((long)" << P(1) << "[j] != pos) continue;\n";
-      Idx uidx;
-      for (int64_t d = 0; d < axis; ++d) uidx.push_back(idx[d]);
-      Idx jidx = decompose(body, "    ", "j", ishape, "j");
-      for (auto& s : jidx) uidx.push_back(s);
-      for (size_t d = axis + 1; d < shape.size(); ++d) uidx.push_back(idx[d]);
-      for (size_t d = 0; d < ushape.size(); ++d)
-        if (ushape[d] == 1) uidx[d] = "0";
-      body << "    acc = "
-           << binary_expr("add", "acc", P(2) + "[" + flat_expr(uidx, ushape) + "]", n.dtype)
-           << ";\n  }\n";
+      const int64_t axis = a.i("axis");
+      body << P(0) << "[gid];\n  for (long j = 0; j < " << numel(in(1)) << "L; ++j) {\n"
+           << "    if ((long)" << P(1) << "[j] != " << o[axis] << ") continue;\n";
+      Idx u(o.begin(), o.begin() + axis);
+      for (const std::string& j : decompose(body, "    ", "j", in(1), "j")) u.push_back(j);
+      u.insert(u.end(), o.begin() + axis + 1, o.end());
+      std::string upd = P(2) + "[" + offset_expr(View::dense(in(2)), u) + "]";
+      body << "    acc = " << cx::binary("add", "acc", upd, n.dtype, kOpenCL) << ";\n  }\n";
     }
-    store_epilogue(body, "  ", member, loads, anchor, idx, "acc", outs);
+    store_epilogue(body, "  ", member, loads, anchor, o, "acc", outs);
     KernelLaunch l;
     l.global[0] = round_up(static_cast<size_t>(total), 64);
     emit_kernel("", body.str(), loads, outs, l);
@@ -1349,31 +845,15 @@ class Generator {
 
 bool node_supported(const lt_graph& graph, size_t node, const DeviceCaps& caps) {
   const lt_graph_node& n = graph.nodes[node];
-  std::string_view op = n.op ? n.op : "";
   auto dtype_ok = [&](lt_dtype d) {
-    switch (d) {
-      case LT_DTYPE_F32:
-      case LT_DTYPE_I32:
-      case LT_DTYPE_I64:
-      case LT_DTYPE_BOOL:
-        return true;
-      case LT_DTYPE_F64:
-        return caps.fp64;
-      default:
-        return false;
-    }
+    return d == LT_DTYPE_F32 || d == LT_DTYPE_I32 || d == LT_DTYPE_I64 || d == LT_DTYPE_BOOL ||
+           (d == LT_DTYPE_F64 && caps.fp64);
   };
-  if (!dtype_ok(n.dtype)) return false;
-  for (size_t k = 0; k < n.num_operands; ++k) {
-    int32_t o = n.operands[k];
-    if (o < 0 || static_cast<size_t>(o) >= node) return false;
-    if (!dtype_ok(graph.nodes[o].dtype)) return false;
-  }
-  if (op == "input" || is_inline_op(op) || is_reduce_op(op) || op == "scatter_add") return true;
-  if (op == "matmul" || op == "conv2d" || op == "max_pool2d" || op == "avg_pool2d" ||
-      op == "softmax" || op == "log_softmax")
-    return is_float(n.dtype);
-  return false;
+  bool ok = dtype_ok(n.dtype);
+  for (size_t k = 0; k < n.num_operands; ++k) ok = ok && dtype_ok(graph.nodes[n.operands[k]].dtype);
+  std::string_view op = n.op;
+  return ok && (op == "input" || is_inline_op(op) || is_reduce_op(op) || op == "matmul" ||
+                op == "conv2d" || op == "scatter_add");
 }
 
 GeneratedProgram generate(const lt_graph& graph, const DeviceCaps& caps) {

@@ -7,6 +7,8 @@
 #include <cstdio>
 
 namespace lt::tpu {
+
+using kit::fail;
 namespace {
 
 MachineConfig preset_config(const std::string& name) {
@@ -93,41 +95,32 @@ void parse_array(const std::string& value, MachineConfig& m) {
 
 }  // namespace
 
-MachineConfig parse_machine_options(const std::vector<std::pair<std::string, std::string>>& opts) {
-  MachineConfig m = preset_config("v4");
-  for (const auto& [key, value] : opts) {
-    if (key == "preset") m = preset_config(value);
-  }
+MachineConfig parse_machine_options(kit::Options& options) {
+  MachineConfig m = preset_config(options.take("preset").value_or("v4"));
   bool custom = false;
-  for (const auto& [key, value] : opts) {
-    custom = custom || key != "preset";
-    if (key == "preset") {
-      continue;
-    } else if (key == "systolic_array") {
-      parse_array(value, m);
-    } else if (key == "mxus_per_core") {
-      m.mxus_per_core = parse_int(key, value, 1, 64);
-    } else if (key == "cores") {
-      m.cores = parse_int(key, value, 1, 1024);
-    } else if (key == "clock_mhz") {
-      m.clock_mhz = parse_real(key, value, 0.0, 1e5, false);
-    } else if (key == "hbm_gib") {
-      m.hbm_gib = parse_real(key, value, 0.0, 1e6, false);
-    } else if (key == "hbm_gbps") {
-      m.hbm_gbps = parse_real(key, value, 0.0, 1e7, false);
-    } else if (key == "vmem_mib") {
-      m.vmem_mib = parse_real(key, value, 0.0, 1e6, false);
-    } else if (key == "vector_lanes") {
-      m.vector_lanes = parse_int(key, value, 1, 1 << 20);
-    } else if (key == "launch_overhead_us") {
-      m.launch_overhead_us = parse_real(key, value, 0.0, 1e9, true);
-    } else {
-      fail(LT_STATUS_INVALID_ARGUMENT,
-           "unknown option '" + key +
-               "' (known: preset, systolic_array, mxus_per_core, cores, clock_mhz, hbm_gib, "
-               "hbm_gbps, vmem_mib, vector_lanes, launch_overhead_us)");
+  auto with = [&](const char* key, auto&& set) {
+    if (auto v = options.take(key)) {
+      set(*v);
+      custom = true;
     }
-  }
+  };
+  with("systolic_array", [&](const std::string& v) { parse_array(v, m); });
+  with("mxus_per_core",
+       [&](const std::string& v) { m.mxus_per_core = parse_int("mxus_per_core", v, 1, 64); });
+  with("cores", [&](const std::string& v) { m.cores = parse_int("cores", v, 1, 1024); });
+  with("clock_mhz",
+       [&](const std::string& v) { m.clock_mhz = parse_real("clock_mhz", v, 0.0, 1e5, false); });
+  with("hbm_gib",
+       [&](const std::string& v) { m.hbm_gib = parse_real("hbm_gib", v, 0.0, 1e6, false); });
+  with("hbm_gbps",
+       [&](const std::string& v) { m.hbm_gbps = parse_real("hbm_gbps", v, 0.0, 1e7, false); });
+  with("vmem_mib",
+       [&](const std::string& v) { m.vmem_mib = parse_real("vmem_mib", v, 0.0, 1e6, false); });
+  with("vector_lanes",
+       [&](const std::string& v) { m.vector_lanes = parse_int("vector_lanes", v, 1, 1 << 20); });
+  with("launch_overhead_us", [&](const std::string& v) {
+    m.launch_overhead_us = parse_real("launch_overhead_us", v, 0.0, 1e9, true);
+  });
   if (custom) m.preset += " (customised)";
   return m;
 }

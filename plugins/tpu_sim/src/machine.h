@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "error.h"
+#include "lazytensor/plugin_kit.hpp"
 
 namespace lt::tpu {
 
@@ -38,9 +38,9 @@ struct MachineConfig {
   std::string describe() const;
 };
 
-// Builds the machine from options: `preset` first (wherever it appears), then every other
-// key overrides one figure. Unknown keys and malformed values throw INVALID_ARGUMENT.
-MachineConfig parse_machine_options(const std::vector<std::pair<std::string, std::string>>& opts);
+// Builds the machine from the plugin options: `preset` first, then every other key overrides
+// one figure. Malformed values throw INVALID_ARGUMENT (unknown keys: the kit, after this).
+MachineConfig parse_machine_options(kit::Options& options);
 
 // "18.2 GiB", "512.0 MiB", "96 B": sizes in error messages and descriptions.
 std::string format_bytes(double bytes);

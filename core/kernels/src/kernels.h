@@ -1,0 +1,112 @@
+// kernels.h — internal contract between host::prepare and the op kernels: the compile-time view
+// of one node handed to its op's prepare function, and the helpers the kernel files share.
+// Nodes come validated (lower::validate): prepare functions choose a kernel and encode its
+// parameters; they leave fn null for what the host kernels do not compute, never re-check.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "lazytensor/host/kernels.hpp"
+#include "lazytensor/lower/graph.hpp"
+
+namespace lt::host {
+
+constexpr int64_t kParallelThreshold = 32768;
+constexpr int64_t kGrain = 16384;
+
+// A value's static description.
+struct ValueDesc {
+  lt_dtype dtype = LT_DTYPE_INVALID;
+  int rank = 0;
+  const int64_t* shape = nullptr;
+  int64_t numel = 1;
+};
+
+struct PrepareCall {
+  OpId op;
+  ValueDesc out;
+  const ValueDesc* in = nullptr;
+  size_t num_in = 0;
+  const lower::Attrs& attrs;
+  std::vector<int64_t>* params = nullptr;
+  KernelFn fn = nullptr;  // left null: the host kernels do not run this node
+};
+using PrepareFn = void (*)(PrepareCall&);
+
+// Each kernel file puts its ops' prepare functions into the table (indexed by OpId).
+void add_elementwise_ops(PrepareFn* table);
+void add_reduce_ops(PrepareFn* table);
+void add_layout_ops(PrepareFn* table);
+void add_linalg_ops(PrepareFn* table);
+
+// Dtypes the kernels compute in (bf16/f16 are storage only: cast and data movement).
+inline bool is_float(lt_dtype d) {
+  return d == LT_DTYPE_F32 || d == LT_DTYPE_F64;
+}
+inline bool is_int(lt_dtype d) {
+  return d == LT_DTYPE_I32 || d == LT_DTYPE_I64;
+}
+inline bool is_numeric(lt_dtype d) {
+  return is_float(d) || is_int(d);
+}
+inline bool same_shape(const ValueDesc& a, const ValueDesc& b) {
+  return a.rank == b.rank && std::equal(a.shape, a.shape + a.rank, b.shape);
+}
+
+inline void push_double(std::vector<int64_t>& p, double v) {
+  int64_t w;
+  std::memcpy(&w, &v, sizeof w);
+  p.push_back(w);
+}
+inline double read_double(const int64_t* p) {
+  double v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// Dense row-major element strides of shape.
+inline void dense_strides(const int64_t* shape, int rank, int64_t* strides) {
+  int64_t s = 1;
+  for (int i = rank - 1; i >= 0; --i) {
+    strides[i] = s;
+    s *= shape[i];
+  }
+}
+
+// Converts a double to dtype d with cast semantics (saturating, NaN -> 0 for ints) into dst.
+void store_double_as(lt_dtype d, double v, void* dst);
+
+// Generic strided copy: out (dense, out_shape) <- src viewed with element strides (any sign,
+// 0 for broadcast) starting at src. broadcast_to, permute, slice.
+void strided_copy(char* out, const int64_t* out_shape, int rank, const char* src,
+                  const int64_t* src_strides, size_t elem_size);
+
+// Elementwise span: out[i] = f(in0[i * strides[0]], in1[i * strides[1]], ...), i in [0, n).
+// Strides are in elements (0 = broadcast); out is dense.
+using SpanFn = void (*)(char* out, const char* const* in, const int64_t* strides, int64_t n,
+                        const int64_t* params);
+// Runs span over out, broadcasting every input of c (first `num_in` of them) to out's shape.
+void elementwise(const KernelCall& c, size_t num_in, SpanFn span);
+
+}  // namespace lt::host
+
+// Picks K<T> for a dtype from a kernel template (T = float, double, int32_t, int64_t, uint8_t
+// for bool); the one place dtypes map to C++ types.
+#define LT_HOST_PICK_ALL(dtype, K)                                            \
+  ((dtype) == LT_DTYPE_F32   ? static_cast<::lt::host::KernelFn>(&K<float>)   \
+   : (dtype) == LT_DTYPE_F64 ? static_cast<::lt::host::KernelFn>(&K<double>)  \
+   : (dtype) == LT_DTYPE_I32 ? static_cast<::lt::host::KernelFn>(&K<int32_t>) \
+   : (dtype) == LT_DTYPE_I64 ? static_cast<::lt::host::KernelFn>(&K<int64_t>) \
+                             : static_cast<::lt::host::KernelFn>(&K<uint8_t>))
+#define LT_HOST_PICK_NUMERIC(dtype, K)                                        \
+  ((dtype) == LT_DTYPE_F32   ? static_cast<::lt::host::KernelFn>(&K<float>)   \
+   : (dtype) == LT_DTYPE_F64 ? static_cast<::lt::host::KernelFn>(&K<double>)  \
+   : (dtype) == LT_DTYPE_I32 ? static_cast<::lt::host::KernelFn>(&K<int32_t>) \
+                             : static_cast<::lt::host::KernelFn>(&K<int64_t>))
+#define LT_HOST_PICK_FLOAT(dtype, K)                                      \
+  ((dtype) == LT_DTYPE_F32 ? static_cast<::lt::host::KernelFn>(&K<float>) \
+                           : static_cast<::lt::host::KernelFn>(&K<double>))

@@ -1,0 +1,358 @@
+// linalg.cpp — the one GEMM entry point and its thread policy, matmul, conv2d (im2col + gemm;
+// a direct loop for integers) and the pools. BLAS is never called from inside a TBB loop with
+// its own threads on: OpenBLAS runs single-threaded under TBB, or threaded from the caller.
+#include <cblas.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "kernels.h"
+
+namespace lt::host {
+namespace {
+
+// Products below kSerialGemm multiply-adds run OpenBLAS on the calling thread; up to
+// kBlasThreadsGemm they are split into column panels over TBB, each a single-threaded OpenBLAS
+// call (LSTM-sized 32x800x200 gemms: OpenBLAS's own pool spins after each call and fights TBB
+// and the caller for 2 cores, measured 7x slower steps under load); larger products use
+// OpenBLAS's threads, from the calling thread only.
+constexpr int64_t kSerialGemm = int64_t{1} << 18;
+constexpr int64_t kBlasThreadsGemm = int64_t{1} << 24;
+
+// Caps OpenBLAS at one thread while alive. The thread count is process-wide: a concurrent
+// large BLAS call elsewhere may briefly run single-threaded (slower, never wrong); the
+// previous count is restored on exit.
+class SerialBlasScope {
+ public:
+  SerialBlasScope() {
+    prev_ = openblas_get_num_threads();
+    if (prev_ > 1)
+      openblas_set_num_threads(1);
+    else
+      prev_ = 0;
+  }
+  ~SerialBlasScope() {
+    if (prev_ > 1) openblas_set_num_threads(prev_);
+  }
+  SerialBlasScope(const SerialBlasScope&) = delete;
+  SerialBlasScope& operator=(const SerialBlasScope&) = delete;
+
+ private:
+  int prev_ = 0;
+};
+
+template <class T>
+void blas(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
+          int64_t ldc, bool accumulate) {
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb,
+                accumulate ? 1.0f : 0.0f, c, ldc);
+  else
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, lda, b, ldb,
+                accumulate ? 1.0 : 0.0, c, ldc);
+}
+
+}  // namespace
+
+template <class T>
+void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
+          int64_t ldc, bool accumulate) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (!accumulate)
+      for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
+    return;
+  }
+  int64_t macs = m * n * k;
+  if (macs >= kBlasThreadsGemm) return blas(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+  SerialBlasScope serial;
+  // Panels of at least 64 columns and ~kSerialGemm multiply-adds each.
+  int64_t panel = std::max<int64_t>(64, kSerialGemm / std::max<int64_t>(1, m * k));
+  if (macs < kSerialGemm || n < 2 * panel) return blas(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+  int64_t panels = (n + panel - 1) / panel;
+  tbb::parallel_for(int64_t{0}, panels, [&](int64_t p) {
+    int64_t j0 = p * panel, j1 = std::min(n, j0 + panel);
+    blas(m, j1 - j0, k, a, lda, b + j0, ldb, c + j0, ldc, accumulate);
+  });
+}
+
+template <class T>
+void gemm_batched(int64_t batch, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c) {
+  auto one = [&](int64_t i) {
+    gemm<T>(m, n, k, a + i * m * k, k, b + i * k * n, n, c + i * m * n, n);
+  };
+  int64_t macs = m * n * k;
+  if (batch > 1 && macs < kBlasThreadsGemm && batch * macs >= kSerialGemm) {
+    SerialBlasScope serial;  // many small products: one TBB task each
+    tbb::parallel_for(int64_t{0}, batch, one);
+  } else {
+    for (int64_t i = 0; i < batch; ++i) one(i);
+  }
+}
+
+template void gemm<float>(int64_t, int64_t, int64_t, const float*, int64_t, const float*, int64_t,
+                          float*, int64_t, bool);
+template void gemm<double>(int64_t, int64_t, int64_t, const double*, int64_t, const double*,
+                           int64_t, double*, int64_t, bool);
+template void gemm_batched<float>(int64_t, int64_t, int64_t, int64_t, const float*, const float*,
+                                  float*);
+template void gemm_batched<double>(int64_t, int64_t, int64_t, int64_t, const double*, const double*,
+                                   double*);
+
+// ---- conv2d ----
+
+ConvGeom conv_geom(const lt_graph& g, size_t i) {
+  const lt_graph_node& n = g.nodes[i];
+  const lt_graph_node& x = g.nodes[n.operands[0]];
+  const lt_graph_node& w = g.nodes[n.operands[1]];
+  lower::Attrs a(n);
+  auto s = a.ints("stride"), p = a.ints("padding"), d = a.ints("dilation");
+  return ConvGeom{x.shape[0], x.shape[1], x.shape[2], x.shape[3],   w.shape[0], w.shape[2],
+                  w.shape[3], n.shape[2], n.shape[3], s[0],         s[1],       p[0],
+                  p[1],       d[0],       d[1],       a.i("groups")};
+}
+
+namespace {
+
+// col[(c·KH + kh)·KW + kw][oh·OW + ow] = x[c][oh·sh − ph + kh·dh][ow·sw − pw + kw·dw] or 0.
+template <class T>
+void im2col(const ConvGeom& g, const T* x, T* col) {
+  parallel_for(g.col_rows(), g.plane(), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const int64_t ch = r / (g.KH * g.KW), kh = (r / g.KW) % g.KH, kw = r % g.KW;
+      const T* src = x + ch * g.H * g.W;
+      T* dst = col + r * g.plane();
+      for (int64_t oh = 0; oh < g.OH; ++oh) {
+        const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+        T* d = dst + oh * g.OW;
+        if (ih < 0 || ih >= g.H) {
+          std::fill(d, d + g.OW, T(0));
+          continue;
+        }
+        for (int64_t ow = 0; ow < g.OW; ++ow) {
+          const int64_t iw = ow * g.sw - g.pw + kw * g.dw;
+          d[ow] = (iw >= 0 && iw < g.W) ? src[ih * g.W + iw] : T(0);
+        }
+      }
+    }
+  });
+}
+
+// One image and group: bias, im2col (unless direct), gemm accumulating onto the bias.
+template <class T>
+void conv_one(const ConvGeom& g, int64_t q, const T* x, const T* w, const T* bias, T* out, T* col) {
+  const int64_t n = q / g.G, gi = q % g.G, K = g.col_rows(), P = g.plane();
+  const T* xg = x + (n * g.C + gi * g.Cg()) * g.H * g.W;
+  T* og = out + (n * g.O + gi * g.Og()) * P;
+  if (bias)
+    for (int64_t o = 0; o < g.Og(); ++o)
+      std::fill(og + o * P, og + (o + 1) * P, bias[gi * g.Og() + o]);
+  if (K == 0 || P == 0 || g.Og() == 0) {
+    if (!bias) std::fill(og, og + g.Og() * P, T(0));
+    return;
+  }
+  const T* B = xg;
+  if (!g.direct()) {
+    im2col(g, xg, col);
+    B = col;
+  }
+  gemm<T>(g.Og(), P, K, w + gi * g.Og() * K, K, B, P, og, P, bias != nullptr);
+}
+
+}  // namespace
+
+template <class T>
+void conv2d(const ConvGeom& g, const T* x, const T* w, const T* bias, T* out, T* col) {
+  const int64_t count = g.N * g.G, work = g.Og() * g.plane() * g.col_rows();
+  const size_t scratch = static_cast<size_t>(conv_scratch_elems(g));
+  if (count > 1 && work < kBlasThreadsGemm && count * work >= kSerialGemm) {
+    SerialBlasScope serial;  // many small images: one TBB task each, own im2col scratch
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, count),
+                      [&](const tbb::blocked_range<int64_t>& r) {
+                        std::vector<T> local(scratch);
+                        for (int64_t q = r.begin(); q < r.end(); ++q)
+                          conv_one(g, q, x, w, bias, out, local.data());
+                      });
+    return;
+  }
+  std::vector<T> own;
+  if (!col && scratch) {
+    own.resize(scratch);
+    col = own.data();
+  }
+  for (int64_t q = 0; q < count; ++q) conv_one(g, q, x, w, bias, out, col);
+}
+
+template void conv2d<float>(const ConvGeom&, const float*, const float*, const float*, float*,
+                            float*);
+template void conv2d<double>(const ConvGeom&, const double*, const double*, const double*, double*,
+                             double*);
+
+namespace {
+
+// ---- matmul ----
+
+template <class T>
+void matmul_kernel(const KernelCall& c) {
+  const TensorArg &a = c.in[0], &b = c.in[1];
+  const int64_t B = a.rank == 3 ? a.shape[0] : 1;
+  const int64_t M = a.shape[a.rank - 2], K = a.shape[a.rank - 1], N = b.shape[b.rank - 1];
+  gemm_batched<T>(B, M, N, K, reinterpret_cast<const T*>(a.data),
+                  reinterpret_cast<const T*>(b.data), reinterpret_cast<T*>(c.out.data));
+}
+
+void prepare_matmul(PrepareCall& c) {
+  if (is_float(c.out.dtype)) c.fn = LT_HOST_PICK_FLOAT(c.out.dtype, matmul_kernel);
+}
+
+// ---- conv2d kernels: params [0..15] the ConvGeom fields ----
+
+ConvGeom geom_of(const KernelCall& c) {
+  const int64_t* p = c.params;
+  return ConvGeom{p[0], p[1], p[2],  p[3],  p[4],  p[5],  p[6],  p[7],
+                  p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15]};
+}
+
+template <class T>
+void conv2d_float(const KernelCall& c) {
+  if (c.out.numel == 0) return;
+  conv2d<T>(geom_of(c), reinterpret_cast<const T*>(c.in[0].data),
+            reinterpret_cast<const T*>(c.in[1].data),
+            c.num_in > 2 ? reinterpret_cast<const T*>(c.in[2].data) : nullptr,
+            reinterpret_cast<T*>(c.out.data), nullptr);
+}
+
+// Integer convolution: a direct loop with wrap-around arithmetic.
+template <class T>
+void conv2d_int(const KernelCall& c) {
+  using U = std::make_unsigned_t<T>;
+  const ConvGeom g = geom_of(c);
+  const T* x = reinterpret_cast<const T*>(c.in[0].data);
+  const T* w = reinterpret_cast<const T*>(c.in[1].data);
+  T* out = reinterpret_cast<T*>(c.out.data);
+  const int64_t plane = g.OH * g.OW;
+  parallel_for(g.N * g.O, plane * g.Cg() * g.KH * g.KW, [&](int64_t b, int64_t e) {
+    for (int64_t q = b; q < e; ++q) {
+      const int64_t n = q / g.O, o = q % g.O, gi = o / g.Og();
+      for (int64_t oh = 0; oh < g.OH; ++oh) {
+        for (int64_t ow = 0; ow < g.OW; ++ow) {
+          U acc = 0;
+          for (int64_t ch = 0; ch < g.Cg(); ++ch) {
+            const T* xs = x + (n * g.C + gi * g.Cg() + ch) * g.H * g.W;
+            const T* ws = w + (o * g.Cg() + ch) * g.KH * g.KW;
+            for (int64_t kh = 0; kh < g.KH; ++kh) {
+              const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+              if (ih < 0 || ih >= g.H) continue;
+              for (int64_t kw = 0; kw < g.KW; ++kw) {
+                const int64_t iw = ow * g.sw - g.pw + kw * g.dw;
+                if (iw < 0 || iw >= g.W) continue;
+                acc += static_cast<U>(xs[ih * g.W + iw]) * static_cast<U>(ws[kh * g.KW + kw]);
+              }
+            }
+          }
+          if (c.num_in > 2) acc += static_cast<U>(reinterpret_cast<const T*>(c.in[2].data)[o]);
+          out[q * plane + oh * g.OW + ow] = static_cast<T>(acc);
+        }
+      }
+    }
+  });
+}
+
+void prepare_conv2d(PrepareCall& c) {
+  if (!is_numeric(c.out.dtype)) return;
+  const ValueDesc &x = c.in[0], &w = c.in[1];
+  auto s = c.attrs.ints("stride"), p = c.attrs.ints("padding"), d = c.attrs.ints("dilation");
+  const int64_t geom[] = {x.shape[0],     x.shape[1], x.shape[2], x.shape[3],
+                          w.shape[0],     w.shape[2], w.shape[3], c.out.shape[2],
+                          c.out.shape[3], s[0],       s[1],       p[0],
+                          p[1],           d[0],       d[1],       c.attrs.i("groups")};
+  c.params->insert(c.params->end(), std::begin(geom), std::end(geom));
+  switch (c.out.dtype) {
+    case LT_DTYPE_F32:
+      c.fn = &conv2d_float<float>;
+      break;
+    case LT_DTYPE_F64:
+      c.fn = &conv2d_float<double>;
+      break;
+    case LT_DTYPE_I32:
+      c.fn = &conv2d_int<int32_t>;
+      break;
+    default:
+      c.fn = &conv2d_int<int64_t>;
+      break;
+  }
+}
+
+// ---- pools ----
+// params: [0..1] kernel, [2..3] stride, [4..5] padding, [6] 1 for max
+
+template <class T>
+void pool_kernel(const KernelCall& c) {
+  const TensorArg& x = c.in[0];
+  const int64_t H = x.shape[2], W = x.shape[3], OH = c.out.shape[2], OW = c.out.shape[3];
+  const int64_t* p = c.params;
+  const int64_t KH = p[0], KW = p[1], sh = p[2], sw = p[3], ph = p[4], pw = p[5];
+  const bool is_max = p[6] != 0;
+  const T* src = reinterpret_cast<const T*>(x.data);
+  T* out = reinterpret_cast<T*>(c.out.data);
+  const T lowest = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                        : std::numeric_limits<T>::lowest();
+  parallel_for(x.shape[0] * x.shape[1], OH * OW * KH * KW, [&](int64_t b, int64_t e) {
+    for (int64_t q = b; q < e; ++q) {
+      const T* s = src + q * H * W;
+      T* o = out + q * OH * OW;
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        const int64_t h0 = oh * sh - ph;
+        const int64_t hb = std::max<int64_t>(h0, 0), he = std::min<int64_t>(h0 + KH, H);
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          const int64_t w0 = ow * sw - pw;
+          const int64_t wb = std::max<int64_t>(w0, 0), we = std::min<int64_t>(w0 + KW, W);
+          if (is_max) {
+            T m = lowest;
+            bool nan = false;
+            for (int64_t ih = hb; ih < he; ++ih) {
+              for (int64_t iw = wb; iw < we; ++iw) {
+                const T v = s[ih * W + iw];
+                if (v != v) nan = true;
+                if (v > m) m = v;
+              }
+            }
+            o[oh * OW + ow] = nan ? std::numeric_limits<T>::quiet_NaN() : m;
+          } else {
+            double acc = 0;
+            for (int64_t ih = hb; ih < he; ++ih) {
+              for (int64_t iw = wb; iw < we; ++iw) acc += static_cast<double>(s[ih * W + iw]);
+            }
+            o[oh * OW + ow] = static_cast<T>(acc / static_cast<double>(KH * KW));
+          }
+        }
+      }
+    }
+  });
+}
+
+void prepare_pool(PrepareCall& c) {
+  const bool is_max = c.op == kOpMaxPool2d;
+  if (!(is_float(c.out.dtype) || (is_max && is_int(c.out.dtype)))) return;
+  auto k = c.attrs.ints("kernel");
+  auto s = c.attrs.has("stride") ? c.attrs.ints("stride") : k;
+  auto p = c.attrs.ints("padding");
+  for (auto* v : {&k, &s, &p}) c.params->insert(c.params->end(), v->begin(), v->end());
+  c.params->push_back(is_max ? 1 : 0);
+  c.fn = LT_HOST_PICK_NUMERIC(c.out.dtype, pool_kernel);
+}
+
+}  // namespace
+
+void add_linalg_ops(PrepareFn* t) {
+  t[kOpMatmul] = prepare_matmul;
+  t[kOpConv2d] = prepare_conv2d;
+  t[kOpMaxPool2d] = prepare_pool;
+  t[kOpAvgPool2d] = prepare_pool;
+}
+
+}  // namespace lt::host

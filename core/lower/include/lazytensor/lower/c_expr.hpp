@@ -1,0 +1,45 @@
+// c_expr.hpp — C-family expressions for the elementwise primitives of docs/ops.md, for any
+// backend that generates C-like source (OpenCL C, CUDA, Metal, C): type names, literals,
+// casts, unary and binary ops with the IR's semantics (integer add/sub/mul/neg wrap, integer
+// x/0 = 0 and INT_MIN/-1 = INT_MIN, maximum/minimum propagate NaN, comparisons give the boolean
+// type, float->int casts truncate, saturate and send NaN to 0). A Dialect names the types and
+// the conversion function; expressions are fully parenthesised and evaluate each operand text
+// as often as they mention it, so pass variables, not side effects.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "lazytensor/lt_types.h"
+
+namespace lt::lower::c_expr {
+
+struct Dialect {
+  const char* f32 = "float";
+  const char* f64 = "double";
+  const char* i32 = "int";
+  const char* i64 = "long";  // 64 bits (LP64 C, OpenCL C, CUDA, Metal); literals get an L suffix
+  const char* u32 = "unsigned int";
+  const char* u64 = "unsigned long";
+  const char* boolean = "unsigned char";  // storage of bool: one byte holding 0 or 1
+  // printf format of a saturating, round-toward-zero float->int conversion taking the target
+  // type's name (OpenCL: "convert_%s_sat_rtz"); empty: an inline compare-and-clamp expression.
+  const char* saturating_cast = "";
+};
+
+// The type of dtype d; throws lower::Error(UNSUPPORTED) for bf16/f16 (storage types).
+std::string type(lt_dtype d, const Dialect& c);
+// `v` converted to d as the op "cast" converts it (NaN/inf as NAN/INFINITY).
+std::string literal(double v, lt_dtype d, const Dialect& c);
+std::string cast(const std::string& x, lt_dtype from, lt_dtype to, const Dialect& c);
+
+// The primitives rendered here: neg abs exp log sqrt tanh sin cos floor not, and add sub mul
+// div pow maximum minimum eq ne lt le gt ge and or.
+bool is_unary(std::string_view op);
+bool is_binary(std::string_view op);
+// `d` is the operands' dtype (for comparisons it differs from the result's).
+std::string unary(std::string_view op, const std::string& a, lt_dtype d, const Dialect& c);
+std::string binary(std::string_view op, const std::string& a, const std::string& b, lt_dtype d,
+                   const Dialect& c);
+
+}  // namespace lt::lower::c_expr

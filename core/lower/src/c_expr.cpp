@@ -1,0 +1,140 @@
+// c_expr.cpp — C-family expression rendering of the elementwise primitives (see c_expr.hpp).
+#include "lazytensor/lower/c_expr.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "lazytensor/lower/error.hpp"
+#include "lazytensor/lower/ops.hpp"
+
+namespace lt::lower::c_expr {
+namespace {
+
+constexpr std::string_view kUnary[] = {"neg",  "abs", "exp", "log",   "sqrt",
+                                       "tanh", "sin", "cos", "floor", "not"};
+constexpr std::string_view kBinary[] = {"add",     "sub",     "mul", "div", "pow",
+                                        "maximum", "minimum", "eq",  "ne",  "lt",
+                                        "le",      "gt",      "ge",  "and", "or"};
+
+std::string unsigned_type(lt_dtype d, const Dialect& c) {
+  return d == LT_DTYPE_I64 ? c.u64 : c.u32;
+}
+
+std::string number(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+// The int literal v (integral, in range) of dtype d.
+std::string int_literal(double v, lt_dtype d, const Dialect& c) {
+  std::string t = type(d, c);
+  if (d == LT_DTYPE_I64 && v <= -9223372036854775808.0)
+    return "((" + t + ")(-9223372036854775807L - 1))";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, d == LT_DTYPE_I64 ? "%lldL" : "%lld", static_cast<long long>(v));
+  return "((" + t + ")" + buf + ")";
+}
+
+}  // namespace
+
+std::string type(lt_dtype d, const Dialect& c) {
+  switch (d) {
+    case LT_DTYPE_F32:
+      return c.f32;
+    case LT_DTYPE_F64:
+      return c.f64;
+    case LT_DTYPE_I32:
+      return c.i32;
+    case LT_DTYPE_I64:
+      return c.i64;
+    case LT_DTYPE_BOOL:
+      return c.boolean;
+    default:
+      fail(LT_STATUS_UNSUPPORTED, std::string("no C type for dtype ") + lt_dtype_name(d));
+  }
+}
+
+std::string literal(double v, lt_dtype d, const Dialect& c) {
+  const std::string t = type(d, c);
+  if (d == LT_DTYPE_BOOL) return "((" + t + ")" + (v != 0 ? "1" : "0") + ")";
+  if (is_int(d)) {
+    const double lim = d == LT_DTYPE_I32 ? 2147483648.0 : 9223372036854775808.0;
+    double x = std::isnan(v) ? 0 : std::clamp(std::trunc(v), -lim, lim - 1);
+    if (d == LT_DTYPE_I64 && x >= lim - 1) return "((" + t + ")9223372036854775807L)";
+    return int_literal(x, d, c);
+  }
+  if (std::isnan(v)) return "((" + t + ")NAN)";
+  if (std::isinf(v)) return v > 0 ? "((" + t + ")INFINITY)" : "(-(" + t + ")INFINITY)";
+  std::string s = "(";  // appended, not prepended: GCC 12 misreports "(" + string (PR 105329)
+  s += d == LT_DTYPE_F32 ? number("%.9g", static_cast<float>(v)) + "f" : number("%.17g", v);
+  return s + ")";
+}
+
+std::string cast(const std::string& x, lt_dtype from, lt_dtype to, const Dialect& c) {
+  const std::string t = type(to, c);
+  if (from == to) return x;
+  if (to == LT_DTYPE_BOOL) return "((" + t + ")((" + x + ") != 0))";
+  if (!is_float(from) || !is_int(to)) return "((" + t + ")(" + x + "))";
+  if (*c.saturating_cast) {
+    char fn[64];
+    std::snprintf(fn, sizeof fn, c.saturating_cast, t.c_str());
+    return std::string(fn) + "(" + x + ")";
+  }
+  // In range: truncation; the bounds are powers of two, exact in every float type.
+  const double lim = to == LT_DTYPE_I32 ? 2147483648.0 : 9223372036854775808.0;
+  return "((" + x + ") != (" + x + ") ? " + literal(0, to, c) + " : (" + x +
+         ") >= " + literal(lim, from, c) + " ? " + literal(lim, to, c) + " : (" + x +
+         ") <= " + literal(-lim, from, c) + " ? " + literal(-lim, to, c) + " : (" + t + ")(" + x +
+         "))";
+}
+
+bool is_unary(std::string_view op) {
+  return std::find(std::begin(kUnary), std::end(kUnary), op) != std::end(kUnary);
+}
+bool is_binary(std::string_view op) {
+  return std::find(std::begin(kBinary), std::end(kBinary), op) != std::end(kBinary);
+}
+
+std::string unary(std::string_view op, const std::string& a, lt_dtype d, const Dialect& c) {
+  const std::string t = type(d, c), u = unsigned_type(d, c);
+  if (op == "neg") return is_int(d) ? "((" + t + ")(-(" + u + ")(" + a + ")))" : "(-" + a + ")";
+  if (op == "abs")
+    return is_int(d) ? "((" + a + ") < 0 ? (" + t + ")(-(" + u + ")(" + a + ")) : (" + a + "))"
+                     : "fabs(" + a + ")";
+  if (op == "not") return "((" + t + ")!(" + a + "))";
+  if (is_unary(op)) return std::string(op) + "(" + a + ")";
+  fail(LT_STATUS_UNSUPPORTED, "no C expression for unary op " + std::string(op));
+}
+
+std::string binary(std::string_view op, const std::string& a, const std::string& b, lt_dtype d,
+                   const Dialect& c) {
+  const std::string t = type(d, c), u = unsigned_type(d, c);
+  const bool i = is_int(d);
+  static constexpr std::pair<std::string_view, const char*> kInfix[] = {
+      {"add", "+"}, {"sub", "-"}, {"mul", "*"}, {"eq", "=="},  {"ne", "!="}, {"lt", "<"},
+      {"le", "<="}, {"gt", ">"},  {"ge", ">="}, {"and", "&&"}, {"or", "||"}};
+  for (const auto& [name, sym] : kInfix) {
+    if (op != name) continue;
+    if (name == "add" || name == "sub" || name == "mul")  // ints wrap: unsigned arithmetic
+      return i ? "((" + t + ")((" + u + ")" + a + " " + sym + " (" + u + ")" + b + "))"
+               : "(" + a + " " + sym + " " + b + ")";
+    return "((" + std::string(c.boolean) + ")(" + a + " " + sym + " " + b + "))";
+  }
+  if (op == "div")
+    return !i ? "(" + a + " / " + b + ")"
+              : "(" + b + " == 0 ? (" + t + ")0 : (" + b + " == -1 ? (" + t + ")(-(" + u + ")" + a +
+                    ") : " + a + " / " + b + "))";
+  if (op == "pow") return "pow(" + a + ", " + b + ")";
+  if (op == "maximum" || op == "minimum") {  // floats: a NaN a is picked, a NaN b wins the else
+    std::string take = a + (op == "maximum" ? " > " : " < ") + b;
+    if (is_float(d)) take = "(" + take + " || " + a + " != " + a + ")";
+    return "(" + take + " ? " + a + " : " + b + ")";
+  }
+  fail(LT_STATUS_UNSUPPORTED, "no C expression for binary op " + std::string(op));
+}
+
+}  // namespace lt::lower::c_expr

@@ -1,0 +1,328 @@
+// graph.cpp — owned graphs, descriptions, the attribute reader, the shared shape rules and the
+// structural hash.
+#include <algorithm>
+#include <cstring>
+#include <deque>
+
+#include "lazytensor/lower/error.hpp"
+#include "lazytensor/lower/graph.hpp"
+
+namespace lt::lower {
+
+int64_t Desc::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+int64_t DescRef::numel() const {
+  int64_t n = 1;
+  for (size_t i = 0; i < rank; ++i) n *= shape[i];
+  return n;
+}
+
+std::string shape_str(std::span<const int64_t> s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) r += ',';
+    r += std::to_string(s[i]);
+  }
+  return r + "]";
+}
+
+std::string desc_str(DescRef d) {
+  return std::string(lt_dtype_name(d.dtype)) + " " + shape_str(d.dims());
+}
+
+// ---- attributes -------------------------------------------------------------------------
+
+Attrs::Attrs(const lt_attr* attrs, size_t count, const OpInfo* info, std::string where)
+    : attrs_(attrs), count_(count), info_(info), where_(std::move(where)) {}
+
+Attrs::Attrs(const lt_graph_node& node, std::string where)
+    : Attrs(node.attrs, node.num_attrs, node.op ? find_op(node.op) : nullptr,
+            where.empty() && node.op ? std::string(node.op) : std::move(where)) {}
+
+const lt_attr* Attrs::find(std::string_view name) const {
+  for (size_t i = 0; i < count_; ++i)
+    if (attrs_[i].name && name == attrs_[i].name) return &attrs_[i];
+  return nullptr;
+}
+
+const AttrSpec* Attrs::spec(std::string_view name) const {
+  return info_ ? info_->attr(name) : nullptr;
+}
+
+const lt_attr* Attrs::need(std::string_view name, lt_attr_kind kind) const {
+  const lt_attr* a = find(name);
+  if (a) {
+    bool ok = a->kind == kind || (kind == LT_ATTR_FLOAT && a->kind == LT_ATTR_INT);
+    if (!ok) {
+      static const char* const kKinds[] = {"", "INT", "FLOAT", "INTS", "STRING"};
+      fail(LT_STATUS_INVALID_ARGUMENT,
+           where_ + ": attribute '" + std::string(name) + "' must be " + kKinds[kind]);
+    }
+    if (kind == LT_ATTR_INTS && a->ints_len && !a->ints)
+      fail(LT_STATUS_INVALID_ARGUMENT,
+           where_ + ": attribute '" + std::string(name) + "' has NULL ints");
+    return a;
+  }
+  const AttrSpec* s = spec(name);
+  if (!s || s->presence != AttrSpec::Presence::kDefault)
+    fail(LT_STATUS_INVALID_ARGUMENT,
+         where_ + ": attribute '" + std::string(name) + "' is required");
+  return nullptr;
+}
+
+int64_t Attrs::i(std::string_view name) const {
+  const lt_attr* a = need(name, LT_ATTR_INT);
+  return a ? a->i : spec(name)->i;
+}
+
+double Attrs::f(std::string_view name) const {
+  const lt_attr* a = need(name, LT_ATTR_FLOAT);
+  if (!a) return spec(name)->f;
+  return a->kind == LT_ATTR_INT ? static_cast<double>(a->i) : a->f;
+}
+
+lt_dtype Attrs::dtype(std::string_view name) const {
+  int64_t v = i(name);
+  if (v < LT_DTYPE_F32 || v > LT_DTYPE_F16)
+    fail(LT_STATUS_INVALID_ARGUMENT, where_ + ": invalid dtype value " + std::to_string(v));
+  return static_cast<lt_dtype>(v);
+}
+
+std::vector<int64_t> Attrs::ints(std::string_view name) const {
+  const lt_attr* a = need(name, LT_ATTR_INTS);
+  if (!a) return spec(name)->ints;
+  return std::vector<int64_t>(a->ints, a->ints + a->ints_len);
+}
+
+std::vector<int64_t> Attrs::ints(std::string_view name, size_t len) const {
+  std::vector<int64_t> v = ints(name);
+  if (v.size() != len)
+    fail(LT_STATUS_INVALID_ARGUMENT, where_ + ": attribute '" + std::string(name) + "' has " +
+                                         std::to_string(v.size()) + " entries, expected " +
+                                         std::to_string(len));
+  return v;
+}
+
+// ---- shape rules ------------------------------------------------------------------------
+
+Shape broadcast_shapes(std::string_view what, std::span<const int64_t> a,
+                       std::span<const int64_t> b) {
+  size_t r = std::max(a.size(), b.size());
+  Shape out(r);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da == db || db == 1)
+      out[i] = da;
+    else if (da == 1)
+      out[i] = db;
+    else
+      fail(LT_STATUS_SHAPE_MISMATCH, std::string(what) + ": shapes " + shape_str(a) + " and " +
+                                         shape_str(b) + " do not broadcast");
+  }
+  return out;
+}
+
+bool broadcasts_to(std::span<const int64_t> in, std::span<const int64_t> out) {
+  if (in.size() > out.size()) return false;
+  size_t off = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i] != 1 && in[i] != out[off + i]) return false;
+  return true;
+}
+
+Shape reduce_shape(std::span<const int64_t> in, std::span<const int64_t> axes, bool keepdims) {
+  Shape out;
+  size_t k = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    bool red = k < axes.size() && axes[k] == static_cast<int64_t>(i);
+    if (red) ++k;
+    if (!red)
+      out.push_back(in[i]);
+    else if (keepdims)
+      out.push_back(1);
+  }
+  return out;
+}
+
+Shape gather_shape(std::span<const int64_t> a, std::span<const int64_t> indices, int64_t axis) {
+  Shape out(a.begin(), a.begin() + axis);
+  out.insert(out.end(), indices.begin(), indices.end());
+  out.insert(out.end(), a.begin() + axis + 1, a.end());
+  return out;
+}
+
+int64_t window_out(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation) {
+  int64_t span = in + 2 * pad - dilation * (kernel - 1) - 1;
+  return span < 0 ? -1 : span / stride + 1;
+}
+
+// ---- owned graphs -----------------------------------------------------------------------
+
+struct OwnedGraph::Impl {
+  struct Node {
+    std::string op;
+    lt_dtype dtype;
+    Shape shape;
+    std::vector<int32_t> operands;
+    std::vector<std::string> attr_names, attr_strings;
+    std::vector<std::vector<int64_t>> attr_ints;
+    std::vector<lt_attr> attrs;
+  };
+  std::deque<Node> nodes;  // deque: element addresses stay stable while appending
+  std::vector<lt_graph_node> views;
+  std::vector<int32_t> inputs, outputs;
+  uint64_t hash = 0;
+  lt_graph graph{};
+};
+
+OwnedGraph::OwnedGraph() : impl_(std::make_unique<Impl>()) {}
+OwnedGraph::~OwnedGraph() = default;
+OwnedGraph::OwnedGraph(OwnedGraph&&) noexcept = default;
+OwnedGraph& OwnedGraph::operator=(OwnedGraph&&) noexcept = default;
+
+int32_t OwnedGraph::add(std::string_view op, lt_dtype dtype, Shape shape,
+                        std::vector<int32_t> operands, const lt_attr* attrs, size_t num_attrs) {
+  Impl::Node& n = impl_->nodes.emplace_back();
+  n.op = std::string(op);
+  n.dtype = dtype;
+  n.shape = std::move(shape);
+  n.operands = std::move(operands);
+  n.attr_names.reserve(num_attrs);
+  n.attr_strings.reserve(num_attrs);
+  n.attr_ints.reserve(num_attrs);
+  for (size_t i = 0; i < num_attrs; ++i) {
+    lt_attr a = attrs[i];
+    n.attr_names.emplace_back(a.name ? a.name : "");
+    n.attr_strings.emplace_back(a.s ? a.s : "");
+    n.attr_ints.emplace_back(a.ints ? std::vector<int64_t>(a.ints, a.ints + a.ints_len)
+                                    : std::vector<int64_t>{});
+    a.name = n.attr_names.back().c_str();
+    a.s = a.kind == LT_ATTR_STRING ? n.attr_strings.back().c_str() : nullptr;
+    a.ints = n.attr_ints.back().data();
+    a.ints_len = n.attr_ints.back().size();
+    n.attrs.push_back(a);
+  }
+  impl_->views.push_back(lt_graph_node{n.op.c_str(), n.dtype, n.shape.size(), n.shape.data(),
+                                       n.operands.size(), n.operands.data(), n.attrs.size(),
+                                       n.attrs.data()});
+  return static_cast<int32_t>(impl_->nodes.size() - 1);
+}
+
+int32_t OwnedGraph::copy(const lt_graph_node& node, std::vector<int32_t> operands) {
+  return add(node.op, node.dtype, Shape(node.shape, node.shape + node.rank), std::move(operands),
+             node.attrs, node.num_attrs);
+}
+
+void OwnedGraph::pop() {
+  impl_->nodes.pop_back();
+  impl_->views.pop_back();
+}
+
+size_t OwnedGraph::size() const {
+  return impl_->nodes.size();
+}
+
+const lt_graph_node& OwnedGraph::node(size_t i) const {
+  return impl_->views[i];
+}
+
+void OwnedGraph::set_inputs(std::vector<int32_t> inputs) {
+  impl_->inputs = std::move(inputs);
+}
+void OwnedGraph::set_outputs(std::vector<int32_t> outputs) {
+  impl_->outputs = std::move(outputs);
+}
+void OwnedGraph::set_hash(uint64_t hash) {
+  impl_->hash = hash;
+}
+
+const lt_graph& OwnedGraph::view() {
+  Impl& m = *impl_;
+  m.graph.struct_size = LT_GRAPH_STRUCT_SIZE;
+  m.graph.num_nodes = m.views.size();
+  m.graph.nodes = m.views.data();
+  m.graph.num_inputs = m.inputs.size();
+  m.graph.inputs = m.inputs.data();
+  m.graph.num_outputs = m.outputs.size();
+  m.graph.outputs = m.outputs.data();
+  m.graph.hash = m.hash;
+  return m.graph;
+}
+
+OwnedGraph copy_graph(const lt_graph& g) {
+  OwnedGraph og;
+  for (size_t i = 0; i < g.num_nodes; ++i) {
+    const lt_graph_node& n = g.nodes[i];
+    og.copy(n, std::vector<int32_t>(n.operands, n.operands + n.num_operands));
+  }
+  og.set_inputs(std::vector<int32_t>(g.inputs, g.inputs + g.num_inputs));
+  og.set_outputs(std::vector<int32_t>(g.outputs, g.outputs + g.num_outputs));
+  og.set_hash(g.hash);
+  return og;
+}
+
+const lt_attr* find_attr(const lt_graph_node& node, std::string_view name) {
+  for (size_t i = 0; i < node.num_attrs; ++i)
+    if (node.attrs[i].name && name == node.attrs[i].name) return &node.attrs[i];
+  return nullptr;
+}
+
+// ---- structural hash --------------------------------------------------------------------
+
+namespace {
+struct Hasher {
+  uint64_t h = 0xcbf29ce484222325ull;
+  void bytes(const void* p, size_t n) {
+    const unsigned char* c = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ c[i]) * 0x100000001b3ull;
+  }
+  template <class T>
+  void pod(const T& v) {
+    bytes(&v, sizeof v);
+  }
+  void str(const char* s) {
+    size_t n = s ? std::strlen(s) : 0;
+    pod(n);
+    bytes(s, n);
+  }
+};
+}  // namespace
+
+uint64_t structural_hash(const lt_graph& g) {
+  Hasher h;
+  h.pod(g.num_nodes);
+  for (size_t i = 0; i < g.num_nodes; ++i) {
+    const lt_graph_node& n = g.nodes[i];
+    h.str(n.op);
+    h.pod(n.dtype);
+    h.pod(n.rank);
+    h.bytes(n.shape, n.rank * sizeof(int64_t));
+    h.pod(n.num_operands);
+    h.bytes(n.operands, n.num_operands * sizeof(int32_t));
+    h.pod(n.num_attrs);
+    for (size_t a = 0; a < n.num_attrs; ++a) {
+      const lt_attr& at = n.attrs[a];
+      h.str(at.name);
+      h.pod(at.kind);
+      if (at.kind == LT_ATTR_INT) h.pod(at.i);
+      if (at.kind == LT_ATTR_FLOAT) h.pod(at.f);
+      if (at.kind == LT_ATTR_INTS) {
+        h.pod(at.ints_len);
+        h.bytes(at.ints, at.ints_len * sizeof(int64_t));
+      }
+      if (at.kind == LT_ATTR_STRING) h.str(at.s);
+    }
+  }
+  h.pod(g.num_inputs);
+  h.bytes(g.inputs, g.num_inputs * sizeof(int32_t));
+  h.pod(g.num_outputs);
+  h.bytes(g.outputs, g.num_outputs * sizeof(int32_t));
+  return h.h;
+}
+
+}  // namespace lt::lower

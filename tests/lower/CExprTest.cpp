@@ -1,0 +1,96 @@
+// Tests of lt::lower::c_expr: the C-family rendering of elementwise primitives keeps the IR's
+// semantics in the text it produces (wrapping integer arithmetic, guarded division, NaN-aware
+// maximum/minimum, saturating casts, literals converted as cast converts), per dialect.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "lazytensor/lower/c_expr.hpp"
+#include "lazytensor/lower/error.hpp"
+
+namespace {
+
+namespace cx = lt::lower::c_expr;
+
+const cx::Dialect kC;  // the defaults: plain C types, inline saturating casts
+const cx::Dialect kCl = {
+    .u32 = "uint", .u64 = "ulong", .boolean = "uchar", .saturating_cast = "convert_%s_sat_rtz"};
+
+TEST(CExpr, TypesFollowTheDialectAndRefuseStorageTypes) {
+  EXPECT_EQ(cx::type(LT_DTYPE_F32, kC), "float");
+  EXPECT_EQ(cx::type(LT_DTYPE_I64, kC), "long");
+  EXPECT_EQ(cx::type(LT_DTYPE_BOOL, kC), "unsigned char");
+  EXPECT_EQ(cx::type(LT_DTYPE_BOOL, kCl), "uchar");
+  try {
+    cx::type(LT_DTYPE_BF16, kC);
+    FAIL() << "bf16 has no C type";
+  } catch (const lt::lower::Error& e) {
+    EXPECT_EQ(e.code(), LT_STATUS_UNSUPPORTED);
+  }
+}
+
+TEST(CExpr, LiteralsAreConvertedAsCastConverts) {
+  EXPECT_EQ(cx::literal(1, LT_DTYPE_F32, kC), "(1.0f)");
+  EXPECT_EQ(cx::literal(0.1, LT_DTYPE_F32, kC), "(0.100000001f)");  // rounded to f32 first
+  EXPECT_EQ(cx::literal(0.1, LT_DTYPE_F64, kC), "(0.10000000000000001)");
+  EXPECT_EQ(cx::literal(1e30, LT_DTYPE_F64, kC), "(1e+30)");  // an exponent needs no ".0"
+  EXPECT_EQ(cx::literal(NAN, LT_DTYPE_F32, kC), "((float)NAN)");
+  EXPECT_EQ(cx::literal(-INFINITY, LT_DTYPE_F64, kC), "(-(double)INFINITY)");
+  EXPECT_EQ(cx::literal(-2.9, LT_DTYPE_I32, kC), "((int)-2)");          // truncates toward zero
+  EXPECT_EQ(cx::literal(1e10, LT_DTYPE_I32, kC), "((int)2147483647)");  // saturates
+  EXPECT_EQ(cx::literal(-INFINITY, LT_DTYPE_I32, kC), "((int)-2147483648)");
+  EXPECT_EQ(cx::literal(NAN, LT_DTYPE_I64, kC), "((long)0L)");
+  EXPECT_EQ(cx::literal(1e300, LT_DTYPE_I64, kC), "((long)9223372036854775807L)");
+  EXPECT_EQ(cx::literal(-1e300, LT_DTYPE_I64, kC), "((long)(-9223372036854775807L - 1))");
+  EXPECT_EQ(cx::literal(0.5, LT_DTYPE_BOOL, kCl), "((uchar)1)");
+  EXPECT_EQ(cx::literal(NAN, LT_DTYPE_BOOL, kCl), "((uchar)1)");  // NaN != 0
+}
+
+TEST(CExpr, CastsTruncateSaturateAndTestForZero) {
+  EXPECT_EQ(cx::cast("x", LT_DTYPE_F32, LT_DTYPE_F32, kC), "x");
+  EXPECT_EQ(cx::cast("x", LT_DTYPE_F32, LT_DTYPE_BOOL, kCl), "((uchar)((x) != 0))");
+  EXPECT_EQ(cx::cast("x", LT_DTYPE_I32, LT_DTYPE_F64, kC), "((double)(x))");
+  EXPECT_EQ(cx::cast("x", LT_DTYPE_F32, LT_DTYPE_I64, kCl), "convert_long_sat_rtz(x)");
+  // Without a conversion function: NaN -> 0, then the bounds, then truncation.
+  EXPECT_EQ(cx::cast("x", LT_DTYPE_F32, LT_DTYPE_I32, kC),
+            "((x) != (x) ? ((int)0) : (x) >= (2.14748365e+09f) ? ((int)2147483647) : (x) <= "
+            "(-2.14748365e+09f) ? ((int)-2147483648) : (int)(x))");
+}
+
+TEST(CExpr, IntegerArithmeticWrapsAndDivisionIsGuarded) {
+  EXPECT_EQ(cx::binary("add", "a", "b", LT_DTYPE_I32, kCl), "((int)((uint)a + (uint)b))");
+  EXPECT_EQ(cx::binary("mul", "a", "b", LT_DTYPE_I64, kC),
+            "((long)((unsigned long)a * (unsigned long)b))");
+  EXPECT_EQ(cx::binary("sub", "a", "b", LT_DTYPE_F32, kC), "(a - b)");
+  EXPECT_EQ(cx::binary("div", "a", "b", LT_DTYPE_I32, kCl),
+            "(b == 0 ? (int)0 : (b == -1 ? (int)(-(uint)a) : a / b))");
+  EXPECT_EQ(cx::binary("div", "a", "b", LT_DTYPE_F64, kC), "(a / b)");
+  EXPECT_EQ(cx::unary("neg", "a", LT_DTYPE_I32, kCl), "((int)(-(uint)(a)))");
+  EXPECT_EQ(cx::unary("abs", "a", LT_DTYPE_F32, kC), "fabs(a)");
+}
+
+TEST(CExpr, MaximumPropagatesNanAndComparisonsGiveTheBooleanType) {
+  EXPECT_EQ(cx::binary("maximum", "a", "b", LT_DTYPE_F32, kC), "((a > b || a != a) ? a : b)");
+  EXPECT_EQ(cx::binary("minimum", "a", "b", LT_DTYPE_I32, kC), "(a < b ? a : b)");
+  EXPECT_EQ(cx::binary("le", "a", "b", LT_DTYPE_F32, kCl), "((uchar)(a <= b))");
+  EXPECT_EQ(cx::binary("or", "a", "b", LT_DTYPE_BOOL, kCl), "((uchar)(a || b))");
+  EXPECT_EQ(cx::unary("not", "a", LT_DTYPE_BOOL, kCl), "((uchar)!(a))");
+  EXPECT_EQ(cx::unary("tanh", "a", LT_DTYPE_F32, kC), "tanh(a)");
+}
+
+TEST(CExpr, RendersExactlyThePrimitivesItNames) {
+  for (const char* op : {"neg", "abs", "exp", "log", "sqrt", "tanh", "sin", "cos", "floor", "not"})
+    EXPECT_TRUE(cx::is_unary(op)) << op;
+  for (const char* op : {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt",
+                         "le", "gt", "ge", "and", "or"})
+    EXPECT_TRUE(cx::is_binary(op)) << op;
+  // Composites are the decompositions' business (lower/decompose.hpp), not rendered here.
+  for (const char* op : {"relu", "sigmoid", "gelu", "rsqrt", "erf"}) {
+    EXPECT_FALSE(cx::is_unary(op)) << op;
+    EXPECT_THROW(cx::unary(op, "a", LT_DTYPE_F32, kC), lt::lower::Error) << op;
+  }
+  EXPECT_THROW(cx::binary("atan2", "a", "b", LT_DTYPE_F32, kC), lt::lower::Error);
+}
+
+}  // namespace
