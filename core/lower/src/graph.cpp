@@ -39,6 +39,11 @@ std::string desc_str(DescRef d) {
 Attrs::Attrs(const lt_attr* attrs, size_t count, const OpInfo* info, std::string where)
     : attrs_(attrs), count_(count), info_(info), where_(std::move(where)) {}
 
+std::string Attrs::where() const {
+  if (index_ == SIZE_MAX) return where_;
+  return "node " + std::to_string(index_) + " (" + (op_ ? op_ : "?") + ")";
+}
+
 Attrs::Attrs(const lt_graph_node& node, std::string where)
     : Attrs(node.attrs, node.num_attrs, node.op ? find_op(node.op) : nullptr,
             where.empty() && node.op ? std::string(node.op) : std::move(where)) {}
@@ -60,17 +65,17 @@ const lt_attr* Attrs::need(std::string_view name, lt_attr_kind kind) const {
     if (!ok) {
       static const char* const kKinds[] = {"", "INT", "FLOAT", "INTS", "STRING"};
       fail(LT_STATUS_INVALID_ARGUMENT,
-           where_ + ": attribute '" + std::string(name) + "' must be " + kKinds[kind]);
+           where() + ": attribute '" + std::string(name) + "' must be " + kKinds[kind]);
     }
     if (kind == LT_ATTR_INTS && a->ints_len && !a->ints)
       fail(LT_STATUS_INVALID_ARGUMENT,
-           where_ + ": attribute '" + std::string(name) + "' has NULL ints");
+           where() + ": attribute '" + std::string(name) + "' has NULL ints");
     return a;
   }
   const AttrSpec* s = spec(name);
   if (!s || s->presence != AttrSpec::Presence::kDefault)
     fail(LT_STATUS_INVALID_ARGUMENT,
-         where_ + ": attribute '" + std::string(name) + "' is required");
+         where() + ": attribute '" + std::string(name) + "' is required");
   return nullptr;
 }
 
@@ -88,7 +93,7 @@ double Attrs::f(std::string_view name) const {
 lt_dtype Attrs::dtype(std::string_view name) const {
   int64_t v = i(name);
   if (v < LT_DTYPE_F32 || v > LT_DTYPE_F16)
-    fail(LT_STATUS_INVALID_ARGUMENT, where_ + ": invalid dtype value " + std::to_string(v));
+    fail(LT_STATUS_INVALID_ARGUMENT, where() + ": invalid dtype value " + std::to_string(v));
   return static_cast<lt_dtype>(v);
 }
 
@@ -101,7 +106,7 @@ std::vector<int64_t> Attrs::ints(std::string_view name) const {
 std::vector<int64_t> Attrs::ints(std::string_view name, size_t len) const {
   std::vector<int64_t> v = ints(name);
   if (v.size() != len)
-    fail(LT_STATUS_INVALID_ARGUMENT, where_ + ": attribute '" + std::string(name) + "' has " +
+    fail(LT_STATUS_INVALID_ARGUMENT, where() + ": attribute '" + std::string(name) + "' has " +
                                          std::to_string(v.size()) + " entries, expected " +
                                          std::to_string(len));
   return v;

@@ -50,6 +50,9 @@ class Attrs {
  public:
   Attrs(const lt_attr* attrs, size_t count, const OpInfo* info, std::string where);
   explicit Attrs(const lt_graph_node& node, std::string where = {});
+  // Node `index` named `op` (borrowed): "node 3 (add)", built only when an error needs it.
+  Attrs(const lt_attr* attrs, size_t count, const OpInfo* info, size_t index, const char* op)
+      : attrs_(attrs), count_(count), info_(info), index_(index), op_(op) {}
 
   const lt_attr* find(std::string_view name) const;
   bool has(std::string_view name) const { return find(name) != nullptr; }
@@ -59,7 +62,7 @@ class Attrs {
   std::vector<int64_t> ints(std::string_view name) const;
   std::vector<int64_t> ints(std::string_view name, size_t len) const;  // exactly len entries
   std::span<const lt_attr> all() const { return {attrs_, count_}; }
-  const std::string& where() const { return where_; }
+  std::string where() const;
 
  private:
   const lt_attr* need(std::string_view name, lt_attr_kind kind) const;
@@ -68,6 +71,8 @@ class Attrs {
   size_t count_;
   const OpInfo* info_;
   std::string where_;
+  size_t index_ = SIZE_MAX;
+  const char* op_ = nullptr;
 };
 
 // ---- shape rules shared by the validator, the IR builder and the core's user-level builders
