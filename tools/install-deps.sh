@@ -17,6 +17,8 @@ PKGS=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev valgrind
+  # data: English text (fortune files) the GPT of lt-run --model gpt trains on
+  fortunes
 )
 
 missing=()

@@ -254,6 +254,9 @@ class Dropout : public Module {
     return x * keep * (1.0 / (1.0 - p_));
   }
   Tensor operator()(const Tensor& x) { return forward(x); }
+  // The mask of call n is a function of (seed, n) alone: a training loop that sets n from its
+  // step number draws the same masks when resumed from a checkpoint.
+  void set_calls(uint64_t n) { calls_ = n; }
 
  private:
   double p_;
