@@ -284,6 +284,11 @@ LT_API lt_error* lt_backward(lt_tensor* loss, lt_tensor* seed);
 LT_API lt_error* lt_tensor_grad(lt_tensor* tensor, lt_tensor** out);
 /* Drops the accumulated gradient (the next lt_backward starts from none). */
 LT_API lt_error* lt_tensor_zero_grad(lt_tensor* tensor);
+/* Replaces the accumulated gradient of a leaf that requires gradients with `grad` (a new
+ * reference is taken; the caller keeps its own), e.g. a clipped gradient; NULL drops it like
+ * lt_tensor_zero_grad. `grad` must have the tensor's device, dtype and shape and must not
+ * require gradients itself (compute it in a no-grad scope or detach it). */
+LT_API lt_error* lt_tensor_set_grad(lt_tensor* tensor, lt_tensor* grad);
 
 /* Functional form: d(sum_k seeds[k] . outputs[k]) / d(inputs[j]) into grads[j] (new
  * handles, caller frees). Nothing is accumulated into leaves and the recorded graph is
