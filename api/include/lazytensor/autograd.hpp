@@ -1,5 +1,5 @@
 // autograd.hpp — header-only C++ over the autograd C API of lt.h: requires_grad, backward,
-// grad, detach, zero_grad and lt::NoGradGuard. Owned by the train engineer.
+// grad, detach, zero_grad, set_grad and lt::NoGradGuard. Owned by the train engineer.
 #ifndef LAZYTENSOR_AUTOGRAD_HPP
 #define LAZYTENSOR_AUTOGRAD_HPP
 
@@ -33,6 +33,11 @@ inline Tensor grad(const Tensor& t) {
 }
 inline void zero_grad(const Tensor& t) {
   check(lt_tensor_zero_grad(t.get()));
+}
+// Replaces the accumulated gradient of a leaf (e.g. with a clipped one); a null `g` drops it.
+// `g` must match the leaf's device, dtype and shape and must not require gradients.
+inline void set_grad(const Tensor& t, const Tensor& g) {
+  check(lt_tensor_set_grad(t.get(), g.get()));
 }
 
 // Functional gradients of sum_k seeds[k] . outputs[k] with respect to each input; nothing

@@ -284,6 +284,11 @@ LT_API lt_error* lt_backward(lt_tensor* loss, lt_tensor* seed);
 LT_API lt_error* lt_tensor_grad(lt_tensor* tensor, lt_tensor** out);
 /* Drops the accumulated gradient (the next lt_backward starts from none). */
 LT_API lt_error* lt_tensor_zero_grad(lt_tensor* tensor);
+/* Replaces the accumulated gradient of a leaf that requires gradients with `grad` (a new
+ * reference is taken; the caller keeps its own), e.g. a clipped gradient; NULL drops it like
+ * lt_tensor_zero_grad. `grad` must have the tensor's device, dtype and shape and must not
+ * require gradients itself (compute it in a no-grad scope or detach it). */
+LT_API lt_error* lt_tensor_set_grad(lt_tensor* tensor, lt_tensor* grad);
 
 /* Functional form: d(sum_k seeds[k] . outputs[k]) / d(inputs[j]) into grads[j] (new
  * handles, caller frees). Nothing is accumulated into leaves and the recorded graph is
@@ -372,6 +377,60 @@ LT_API lt_error* lt_register_custom_op(const lt_custom_op_def* def);
 /* A new error (for callbacks such as lt_custom_grad_fn that return lt_error*); the message
  * is copied. The receiver frees it with lt_error_destroy. */
 LT_API lt_error* lt_error_create(lt_status_code code, const char* message);
+
+/* ---- checkpoints (appended in 0.1) ------------------------------------------------------ */
+
+/* Tensors saved to and loaded from files in the safetensors format (docs/checkpoints.md):
+ * an 8-byte little-endian header length, a JSON header naming each tensor's dtype
+ * ("F32" "F64" "I32" "I64" "BOOL" "BF16" "F16"), shape and byte range, then the raw
+ * little-endian data. Files written by other safetensors writers load as long as every
+ * tensor has one of these dtypes. File errors are LT_STATUS_IO_ERROR (LT_STATUS_NOT_FOUND
+ * for a missing file, LT_STATUS_UNSUPPORTED for a safetensors dtype LazyTensor lacks, such
+ * as U8) with a message naming the file and, where it applies, the tensor. */
+
+typedef struct lt_checkpoint lt_checkpoint;
+
+/* Writes `count` tensors under `names` (non-empty, distinct, not "__metadata__", valid
+ * UTF-8) plus `num_metadata` string pairs (distinct keys) to `path`. The tensors are
+ * materialised first. The file is written to a temporary file in the same directory, flushed
+ * to disk and renamed over `path`: a crash leaves either the old file or the new one, never
+ * a partial one. names/tensors may be NULL when count is 0; meta_keys/meta_values when
+ * num_metadata is 0. */
+LT_API lt_error* lt_checkpoint_save(const char* path, size_t count, const char* const* names,
+                                    lt_tensor* const* tensors, size_t num_metadata,
+                                    const char* const* meta_keys, const char* const* meta_values);
+
+/* Opens and validates a checkpoint: the header length against the file size, the JSON, and
+ * for every tensor a supported dtype, a shape whose byte size equals its byte range, and
+ * byte ranges that are in bounds, do not overlap and cover the data exactly. Tensor data is
+ * read only by lt_checkpoint_tensor. Free the handle with lt_checkpoint_close. A handle is
+ * immutable: it may be used from several threads at once. */
+LT_API lt_error* lt_checkpoint_open(const char* path, lt_checkpoint** out);
+/* Closes the file and frees the handle; every string and shape it returned dies with it.
+ * NULL is ignored. */
+LT_API void lt_checkpoint_close(lt_checkpoint* checkpoint);
+
+/* Number of tensors; 0 for NULL. */
+LT_API size_t lt_checkpoint_count(const lt_checkpoint* checkpoint);
+/* Name of tensor `index` (tensors are ordered by their position in the file); NULL when out
+ * of range. Borrowed: valid until lt_checkpoint_close. */
+LT_API const char* lt_checkpoint_name(const lt_checkpoint* checkpoint, size_t index);
+/* Dtype, rank and shape (a borrowed array of rank dims, valid until lt_checkpoint_close) of
+ * tensor `name`. Any output pointer may be NULL. NOT_FOUND when there is no such tensor. */
+LT_API lt_error* lt_checkpoint_info(const lt_checkpoint* checkpoint, const char* name,
+                                    lt_dtype* dtype, size_t* rank, const int64_t** shape);
+/* Reads tensor `name` into a new tensor on `device` (caller frees). NOT_FOUND when there is
+ * no such tensor; IO_ERROR when reading fails or a BOOL element is not 0 or 1. */
+LT_API lt_error* lt_checkpoint_tensor(const lt_checkpoint* checkpoint, const char* name,
+                                      lt_device* device, lt_tensor** out);
+
+/* The "__metadata__" string pairs: their number, and key `index` (sorted by key; NULL when
+ * out of range). */
+LT_API size_t lt_checkpoint_metadata_count(const lt_checkpoint* checkpoint);
+LT_API const char* lt_checkpoint_metadata_key(const lt_checkpoint* checkpoint, size_t index);
+/* The metadata value of `key`, or NULL when absent. Borrowed: valid until
+ * lt_checkpoint_close. */
+LT_API const char* lt_checkpoint_metadata(const lt_checkpoint* checkpoint, const char* key);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -284,6 +284,48 @@ LT_API lt_error* lt_tensor_zero_grad(lt_tensor* tensor) {
   });
 }
 
+LT_API lt_error* lt_tensor_set_grad(lt_tensor* tensor, lt_tensor* grad) {
+  return lt::guard([&] {
+    if (!tensor) raise(LT_STATUS_INVALID_ARGUMENT, "tensor_set_grad: tensor is NULL");
+    Ref g;  // declared before the lock: freed (re-entering the hooks) after it is released
+    if (grad) {
+      if (lt_tensor_device(grad) != lt_tensor_device(tensor)) {
+        raise(LT_STATUS_INVALID_ARGUMENT, std::string("tensor_set_grad: gradient is on ") +
+                                              lt_device_name(lt_tensor_device(grad)) +
+                                              " but the tensor on " +
+                                              lt_device_name(lt_tensor_device(tensor)));
+      }
+      if (lt_tensor_dtype(grad) != lt_tensor_dtype(tensor)) {
+        raise(LT_STATUS_DTYPE_MISMATCH, std::string("tensor_set_grad: gradient dtype ") +
+                                            lt_dtype_name(lt_tensor_dtype(grad)) +
+                                            " differs from the tensor's " +
+                                            lt_dtype_name(lt_tensor_dtype(tensor)));
+      }
+      if (shape_of(grad) != shape_of(tensor)) {
+        raise(LT_STATUS_SHAPE_MISMATCH,
+              "tensor_set_grad: gradient shape " + shape_str(shape_of(grad)) +
+                  " differs from the tensor's " + shape_str(shape_of(tensor)));
+      }
+      if (lt_tensor_requires_grad(grad)) {
+        raise(LT_STATUS_INVALID_ARGUMENT,
+              "tensor_set_grad: the gradient requires gradients itself; compute it in a no-grad "
+              "scope or detach it");
+      }
+      g = Ref::retain(grad);
+    }
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = g_table.find(tensor);
+    if (it == g_table.end() || !it->second.requires_grad) {
+      raise(LT_STATUS_INVALID_ARGUMENT, "tensor_set_grad: the tensor does not require gradients");
+    }
+    if (it->second.fn) {
+      raise(LT_STATUS_INVALID_ARGUMENT,
+            "tensor_set_grad: the tensor is the output of '" + it->second.fn->op + "', not a leaf");
+    }
+    std::swap(it->second.grad, g);  // the old gradient leaves with g, after the lock
+  });
+}
+
 LT_API lt_error* lt_tensor_detach(lt_tensor* tensor, lt_tensor** out) {
   return lt::guard([&] {
     if (!tensor || !out) raise(LT_STATUS_INVALID_ARGUMENT, "tensor_detach: tensor or out is NULL");
