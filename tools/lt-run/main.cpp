@@ -1,6 +1,7 @@
 // lt-run — the main job: trains a classifier (an MLP, or a small CNN with --model cnn) on
 // the shipped digits set on the chosen backend, one lt_sync per step (forward + backward +
 // update as one cached graph), then reports test accuracy and the runtime's metrics.
+// --model gpt trains, saves, resumes and samples a character-level GPT (gpt.cpp).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -17,6 +18,7 @@
 #include "lazytensor/lazytensor.hpp"
 #include "lazytensor/nn.hpp"
 #include "lazytensor/optim.hpp"
+#include "gpt.hpp"
 #include "progress.hpp"
 
 namespace {
@@ -108,12 +110,13 @@ std::map<std::string, double> plugin_totals(const lt::Runtime& rt, const std::st
   return out;
 }
 
-int run(const Options& o) {
+int run(const Options& o, const lt_run::GptOptions& gpt) {
   lt::RuntimeOptions ro;
   ro.device = o.device;
   ro.plugin_path = o.plugin_path;
   lt::Runtime rt = lt::Runtime::create(ro);
   lt::Device dev = o.device.empty() ? rt.default_device() : rt.find_device(o.device);
+  if (o.model == "gpt") return lt_run::run_gpt(gpt, rt, dev);
 
   lt::data::Dataset all = lt::data::load_digits(o.data);
   auto [train, test] = lt::data::train_test_split(all, o.test_fraction, o.seed);
@@ -127,7 +130,8 @@ int run(const Options& o) {
   } else if (o.model == "cnn") {
     model = std::make_unique<Cnn>(dev, o.seed);
   } else {
-    throw lt::Error(LT_STATUS_INVALID_ARGUMENT, "unknown --model '" + o.model + "' (mlp, cnn)");
+    throw lt::Error(LT_STATUS_INVALID_ARGUMENT,
+                    "unknown --model '" + o.model + "' (mlp, cnn, gpt)");
   }
   model->materialize();
   std::unique_ptr<lt::optim::Optimizer> opt;
@@ -243,21 +247,75 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
   Options o;
-  CLI::App app{"lt-run: train a digits classifier with LazyTensor"};
+  lt_run::GptOptions g;
+  CLI::App app{"lt-run: train a digits classifier or a character-level GPT with LazyTensor"};
   app.add_option("--device", o.device, "device, e.g. cpu_jit or cpu_eager:0 (default: fastest)");
-  app.add_option("--epochs", o.epochs, "training epochs")->check(CLI::PositiveNumber);
+  app.add_option("--model", o.model, "mlp (64-hidden-10), cnn, or gpt (character-level LM)");
+  app.add_option("--epochs", o.epochs, "training epochs (mlp, cnn)")->check(CLI::PositiveNumber);
   app.add_option("--batch", o.batch, "batch size")->check(CLI::PositiveNumber);
-  app.add_option("--lr", o.lr, "learning rate")->check(CLI::PositiveNumber);
-  app.add_option("--seed", o.seed, "seed for initialisation, split and shuffling");
+  app.add_option("--lr", o.lr, "learning rate (gpt: peak of the schedule, default 1e-3)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seed", o.seed, "seed for initialisation, data order and sampling");
   app.add_option("--data", o.data, "digits CSV (.gz or plain)");
   app.add_option("--metrics-json", o.metrics_json, "write accuracy and metrics as JSON here");
   app.add_option("--optimizer", o.optimizer, "adam or sgd (momentum 0.9)");
-  app.add_option("--model", o.model, "mlp (64-hidden-10) or cnn");
   app.add_option("--hidden", o.hidden, "MLP hidden width")->check(CLI::PositiveNumber);
   app.add_option("--plugin-path", o.plugin_path, "extra plugin directories (':'-separated)");
+  auto* gg = app.add_option_group("gpt", "--model gpt");
+  gg->add_option("--corpus", g.corpus, "text file or directory of fortune files")
+      ->capture_default_str();
+  gg->add_option("--steps", g.steps, "total training steps (a loaded run continues to it)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  gg->add_option("--context", g.context, "context length")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  gg->add_option("--layers", g.layers, "transformer blocks")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  gg->add_option("--width", g.width, "model width")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  gg->add_option("--heads", g.heads, "attention heads")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  gg->add_option("--dropout", g.dropout, "dropout probability")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.9));
+  gg->add_option("--weight-decay", g.weight_decay, "AdamW weight decay")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  gg->add_option("--clip", g.clip, "gradient clipping: max global norm")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  gg->add_option("--warmup", g.warmup, "linear warm-up steps before the cosine decay")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  gg->add_option("--eval-every", g.eval_every,
+                 "steps between validation evaluations (0: at the end only)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  gg->add_option("--eval-batches", g.eval_batches, "validation batches per evaluation")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  gg->add_option("--save", g.save, "write a safetensors checkpoint here after training");
+  gg->add_option("--load", g.load, "start from this checkpoint (model, optimizer, step)");
+  gg->add_option("--generate", g.generate, "characters to sample after training")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  gg->add_option("--prompt", g.prompt, "text the sample continues");
+  gg->add_option("--temperature", g.temperature, "sampling temperature")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  gg->add_option("--top-k", g.top_k, "sample among the k likeliest characters (0: all)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
+  g.batch = o.batch;
+  g.seed = o.seed;
+  if (app.count("--lr")) g.lr = o.lr;
   try {
-    return run(o);
+    return run(o, g);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "\nlt-run: error: %s\n", e.what());
     return 1;

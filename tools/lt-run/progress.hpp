@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -41,6 +42,37 @@ class Progress {
 
  private:
   int64_t epochs_, steps_;
+  bool tty_;
+};
+
+// A step-based bar for long runs (GPT training): steps, loss, learning rate and tokens/s,
+// redrawn in place on a terminal; line() prints a permanent line (evaluations) either way.
+class StepBar {
+ public:
+  explicit StepBar(int64_t steps) : steps_(steps), tty_(isatty(fileno(stdout)) != 0) {}
+  void step(int64_t done, double loss, double lr, double tokens_per_s) {
+    if (!tty_) return;
+    constexpr int kWidth = 30;
+    int filled = static_cast<int>(kWidth * done / (steps_ > 0 ? steps_ : 1));
+    std::string bar(static_cast<size_t>(filled), '#');
+    bar.resize(kWidth, '.');
+    std::printf("\r [%s] %lld/%lld  loss %.4f  lr %.2e  %.0f tok/s", bar.c_str(),
+                static_cast<long long>(done), static_cast<long long>(steps_), loss, lr,
+                tokens_per_s);
+    std::fflush(stdout);
+  }
+  [[gnu::format(printf, 2, 3)]] void line(const char* fmt, ...) {
+    if (tty_) std::printf("\r\033[K");
+    va_list ap;
+    va_start(ap, fmt);
+    std::vprintf(fmt, ap);
+    va_end(ap);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+
+ private:
+  int64_t steps_;
   bool tty_;
 };
 

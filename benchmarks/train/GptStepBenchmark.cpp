@@ -1,0 +1,124 @@
+// GptStepBenchmark.cpp — one training step of the character-level GPT of lt-run --model gpt
+// at its default size (4 layers, width 256, 4 heads, context 128, batch 32, vocabulary 96:
+// forward + backward + gradient clipping + AdamW update + lt_sync, a cached graph) on every
+// loaded backend, and a plain OpenBLAS sgemm of 1024^3 in the same run as the machine's GEMM
+// limit. Counters: tokens/s, GFLOP/s (model FLOPs: 3x the forward multiply-adds x2) and that
+// as a fraction of the sgemm's GFLOP/s; tpu_sim adds its simulated step time and MXU
+// utilisation. Pick backends with --benchmark_filter (gpu_opencl on PoCL compiles the step
+// for minutes the first time).
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lazytensor/autograd.hpp"
+#include "lazytensor/models/gpt.hpp"
+#include "lazytensor/optim.hpp"
+#include "lazytensor/text.hpp"
+
+namespace {
+
+constexpr int64_t kBatch = 32, kVocab = 96;
+
+lt::Runtime& runtime() {
+  static lt::Runtime rt = lt::Runtime::create(lt::RuntimeOptions{});
+  return rt;
+}
+
+double& sgemm_gflops() {
+  static double g = 0;
+  return g;
+}
+
+void BM_Sgemm(benchmark::State& state) {
+  const int n = 1024;
+  std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), c(size_t(n) * n);
+  auto run = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n,
+                0.0f, c.data(), n);
+  };
+  run();
+  auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : state) run();
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  sgemm_gflops() = 2.0 * n * n * n * static_cast<double>(state.iterations()) / s / 1e9;
+  state.counters["GFLOP/s"] = sgemm_gflops();
+}
+
+double plugin_total(const std::string& backend, const char* stat) {
+  try {
+    return runtime().metric("plugin." + backend + ".total." + stat);
+  } catch (const lt::Error&) {
+    return 0;
+  }
+}
+
+void BM_GptStep(benchmark::State& state, std::string backend) {
+  lt::Device dev = runtime().find_device(backend);
+  lt::models::GptConfig c;
+  c.vocab = kVocab;
+  lt::models::Gpt model(dev, c);
+  model.materialize();
+  lt::optim::AdamW opt(model.parameters(), 1e-3, 0.1, 0.9, 0.95);
+  std::vector<lt::Tensor*> params = model.parameters();
+  std::vector<int64_t> tokens(100000);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int64_t>(i * 7919 % kVocab);
+  uint64_t step = 0;
+  auto run = [&] {
+    model.set_step(step);
+    auto [x, y] = lt::text::sample_batch(dev, tokens, kBatch, c.context, 1, step++);
+    lt::Tensor loss = model.loss(x, y);
+    lt::backward(loss);
+    lt::optim::clip_grad_norm(params, 1.0);
+    opt.step();
+    lt::sync(dev);
+    return loss;
+  };
+  auto tc = std::chrono::steady_clock::now();
+  run();  // compiles
+  state.counters["compile_s"] =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - tc).count();
+  const double sim0 = plugin_total(backend, "simulated_ns"), flop0 = plugin_total(backend, "flops");
+  auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : state) benchmark::DoNotOptimize(run().get());
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double iters = static_cast<double>(state.iterations());
+  const double gflops = model.train_flops(kBatch, c.context) * iters / s / 1e9;
+  state.counters["tokens/s"] = static_cast<double>(kBatch * c.context) * iters / s;
+  state.counters["GFLOP/s"] = gflops;
+  if (sgemm_gflops() > 0) state.counters["of_sgemm"] = gflops / sgemm_gflops();
+  const double sim = plugin_total(backend, "simulated_ns") - sim0;
+  if (sim > 0) {
+    const double peak = plugin_total(backend, "peak_tflops") * 1e12;
+    state.counters["simulated_step_ms"] = sim / 1e6 / iters;
+    if (peak > 0)
+      state.counters["mxu_utilization"] =
+          (plugin_total(backend, "flops") - flop0) / (sim * 1e-9 * peak);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  benchmark::RegisterBenchmark("Sgemm/1024", BM_Sgemm)->Unit(benchmark::kMillisecond);
+  try {
+    for (const auto& d : runtime().devices()) {
+      benchmark::RegisterBenchmark(("GptStep/l4_w256_h4_t128_b32/" + d.backend()).c_str(),
+                                   BM_GptStep, d.backend())
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime()
+          ->MinTime(5.0);
+    }
+  } catch (const lt::Error& e) {
+    std::fprintf(stderr, "bench_gpt: %s\n", e.what());
+    return 1;
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,268 @@
+// gpt.cpp — lt-run --model gpt: trains a character-level GPT (models/gpt.hpp) on English
+// text (Debian's fortunes by default), evaluates validation loss and bits per character,
+// saves and resumes safetensors checkpoints, and samples text with a key/value cache.
+#include "gpt.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lazytensor/autograd.hpp"
+#include "lazytensor/checkpoint.hpp"
+#include "lazytensor/lazytensor.hpp"
+#include "lazytensor/models/gpt.hpp"
+#include "lazytensor/optim.hpp"
+#include "lazytensor/text.hpp"
+#include "progress.hpp"
+
+namespace lt_run {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// What a checkpoint records besides tensors, as safetensors' string metadata.
+std::map<std::string, std::string> metadata(const lt::models::GptConfig& c,
+                                            const lt::text::Vocab& vocab, int64_t step) {
+  nlohmann::json bytes = nlohmann::json::array();  // bytes, not chars: JSON wants UTF-8
+  for (char ch : vocab.chars()) bytes.push_back(static_cast<unsigned char>(ch));
+  return {{"format", "lazytensor-gpt-1"},         {"vocab_bytes", bytes.dump()},
+          {"context", std::to_string(c.context)}, {"layers", std::to_string(c.layers)},
+          {"width", std::to_string(c.dim)},       {"heads", std::to_string(c.heads)},
+          {"step", std::to_string(step)}};
+}
+
+int64_t meta_int(const lt::Checkpoint& ck, const std::string& file, const char* key) {
+  auto v = ck.metadata(key);
+  char* end = nullptr;
+  long long x = v ? std::strtoll(v->c_str(), &end, 10) : 0;
+  if (!v || v->empty() || *end || x < 0) {
+    throw lt::Error(
+        LT_STATUS_INVALID_ARGUMENT,
+        file + ": not an lt-run GPT checkpoint (metadata '" + key + "' missing or bad)");
+  }
+  return x;
+}
+
+lt::text::Vocab meta_vocab(const lt::Checkpoint& ck, const std::string& file) {
+  auto v = ck.metadata("vocab_bytes");
+  std::string chars;
+  try {
+    for (const auto& b : nlohmann::json::parse(v.value_or("")))
+      chars.push_back(static_cast<char>(b.get<int>()));
+  } catch (const std::exception&) {
+    chars.clear();
+  }
+  if (chars.empty()) {
+    throw lt::Error(LT_STATUS_INVALID_ARGUMENT,
+                    file + ": not an lt-run GPT checkpoint (no vocabulary in its metadata)");
+  }
+  return lt::text::Vocab::from_chars(chars);
+}
+
+// Mean loss over `batches` validation batches (dropout off, no gradients).
+double evaluate(lt::models::Gpt& model, const lt::Device& dev, const std::vector<int64_t>& tokens,
+                const GptOptions& o, int64_t batches) {
+  lt::NoGradGuard no_grad;
+  model.eval();
+  double sum = 0;
+  for (int64_t i = 0; i < batches; ++i) {
+    auto [x, y] = lt::text::sample_batch(dev, tokens, o.batch, model.config().context,
+                                         o.seed ^ 0xE7A1u, static_cast<uint64_t>(i));
+    sum += model.loss(x, y).item<float>();
+  }
+  model.train();
+  return sum / static_cast<double>(batches);
+}
+
+// Samples `n` characters after `prompt` (top-k, temperature) with a key/value cache.
+std::string generate(lt::models::Gpt& model, const lt::Device& dev, const lt::text::Vocab& vocab,
+                     const GptOptions& o, lt::Runtime& rt, double* compiles) {
+  lt::NoGradGuard no_grad;
+  model.eval();
+  const int64_t ctx = model.config().context, v = model.config().vocab;
+  std::vector<int64_t> tokens = vocab.encode(o.prompt.empty() ? std::string("\n") : o.prompt);
+  std::string out;
+  lt::models::KVCache cache;
+  uint64_t draw = 0;
+  // Feeds `fresh` tokens (the last of `tokens`) and returns the next token's logits.
+  auto feed = [&](int64_t fresh) {
+    std::vector<int64_t> chunk(tokens.end() - fresh, tokens.end());
+    lt::Tensor x = lt::Tensor::from(dev, chunk, {1, fresh});
+    lt::Tensor logits = model(x, &cache).slice(1, fresh - 1, fresh).reshape({v});
+    return logits.to_vector<float>();
+  };
+  // A prompt longer than the context keeps its end.
+  int64_t start = std::max<int64_t>(0, static_cast<int64_t>(tokens.size()) - ctx);
+  tokens.erase(tokens.begin(), tokens.begin() + start);
+  std::vector<float> logits = feed(static_cast<int64_t>(tokens.size()));
+  const double compiles_before = rt.metric("compiles");
+  for (int64_t i = 0; i < o.generate; ++i) {
+    // Top-k, then softmax at the temperature, then one draw from (seed, i).
+    std::vector<int> order(static_cast<size_t>(v));
+    for (int k = 0; k < v; ++k) order[static_cast<size_t>(k)] = k;
+    const int64_t k = o.top_k > 0 ? std::min(o.top_k, v) : v;
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [&](int a, int b) { return logits[size_t(a)] > logits[size_t(b)]; });
+    std::vector<double> p(static_cast<size_t>(k));
+    double mx = logits[static_cast<size_t>(order[0])], z = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      p[size_t(j)] = std::exp((logits[size_t(order[size_t(j)])] - mx) / o.temperature);
+      z += p[size_t(j)];
+    }
+    double u = static_cast<double>(lt::text::mix(o.seed, draw++) >> 11) * 0x1.0p-53 * z;
+    int64_t pick = k - 1;
+    for (int64_t j = 0; j < k; ++j) {
+      u -= p[size_t(j)];
+      if (u < 0) {
+        pick = j;
+        break;
+      }
+    }
+    int64_t next = order[size_t(pick)];
+    tokens.push_back(next);
+    out.push_back(vocab.chr(next));
+    if (i + 1 == o.generate) break;
+    if (cache.length >= ctx) {
+      // The window is full: start again from its second half (positions are absolute, so
+      // the cache cannot slide); these re-fills have one shape, compiled once.
+      cache.clear();
+      tokens.erase(tokens.begin(), tokens.end() - ctx / 2);
+      logits = feed(static_cast<int64_t>(tokens.size()));
+    } else {
+      logits = feed(1);
+    }
+  }
+  model.train();
+  *compiles = rt.metric("compiles") - compiles_before;
+  return out;
+}
+
+}  // namespace
+
+int run_gpt(const GptOptions& o, lt::Runtime& rt, const lt::Device& dev) {
+  lt::models::GptConfig cfg;
+  cfg.context = o.context;
+  cfg.layers = o.layers;
+  cfg.dim = o.width;
+  cfg.heads = o.heads;
+  cfg.dropout = o.dropout;
+  cfg.seed = o.seed;
+
+  std::unique_ptr<lt::Checkpoint> ck;
+  lt::text::Vocab vocab;
+  int64_t start_step = 0;
+  if (!o.load.empty()) {
+    ck = std::make_unique<lt::Checkpoint>(o.load);
+    vocab = meta_vocab(*ck, o.load);
+    cfg.context = meta_int(*ck, o.load, "context");
+    cfg.layers = meta_int(*ck, o.load, "layers");
+    cfg.dim = meta_int(*ck, o.load, "width");
+    cfg.heads = meta_int(*ck, o.load, "heads");
+    start_step = meta_int(*ck, o.load, "step");
+  }
+  const bool train = o.steps > start_step;
+  lt::text::Corpus corpus;
+  if (train || o.generate == 0 || !ck) {
+    corpus = lt::text::Corpus::from_text(lt::text::load_corpus(o.corpus), 0.1);
+    if (ck && corpus.vocab.chars() != vocab.chars()) {
+      throw lt::Error(LT_STATUS_INVALID_ARGUMENT,
+                      o.load + ": its vocabulary differs from the corpus " + o.corpus);
+    }
+    vocab = corpus.vocab;
+  }
+  cfg.vocab = vocab.size();
+
+  lt::models::Gpt model(dev, cfg);
+  model.materialize();
+  lt::optim::AdamW opt(model.parameters(), o.lr, o.weight_decay, 0.9, 0.95);
+  if (ck) {
+    lt::load_checkpoint(o.load, model, &opt);
+    ck.reset();
+  }
+  const double tokens_per_step = static_cast<double>(o.batch * cfg.context);
+  std::printf(
+      "lt-run: gpt on %s | %lld layers, width %lld, %lld heads, context %lld, vocab %lld, "
+      "%lld parameters | corpus %s: %zu train / %zu validation characters | batch %lld, "
+      "steps %lld..%lld\n",
+      dev.name().c_str(), (long long)cfg.layers, (long long)cfg.dim, (long long)cfg.heads,
+      (long long)cfg.context, (long long)cfg.vocab, (long long)model.num_parameters(),
+      o.corpus.c_str(), corpus.train.size(), corpus.val.size(), (long long)o.batch,
+      (long long)start_step, (long long)o.steps);
+  std::fflush(stdout);
+
+  lt::optim::WarmupCosine schedule{o.lr, o.warmup, o.steps, o.lr * 0.1};
+  std::vector<lt::Tensor*> params = model.parameters();
+  StepBar bar(o.steps);
+  double ema = 0, tok_s = 0;
+  double train_s = 0;
+  int64_t timed_steps = 0;
+  const double compiles_before = rt.metric("compiles");
+  for (int64_t step = start_step; step < o.steps; ++step) {
+    auto t0 = Clock::now();
+    const double lr = schedule(step);
+    opt.set_lr(lr);
+    model.set_step(static_cast<uint64_t>(step));
+    auto [x, y] = lt::text::sample_batch(dev, corpus.train, o.batch, cfg.context, o.seed,
+                                         static_cast<uint64_t>(step));
+    lt::Tensor loss = model.loss(x, y);
+    lt::backward(loss);
+    lt::Tensor norm = lt::optim::clip_grad_norm(params, o.clip);
+    opt.step();
+    lt::sync(dev);  // forward + backward + clipping + update: one graph, compiled once
+    const double l = loss.item<float>();
+    const double dt = seconds_since(t0);
+    if (step > start_step) {  // the first step compiles
+      train_s += dt;
+      ++timed_steps;
+      tok_s = tokens_per_step * static_cast<double>(timed_steps) / train_s;
+    }
+    ema = step == start_step ? l : 0.9 * ema + 0.1 * l;
+    bar.step(step + 1, ema, lr, tok_s);
+    const bool last = step + 1 == o.steps;
+    if ((o.eval_every > 0 && (step + 1) % o.eval_every == 0) || last) {
+      double val = evaluate(model, dev, corpus.val, o, o.eval_batches);
+      bar.line(
+          "step %5lld  train loss %.4f  val loss %.4f  (%.3f bits/char)  lr %.2e  "
+          "grad norm %.3f  %.0f tokens/s",
+          (long long)(step + 1), ema, val, val / std::log(2.0), lr, norm.item<float>(), tok_s);
+    }
+  }
+  if (train) {
+    const double flops = model.train_flops(o.batch, cfg.context);
+    std::printf(
+        "training: %lld steps, %.1f ms/step, %.0f tokens/s, %.1f GFLOP/s (model FLOPs), "
+        "compiles during training %.0f\n",
+        (long long)(o.steps - start_step), timed_steps ? 1e3 * train_s / timed_steps : 0.0, tok_s,
+        timed_steps ? flops * timed_steps / train_s / 1e9 : 0.0,
+        rt.metric("compiles") - compiles_before);
+  }
+  if (!o.save.empty()) {
+    lt::save_checkpoint(o.save, model, &opt, metadata(cfg, vocab, std::max(o.steps, start_step)));
+    std::printf("saved %s (step %lld)\n", o.save.c_str(), (long long)std::max(o.steps, start_step));
+  }
+  if (o.generate > 0) {
+    double gen_compiles = 0;
+    std::string text = generate(model, dev, vocab, o, rt, &gen_compiles);
+    std::printf("--- sample (%lld characters, temperature %.2f, top-k %lld, seed %llu) ---\n%s%s\n",
+                (long long)o.generate, o.temperature, (long long)o.top_k,
+                (unsigned long long)o.seed, o.prompt.c_str(), text.c_str());
+    std::printf("--- generation compiled %.0f graphs (one per new cache length; see issue #15)\n",
+                gen_compiles);
+  }
+  std::printf("metrics: compiles %.0f, cache hits %.0f, fallbacks %.0f\n", rt.metric("compiles"),
+              rt.metric("cache_hits"), rt.metric("fallback_nodes"));
+  return 0;
+}
+
+}  // namespace lt_run

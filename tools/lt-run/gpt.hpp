@@ -1,0 +1,24 @@
+// gpt.hpp — lt-run's GPT mode (gpt.cpp): options and entry point.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "lazytensor/lazytensor.hpp"
+
+namespace lt_run {
+
+struct GptOptions {
+  std::string corpus = "/usr/share/games/fortunes";
+  std::string save, load, prompt;
+  int64_t steps = 1000, batch = 32, context = 128, layers = 4, width = 256, heads = 4;
+  int64_t warmup = 100, eval_every = 100, eval_batches = 8;
+  int64_t generate = 0, top_k = 20;
+  double lr = 1e-3, weight_decay = 0.1, clip = 1.0, dropout = 0.1, temperature = 0.8;
+  uint64_t seed = 42;
+};
+
+// Trains (steps beyond the loaded checkpoint's), saves, and samples, as `o` says.
+int run_gpt(const GptOptions& o, lt::Runtime& rt, const lt::Device& dev);
+
+}  // namespace lt_run
