@@ -11,6 +11,8 @@
 #include <unordered_map>
 
 #include "error.h"
+#include "lazytensor/lower/error.hpp"
+#include "lazytensor/lower/graph.hpp"
 #include "runtime.h"
 
 namespace lt {
@@ -58,22 +60,15 @@ NodeRef cast_to(Device* dev, Node* a, lt_dtype dt) {
   return make_node(dev, kOpCast, {a}, dt, a->shape);
 }
 
+// NumPy broadcasting: the lowering library's rule, with its error in the core's type.
 Dims broadcast_shapes(const char* op, const Dims& a, const Dims& b) {
-  size_t r = std::max(a.size(), b.size());
-  Dims out;
-  out.resize(r);
-  for (size_t i = 0; i < r; ++i) {
-    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
-    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
-    if (da == db || db == 1)
-      out[i] = da;
-    else if (da == 1)
-      out[i] = db;
-    else
-      fail(LT_STATUS_SHAPE_MISMATCH, "{}: shapes {} and {} do not broadcast", op, dims_str(a),
-           dims_str(b));
+  try {
+    lt::lower::Shape s =
+        lt::lower::broadcast_shapes(op, {a.data(), a.size()}, {b.data(), b.size()});
+    return Dims(s.data(), s.size());
+  } catch (const lt::lower::Error& e) {
+    fail(e.code(), "{}", e.what());
   }
-  return out;
 }
 
 // Normalises an axis in [-rank, rank) to [0, rank).
