@@ -4,9 +4,11 @@
 #include <cblas.h>
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <limits>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -47,43 +49,61 @@ class SerialBlasScope {
 
 template <class T>
 void blas(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
-          int64_t ldc, bool accumulate) {
+          int64_t ldc, bool accumulate, bool ta, bool tb) {
+  auto t = [](bool x) { return x ? CblasTrans : CblasNoTrans; };
   if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb,
+    cblas_sgemm(CblasRowMajor, t(ta), t(tb), m, n, k, 1.0f, a, lda, b, ldb,
                 accumulate ? 1.0f : 0.0f, c, ldc);
   else
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, lda, b, ldb,
-                accumulate ? 1.0 : 0.0, c, ldc);
+    cblas_dgemm(CblasRowMajor, t(ta), t(tb), m, n, k, 1.0, a, lda, b, ldb, accumulate ? 1.0 : 0.0,
+                c, ldc);
 }
 
 }  // namespace
 
 template <class T>
 void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
-          int64_t ldc, bool accumulate) {
+          int64_t ldc, bool accumulate, bool trans_a, bool trans_b) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     if (!accumulate)
       for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
     return;
   }
+  // Row i of op(A) and column j of op(B) start here.
+  auto a_row = [&](int64_t i) { return trans_a ? a + i : a + i * lda; };
+  auto b_col = [&](int64_t j) { return trans_b ? b + j * ldb : b + j; };
   int64_t macs = m * n * k;
-  if (macs >= kBlasThreadsGemm) return blas(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
   SerialBlasScope serial;
+  if (macs >= kBlasThreadsGemm && m >= 64) {
+    // Row blocks of at least 16 rows, about four per thread for balance.
+    int64_t threads = tbb::this_task_arena::max_concurrency();
+    int64_t rows = std::max<int64_t>(16, (m + 4 * threads - 1) / (4 * threads));
+    rows = (rows + 15) / 16 * 16;
+    int64_t blocks = (m + rows - 1) / rows;
+    tbb::parallel_for(int64_t{0}, blocks, [&](int64_t p) {
+      int64_t i0 = p * rows, i1 = std::min(m, i0 + rows);
+      blas(i1 - i0, n, k, a_row(i0), lda, b, ldb, c + i0 * ldc, ldc, accumulate, trans_a, trans_b);
+    });
+    return;
+  }
   // Panels of at least 64 columns and ~kSerialGemm multiply-adds each.
   int64_t panel = std::max<int64_t>(64, kSerialGemm / std::max<int64_t>(1, m * k));
-  if (macs < kSerialGemm || n < 2 * panel) return blas(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+  if (macs < kSerialGemm || n < 2 * panel)
+    return blas(m, n, k, a, lda, b, ldb, c, ldc, accumulate, trans_a, trans_b);
   int64_t panels = (n + panel - 1) / panel;
   tbb::parallel_for(int64_t{0}, panels, [&](int64_t p) {
     int64_t j0 = p * panel, j1 = std::min(n, j0 + panel);
-    blas(m, j1 - j0, k, a, lda, b + j0, ldb, c + j0, ldc, accumulate);
+    blas(m, j1 - j0, k, a, lda, b_col(j0), ldb, c + j0, ldc, accumulate, trans_a, trans_b);
   });
 }
 
 template <class T>
-void gemm_batched(int64_t batch, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c) {
+void gemm_batched(int64_t batch, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c,
+                  bool trans_a, bool trans_b) {
   auto one = [&](int64_t i) {
-    gemm<T>(m, n, k, a + i * m * k, k, b + i * k * n, n, c + i * m * n, n);
+    gemm<T>(m, n, k, a + i * m * k, trans_a ? m : k, b + i * k * n, trans_b ? k : n, c + i * m * n,
+            n, false, trans_a, trans_b);
   };
   int64_t macs = m * n * k;
   if (batch > 1 && macs < kBlasThreadsGemm && batch * macs >= kSerialGemm) {
@@ -95,13 +115,24 @@ void gemm_batched(int64_t batch, int64_t m, int64_t n, int64_t k, const T* a, co
 }
 
 template void gemm<float>(int64_t, int64_t, int64_t, const float*, int64_t, const float*, int64_t,
-                          float*, int64_t, bool);
+                          float*, int64_t, bool, bool, bool);
 template void gemm<double>(int64_t, int64_t, int64_t, const double*, int64_t, const double*,
-                           int64_t, double*, int64_t, bool);
+                           int64_t, double*, int64_t, bool, bool, bool);
 template void gemm_batched<float>(int64_t, int64_t, int64_t, int64_t, const float*, const float*,
-                                  float*);
+                                  float*, bool, bool);
 template void gemm_batched<double>(int64_t, int64_t, int64_t, int64_t, const double*, const double*,
-                                   double*);
+                                   double*, bool, bool);
+
+bool is_matrix_transpose(const lt_graph& g, int32_t v) {
+  const lt_graph_node& n = g.nodes[v];
+  if (std::string_view(n.op) != "permute" || n.rank < 2) return false;
+  auto perm = lower::Attrs(n).ints("perm");
+  if (perm.size() != n.rank) return false;
+  for (size_t d = 0; d + 2 < n.rank; ++d)
+    if (perm[d] != static_cast<int64_t>(d)) return false;
+  return perm[n.rank - 2] == static_cast<int64_t>(n.rank) - 1 &&
+         perm[n.rank - 1] == static_cast<int64_t>(n.rank) - 2;
+}
 
 // ---- conv2d ----
 
@@ -202,7 +233,8 @@ void matmul_kernel(const KernelCall& c) {
   const int64_t B = a.rank == 3 ? a.shape[0] : 1;
   const int64_t M = a.shape[a.rank - 2], K = a.shape[a.rank - 1], N = b.shape[b.rank - 1];
   gemm_batched<T>(B, M, N, K, reinterpret_cast<const T*>(a.data),
-                  reinterpret_cast<const T*>(b.data), reinterpret_cast<T*>(c.out.data));
+                  reinterpret_cast<const T*>(b.data), reinterpret_cast<T*>(c.out.data), false,
+                  false);
 }
 
 void prepare_matmul(PrepareCall& c) {

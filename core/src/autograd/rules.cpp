@@ -383,7 +383,16 @@ void r_matmul(const GradFn& fn, T g, std::vector<Ref>& r) {
     Ref ga = reduce_to_shape(matmul(G.get(), Bt.get()), shape_of(A.get()));
     r[0] = as.size() == 1 ? reshape(ga.get(), as) : std::move(ga);
   }
-  if (fn.needs_grad[1]) {
+  if (fn.needs_grad[1] && bs.size() == 2 && as.size() > 2) {
+    // A shared weight under batched rows (x[..., T, K] @ w[K, N]): one GEMM over all rows,
+    // x^T[K, rows] @ g[rows, N], instead of a GEMM per batch element and a sum over them.
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < as.size(); ++d) rows *= as[d];
+    Ref A2 = reshape(A.get(), {rows, as.back()});
+    Ref G2 = reshape(G.get(), {rows, bs[1]});
+    Ref At = permute(A2.get(), swap_last2(2));
+    r[1] = matmul(At.get(), G2.get());
+  } else if (fn.needs_grad[1]) {
     Ref At = permute(A.get(), swap_last2(shape_of(A.get()).size()));
     Ref gb = reduce_to_shape(matmul(At.get(), G.get()), shape_of(B.get()));
     r[1] = bs.size() == 1 ? reshape(gb.get(), bs) : std::move(gb);

@@ -375,6 +375,7 @@ class Emitter {
   }
 
   void emit_reductions(const std::vector<int32_t>& reductions, Offsets& offs);
+  bool emit_column_reductions(const std::vector<int32_t>& reductions, Offsets& offs);
 
   llvm::Module& m_;
   llvm::LLVMContext& ctx_;
@@ -483,10 +484,102 @@ llvm::Error Emitter::run() {
   return llvm::Error::success();
 }
 
+// Reductions over outer axes into a contiguous kept axis (a bias gradient: sum over
+// [batch, time] of [batch, time, width]) read a column per output in the row scheme: a strided,
+// scalar walk over memory. Here each call owns a range of kept indices, accumulates in the
+// outputs themselves, and the vectorised inner loop runs along the kept axis:
+//   out[j] = init; for r in reduced: for j in range: out[j] = out[j] op x(r, j).
+// Taken when the kept dims coalesce to one, every source is read with kept stride 0 or 1, the
+// kernel is one phase whose outputs are exactly its reductions (sum, mean, max, min).
+bool Emitter::emit_column_reductions(const std::vector<int32_t>& reductions, Offsets& offs) {
+  if (n_outer_ != 1 || loop_dims_.size() < 2) return false;
+  if (k_.outputs.size() != reductions.size()) return false;
+  for (int32_t r : reductions) {
+    const lt_graph_node& n = g_.nodes[r];
+    if (n.dtype == LT_DTYPE_BOOL || !std::count(k_.outputs.begin(), k_.outputs.end(), r))
+      return false;
+    for (int32_t v : k_.nodes)  // nothing in the kernel consumes a reduction
+      for (size_t k = 0; k < g_.nodes[v].num_operands; ++k)
+        if (g_.nodes[v].operands[k] == r) return false;
+  }
+  for (int32_t v : k_.nodes)
+    if (!fusion::is_reduction_op(g_.nodes[v].op) && role(v) != Role::kFull) return false;
+  bool contiguous = false;
+  for (size_t a = 0; a < acc_.size(); ++a) {
+    int64_t s = acc_[a].strides[0];
+    if (s != 0 && s != 1) return false;
+    bool reads_reduced = false;
+    for (size_t d = 1; d < loop_dims_.size(); ++d) reads_reduced |= acc_[a].strides[d] != 0;
+    contiguous |= s == 1 && reads_reduced;
+  }
+  if (!contiguous) return false;
+
+  llvm::Value* lo = fn_->getArg(1);
+  llvm::Value* hi = fn_->getArg(2);
+  auto at = [&](const Offsets& o, size_t d, llvm::Value* i) {
+    Offsets r = o;
+    for (size_t a = 0; a < acc_.size(); ++a)
+      if (int64_t s = acc_[a].strides[d])
+        r[a] = b_.CreateAdd(o[a], b_.CreateMul(i, b_.getInt64(s), "", true, true), "", true, true);
+    return r;
+  };
+  auto init = [&](const lt_graph_node& n) -> llvm::Value* {
+    llvm::Type* t = reg_type(n.dtype);
+    std::string_view op = n.op;
+    if (op == "sum" || op == "mean") return llvm::Constant::getNullValue(t);
+    if (!t->isIntegerTy()) return llvm::ConstantFP::getInfinity(t, op == "max");
+    unsigned bits = t->getIntegerBitWidth();
+    return llvm::ConstantInt::get(t, op == "max" ? llvm::APInt::getSignedMinValue(bits)
+                                                 : llvm::APInt::getSignedMaxValue(bits));
+  };
+  loop(lo, hi, true, [&](llvm::Value* j) {
+    Offsets o = at(offs, 0, j);
+    for (int32_t r : reductions) store(r, o, init(g_.nodes[r]));
+  });
+  std::vector<int32_t> srcs;
+  for (int32_t r : reductions)
+    if (in_kernel(g_.nodes[r].operands[0])) srcs.push_back(g_.nodes[r].operands[0]);
+  std::function<void(size_t, const Offsets&)> over = [&](size_t d, const Offsets& o) {
+    if (d < loop_dims_.size())
+      return loop(b_.getInt64(0), b_.getInt64(loop_dims_[d]), true,
+                  [&](llvm::Value* i) { over(d + 1, at(o, d, i)); });
+    loop(lo, hi, true, [&](llvm::Value* j) {
+      Offsets io = at(o, 0, j);
+      std::map<int32_t, llvm::Value*> memo;
+      eval(srcs, memo, io);
+      for (int32_t r : reductions) {
+        const lt_graph_node& n = g_.nodes[r];
+        int32_t src = n.operands[0];
+        llvm::Value* x = in_kernel(src) ? memo.at(src) : load(acc_of_.at({src, r}), io, n.dtype);
+        llvm::Value* cur = load(acc_of_.at({r, r}), io, n.dtype);
+        std::string_view op = n.op;
+        store(r, io,
+              arith(op == "max"   ? "maximum"
+                    : op == "min" ? "minimum"
+                                  : "add",
+                    n.dtype, {cur, x}));
+      }
+    });
+  };
+  over(1, offs);
+  int64_t count = 1;
+  for (int64_t ax : k_.reduce_axes) count *= k_.domain[ax];
+  for (int32_t r : reductions) {
+    if (std::string_view(g_.nodes[r].op) != "mean") continue;
+    loop(lo, hi, true, [&](llvm::Value* j) {
+      Offsets o = at(offs, 0, j);
+      llvm::Value* v = load(acc_of_.at({r, r}), o, g_.nodes[r].dtype);
+      store(r, o, b_.CreateFDiv(v, fconst(v->getType(), static_cast<double>(count))));
+    });
+  }
+  return true;
+}
+
 // Per outer index (row): phase p accumulates the reductions with p in-kernel reductions below
 // them (max, then the sum of exp(x − max), ...), the reduced-role nodes that need them follow,
 // then one pass writes the full-role outputs.
 void Emitter::emit_reductions(const std::vector<int32_t>& reductions, Offsets& offs) {
+  if (emit_column_reductions(reductions, offs)) return;
   std::map<int32_t, int> level;
   int phases = 0;
   for (int32_t v : k_.nodes) {

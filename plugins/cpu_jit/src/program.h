@@ -6,11 +6,11 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "lazytensor/host/kernels.hpp"
+#include "lazytensor/host/steps.hpp"
 #include "lazytensor/lower/graph.hpp"
 
 namespace lt::cpujit {
@@ -64,30 +64,12 @@ class Program {
   double compile_ms() const { return compile_ms_; }
 
  private:
-  enum class Kind : uint8_t { kKernel, kHost, kConv, kReshape };
-  struct Step {
-    Kind kind;
-    int32_t node = -1;            // what a host / conv / reshape step computes
-    size_t index = 0;             // kKernel: kernels_ and fns_; kConv: convs_
-    host::KernelFn fn = nullptr;  // kHost, called with params_[params, params + num_params)
-    size_t params = 0, num_params = 0;
-    int64_t scratch = -1;  // kConv: arena byte offset of the im2col matrix, -1 if none
-  };
-  void add_host_step(int32_t v);
-
   lower::OwnedGraph owned_;
   const lt_graph* g_ = nullptr;
-  std::vector<Step> steps_;
   std::vector<KernelDesc> kernels_;
   std::vector<KernelFn> fns_;
-  std::vector<int64_t> params_;
-  std::vector<host::ConvGeom> convs_;
-  std::vector<int64_t> numel_;        // per node
-  std::vector<int64_t> temp_offset_;  // per node: byte offset in the arena, -1 if none
-  size_t arena_bytes_ = 0;
+  std::unique_ptr<host::StepProgram> steps_;
   double compile_ms_ = 0;
-  mutable std::mutex arena_mu_;  // guards arena_ (reused by one run at a time)
-  mutable std::unique_ptr<char[], void (*)(void*)> arena_{nullptr, nullptr};
 };
 
 }  // namespace lt::cpujit

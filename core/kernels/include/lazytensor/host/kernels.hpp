@@ -44,18 +44,24 @@ KernelFn prepare(const lt_graph& g, size_t i, std::vector<int64_t>* params);
 
 // ---- pieces other backends call directly ---------------------------------------------------
 
-// C[m,n] = A[m,k]·B[k,n] (+ C when accumulate), row-major with leading dimensions, T float or
-// double. The one thread policy: below 2^18 multiply-adds OpenBLAS runs on the calling thread;
-// up to 2^24 the columns are split into panels over TBB, each a single-threaded OpenBLAS call
-// (OpenBLAS's own pool would fight TBB and the caller for the cores); above, OpenBLAS's own
-// threads, called from the calling thread only, never from inside a TBB loop.
+// C[m,n] = op(A)[m,k]·op(B)[k,n] (+ C when accumulate), row-major with leading dimensions, T
+// float or double; op(X) is X, or X stored transposed (A as [k,m], B as [n,k]) when trans_*.
+// The one thread policy: OpenBLAS's own thread pool is never used (after each call it spins,
+// fighting TBB and the caller for the cores: measured 18% of a GPT step). Below 2^18
+// multiply-adds one single-threaded OpenBLAS call on the calling thread; up to 2^24 column
+// panels over TBB; above, row blocks over TBB, each a single-threaded OpenBLAS call.
 template <class T>
 void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
-          int64_t ldc, bool accumulate = false);
-// `batch` products of the same sizes, dense, operands and result `m·k`, `k·n`, `m·n` apart:
-// small products become one TBB task each (single-threaded OpenBLAS), large ones run in turn.
+          int64_t ldc, bool accumulate = false, bool trans_a = false, bool trans_b = false);
+// `batch` products of the same sizes, dense, operands and result `m·k`, `k·n`, `m·n` apart
+// (operands stored transposed when trans_*): small products become one TBB task each
+// (single-threaded OpenBLAS), large ones run in turn.
 template <class T>
-void gemm_batched(int64_t batch, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c);
+void gemm_batched(int64_t batch, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c,
+                  bool trans_a = false, bool trans_b = false);
+// Whether node v of a validated graph is a permute that swaps the last two dims and keeps the
+// others: a GEMM reading it can read its operand transposed instead of a copy.
+bool is_matrix_transpose(const lt_graph& g, int32_t v);
 
 // conv2d NCHW / OIHW (optional bias [O]) as im2col + gemm per image and group. `col` is
 // scratch of conv_scratch_elems(...) elements, or null to allocate it per call.

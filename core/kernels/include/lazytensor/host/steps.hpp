@@ -1,0 +1,72 @@
+// steps.hpp — a host step program: the executor of a validated graph as a list of steps (host
+// kernels, GEMMs, convolutions, reshape aliases, and steps a backend supplies, e.g. generated
+// kernels), with one arena for every temporary, shared by temporaries whose live ranges do not
+// overlap. A matrix transpose read only by GEMMs is never materialised: the GEMM reads its
+// operand transposed (the backward pass's x^T·dy and dy·w^T).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "lazytensor/host/kernels.hpp"
+
+namespace lt::host {
+
+class StepProgram {
+ public:
+  // `graph` must outlive the program; it is validated.
+  explicit StepProgram(const lt_graph& graph);
+  StepProgram(const StepProgram&) = delete;
+  StepProgram& operator=(const StepProgram&) = delete;
+
+  // Steps run in the order added, operands before users. add_node: node v by the host
+  // kernels; throws lower::Error (UNSUPPORTED) when they lack it. A matrix transpose whose
+  // users are all f32/f64 matmuls becomes no step: add its users with add_node too.
+  void add_node(int32_t v);
+  // A step the backend runs: it writes `writes`, reads `reads`, and gets every node's buffer
+  // (indexed by node; null where a node has none).
+  using Custom = std::function<void(void* const* node_buffers)>;
+  void add_custom(std::vector<int32_t> writes, std::vector<int32_t> reads, Custom run);
+  // Plans the arena; call once, after the last step.
+  void finish();
+
+  // Host pointers of the graph's input/output buffers, in graph order. Concurrent runs are
+  // safe (a run that finds the arena busy allocates its own).
+  void run(void* const* inputs, void* const* outputs) const;
+  size_t arena_bytes() const { return arena_bytes_; }
+  size_t num_steps() const { return steps_.size(); }
+
+ private:
+  enum class Kind : uint8_t { kHost, kGemm, kConv, kReshape, kCustom };
+  struct Step {
+    Kind kind;
+    int32_t node = -1;      // what a host / gemm / conv / reshape step computes
+    size_t index = 0;       // kConv: convs_; kCustom: customs_
+    KernelFn fn = nullptr;  // kHost, called with params_[params, params + num_params)
+    size_t params = 0, num_params = 0;
+    int64_t scratch = -1;  // kConv: arena byte offset of the im2col matrix, -1 if none
+  };
+  struct CustomStep {
+    std::vector<int32_t> writes, reads;
+    Custom run;
+  };
+  int32_t source(int32_t v) const { return transposed_[v] ? g_.nodes[v].operands[0] : v; }
+
+  const lt_graph& g_;
+  std::vector<Step> steps_;
+  std::vector<CustomStep> customs_;
+  std::vector<int64_t> params_;
+  std::vector<ConvGeom> convs_;
+  std::vector<int64_t> numel_;        // per node
+  std::vector<char> gemm_only_;       // per node: a transpose read only by f32/f64 GEMMs
+  std::vector<char> transposed_;      // per node: such a transpose, added as no step
+  std::vector<int64_t> temp_offset_;  // per node: byte offset in the arena, -1 if none
+  size_t arena_bytes_ = 0;
+  mutable std::mutex arena_mu_;  // guards arena_ (reused by one run at a time)
+  mutable std::unique_ptr<char[], void (*)(void*)> arena_{nullptr, nullptr};
+};
+
+}  // namespace lt::host

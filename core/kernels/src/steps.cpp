@@ -1,0 +1,200 @@
+// steps.cpp — the host step program: steps, live ranges, one arena, the run loop.
+#include "lazytensor/host/steps.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <type_traits>
+
+#include "kernels.h"
+#include "lazytensor/lower/buffers.hpp"
+#include "lazytensor/lower/error.hpp"
+
+namespace lt::host {
+namespace {
+
+bool is_gemm(const lt_graph_node& n) {
+  return std::string_view(n.op) == "matmul" && (n.dtype == LT_DTYPE_F32 || n.dtype == LT_DTYPE_F64);
+}
+
+}  // namespace
+
+StepProgram::StepProgram(const lt_graph& graph) : g_(graph) {
+  const lt_graph& g = g_;
+  gemm_only_.assign(g.num_nodes, 0);
+  transposed_.assign(g.num_nodes, 0);
+  std::vector<char> other_use(g.num_nodes, 0);
+  for (size_t k = 0; k < g.num_outputs; ++k) other_use[g.outputs[k]] = 1;
+  for (size_t i = 0; i < g.num_nodes; ++i) {
+    const lt_graph_node& n = g.nodes[i];
+    numel_.push_back(lower::DescRef(n).numel());
+    if (!is_gemm(n))
+      for (size_t k = 0; k < n.num_operands; ++k) other_use[n.operands[k]] = 1;
+  }
+  for (size_t i = 0; i < g.num_nodes; ++i)
+    gemm_only_[i] = !other_use[i] && is_matrix_transpose(g, static_cast<int32_t>(i));
+}
+
+void StepProgram::add_node(int32_t v) {
+  const lt_graph_node& n = g_.nodes[v];
+  std::string_view op = n.op;
+  if (gemm_only_[v]) {
+    transposed_[v] = 1;
+  } else if (op == "reshape") {
+    steps_.push_back({Kind::kReshape, v});
+  } else if (is_gemm(n)) {
+    steps_.push_back({Kind::kGemm, v});
+  } else if (op == "conv2d" && (n.dtype == LT_DTYPE_F32 || n.dtype == LT_DTYPE_F64)) {
+    convs_.push_back(conv_geom(g_, v));
+    steps_.push_back({Kind::kConv, v, convs_.size() - 1});
+  } else {
+    size_t at = params_.size();
+    KernelFn fn = prepare(g_, v, &params_);
+    if (!fn)
+      lower::fail(LT_STATUS_UNSUPPORTED, "node " + std::to_string(v) + " (" + n.op + ", " +
+                                             lower::desc_str(n) + ") has no host kernel");
+    steps_.push_back({Kind::kHost, v, 0, fn, at, params_.size() - at});
+  }
+}
+
+void StepProgram::add_custom(std::vector<int32_t> writes, std::vector<int32_t> reads, Custom run) {
+  steps_.push_back({Kind::kCustom, -1, customs_.size()});
+  customs_.push_back({std::move(writes), std::move(reads), std::move(run)});
+}
+
+void StepProgram::finish() {
+  const lt_graph& g = g_;
+  // Every materialised node that is neither an input nor bound to an output gets a slice of
+  // the arena (an unbound reshape aliases its operand); so does each conv2d's im2col matrix.
+  std::vector<char> needs(g.num_nodes, 0), bound(g.num_nodes, 0);
+  for (size_t k = 0; k < g.num_inputs; ++k) bound[g.inputs[k]] = 1;
+  for (size_t k = 0; k < g.num_outputs; ++k) bound[g.outputs[k]] = 1;
+  auto root = [&](int32_t v) {  // the node whose buffer holds v's data
+    for (v = source(v); !bound[v] && std::string_view(g.nodes[v].op) == "reshape";)
+      v = source(g.nodes[v].operands[0]);
+    return v;
+  };
+  const int64_t never = static_cast<int64_t>(steps_.size());
+  std::vector<int64_t> first(g.num_nodes, never), last(g.num_nodes, -1);
+  std::vector<lower::LiveRange> ranges;
+  std::vector<int64_t> owner;  // node, or ~step for a conv2d's im2col matrix
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    Step& s = steps_[i];
+    const int64_t at = static_cast<int64_t>(i);
+    auto def = [&](int32_t v) {
+      needs[v] = 1;
+      first[v] = std::min(first[v], at);
+      last[v] = std::max(last[v], at);
+    };
+    auto use = [&](int32_t v) {
+      needs[source(v)] = 1;
+      last[root(v)] = std::max(last[root(v)], at);
+    };
+    if (s.kind == Kind::kCustom) {
+      for (int32_t v : customs_[s.index].writes) def(v);
+      for (int32_t v : customs_[s.index].reads) use(v);
+      continue;
+    }
+    if (s.kind != Kind::kReshape) def(s.node);
+    for (size_t k = 0; k < g.nodes[s.node].num_operands; ++k) use(g.nodes[s.node].operands[k]);
+    if (size_t elems = s.kind == Kind::kConv ? conv_scratch_elems(convs_[s.index]) : 0) {
+      ranges.push_back({elems * lt_dtype_size(g.nodes[s.node].dtype), at, at});
+      owner.push_back(~at);
+    }
+  }
+  for (size_t v = 0; v < g.num_nodes; ++v) {
+    if (!needs[v] || bound[v] || std::string_view(g.nodes[v].op) == "reshape") continue;
+    ranges.push_back({numel_[v] * lt_dtype_size(g.nodes[v].dtype), std::min(first[v], never),
+                      std::max(last[v], std::min(first[v], never))});
+    owner.push_back(static_cast<int64_t>(v));
+  }
+  lower::ArenaPlan plan = lower::pack_live_ranges(ranges);
+  arena_bytes_ = plan.bytes;
+  temp_offset_.assign(g.num_nodes, -1);
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    if (owner[r] >= 0)
+      temp_offset_[owner[r]] = static_cast<int64_t>(plan.offsets[r]);
+    else
+      steps_[~owner[r]].scratch = static_cast<int64_t>(plan.offsets[r]);
+  }
+}
+
+void StepProgram::run(void* const* inputs, void* const* outputs) const {
+  const lt_graph& g = g_;
+  std::vector<void*> ptr(g.num_nodes, nullptr);
+  for (size_t k = 0; k < g.num_inputs; ++k) ptr[g.inputs[k]] = inputs[k];
+  for (size_t k = 0; k < g.num_outputs; ++k) {
+    int32_t v = g.outputs[k];
+    if (!ptr[v] && std::string_view(g.nodes[v].op) != "input") ptr[v] = outputs[k];
+  }
+  // The arena is reused when free (steady state maps no fresh pages); a concurrent run of
+  // the same program gets its own.
+  std::unique_lock<std::mutex> lock(arena_mu_, std::try_to_lock);
+  std::unique_ptr<char[], void (*)(void*)> own{nullptr, std::free};
+  char* arena = nullptr;
+  if (arena_bytes_) {
+    auto& a = lock.owns_lock() ? arena_ : own;
+    if (!a) a = {static_cast<char*>(std::aligned_alloc(64, arena_bytes_)), std::free};
+    if (!(arena = a.get()))
+      lower::fail(LT_STATUS_OUT_OF_MEMORY, std::to_string(arena_bytes_) + " temp bytes");
+  }
+  for (size_t v = 0; v < g.num_nodes; ++v)
+    if (temp_offset_[v] >= 0) ptr[v] = arena + temp_offset_[v];
+  std::vector<TensorArg> args;
+  auto arg = [&](int32_t v) -> TensorArg {
+    const lt_graph_node& n = g.nodes[v];
+    return {static_cast<char*>(ptr[v]), n.dtype, static_cast<int>(n.rank), n.shape, numel_[v]};
+  };
+  // f32 or f64 by the node's dtype.
+  auto typed = [&](const lt_graph_node& n, auto&& f) {
+    if (n.dtype == LT_DTYPE_F32)
+      f(static_cast<float*>(nullptr));
+    else
+      f(static_cast<double*>(nullptr));
+  };
+  for (const Step& s : steps_) {
+    const lt_graph_node* n = s.node >= 0 ? &g.nodes[s.node] : nullptr;
+    if (s.kind == Kind::kCustom) {
+      customs_[s.index].run(ptr.data());
+    } else if (s.kind == Kind::kReshape) {
+      void* src = ptr[source(n->operands[0])];
+      if (ptr[s.node] && ptr[s.node] != src)
+        std::memcpy(ptr[s.node], src, numel_[s.node] * lt_dtype_size(n->dtype));
+      else
+        ptr[s.node] = src;
+    } else if (s.kind == Kind::kGemm) {
+      // [B,]M,K x [B,]K,N (the core lowers NumPy matmul to these).
+      const int32_t a = n->operands[0], b = n->operands[1];
+      const lt_graph_node &an = g.nodes[a], &bn = g.nodes[b];
+      typed(*n, [&](auto* tag) {
+        using T = std::remove_pointer_t<decltype(tag)>;
+        gemm_batched<T>(an.rank == 3 ? an.shape[0] : 1, an.shape[an.rank - 2],
+                        bn.shape[bn.rank - 1], an.shape[an.rank - 1],
+                        static_cast<const T*>(ptr[source(a)]),
+                        static_cast<const T*>(ptr[source(b)]), static_cast<T*>(ptr[s.node]),
+                        transposed_[a] != 0, transposed_[b] != 0);
+      });
+    } else if (s.kind == Kind::kConv) {
+      typed(*n, [&](auto* tag) {
+        using T = std::remove_pointer_t<decltype(tag)>;
+        auto in = [&](size_t k) {
+          return k < n->num_operands ? static_cast<const T*>(ptr[n->operands[k]]) : nullptr;
+        };
+        conv2d<T>(convs_[s.index], in(0), in(1), in(2), static_cast<T*>(ptr[s.node]),
+                  s.scratch >= 0 ? reinterpret_cast<T*>(arena + s.scratch) : nullptr);
+      });
+    } else {
+      args.clear();
+      for (size_t k = 0; k < n->num_operands; ++k) args.push_back(arg(n->operands[k]));
+      s.fn({arg(s.node), args.data(), args.size(), params_.data() + s.params, s.num_params});
+    }
+  }
+  for (size_t k = 0; k < g.num_outputs; ++k) {
+    int32_t v = g.outputs[k];
+    if (ptr[v] != outputs[k])
+      std::memcpy(outputs[k], ptr[v], numel_[v] * lt_dtype_size(g.nodes[v].dtype));
+  }
+}
+
+}  // namespace lt::host
