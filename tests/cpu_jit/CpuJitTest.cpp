@@ -368,6 +368,85 @@ TEST_P(CpuJit, ReductionOverLeadingAxisAndMaxWithNaN) {
   }
 }
 
+// Reductions over outer axes into a contiguous kept axis run as column reductions (the inner
+// loop along the kept axis); a kernel that also stores a full-size output runs row-wise. Both
+// must give the loops' answers, kept extents of every remainder length included.
+TEST_P(CpuJit, ColumnReductionsMatchLoops) {
+  for (int64_t C : {1, 7, 16, 37, 130}) {
+    const int64_t A = 3, B = 5;
+    int64_t axes[2] = {0, 1};
+    lt_attr at[2] = {{"axes", LT_ATTR_INTS, 0, 0.0, axes, 2, nullptr},
+                     {"keepdims", LT_ATTR_INT, 0, 0.0, nullptr, 0, nullptr}};
+    for (bool full_output : {false, true}) {
+      OwnedGraph g;
+      int32_t x = g.add("input", LT_DTYPE_F32, {A, B, C}, {});
+      int32_t y = g.add("input", LT_DTYPE_F32, {A, B, C}, {});
+      int32_t xy = g.add("mul", LT_DTYPE_F32, {A, B, C}, {x, y});
+      int32_t s = g.add("sum", LT_DTYPE_F32, {C}, {xy}, at, 2);
+      int32_t m = g.add("mean", LT_DTYPE_F32, {C}, {xy}, at, 2);
+      int32_t lo = g.add("min", LT_DTYPE_F32, {C}, {x}, at, 2);
+      g.set_inputs({x, y});
+      if (full_output)
+        g.set_outputs({s, m, lo, xy});
+      else
+        g.set_outputs({s, m, lo});
+      auto xs = random(A * B * C, -1, 1, 11), ys = random(A * B * C, -1, 1, 12);
+      auto out = run(g, {xs, ys});
+      ASSERT_EQ(out.size(), full_output ? 4u : 3u);
+      for (int64_t c = 0; c < C; ++c) {
+        double sum = 0, mn = INFINITY;
+        for (int64_t r = 0; r < A * B; ++r) {
+          sum += double(xs[r * C + c]) * ys[r * C + c];
+          mn = std::min(mn, double(xs[r * C + c]));
+        }
+        EXPECT_NEAR(out[0][c], sum, 1e-5) << C << " " << c;
+        EXPECT_NEAR(out[1][c], sum / double(A * B), 1e-6) << C << " " << c;
+        EXPECT_EQ(out[2][c], float(mn)) << C << " " << c;
+      }
+      if (full_output)
+        for (int64_t i = 0; i < A * B * C; ++i) ASSERT_EQ(out[3][i], xs[i] * ys[i]);
+    }
+  }
+}
+
+// A matrix transpose read only by GEMMs is folded into the GEMM (OpenBLAS reads the operand
+// transposed); one that is also a graph output is materialised as well. Either way the
+// product is the loops'.
+TEST_P(CpuJit, MatmulReadsTransposedOperandsInPlace) {
+  for (bool also_output : {false, true}) {
+    const int64_t Bt = 2, M = 19, K = 23, N = 300;
+    int64_t swap3[3] = {0, 2, 1};
+    lt_attr perm3 = {"perm", LT_ATTR_INTS, 0, 0.0, swap3, 3, nullptr};
+    OwnedGraph g;
+    int32_t at = g.add("input", LT_DTYPE_F32, {Bt, K, M}, {});  // A stored transposed
+    int32_t bt = g.add("input", LT_DTYPE_F32, {Bt, N, K}, {});  // B stored transposed
+    int32_t a = g.add("permute", LT_DTYPE_F32, {Bt, M, K}, {at}, &perm3, 1);
+    int32_t b = g.add("permute", LT_DTYPE_F32, {Bt, K, N}, {bt}, &perm3, 1);
+    int32_t mm = g.add("matmul", LT_DTYPE_F32, {Bt, M, N}, {a, b});
+    g.set_inputs({at, bt});
+    if (also_output)
+      g.set_outputs({mm, a});
+    else
+      g.set_outputs({mm});
+    auto as = random(Bt * K * M, -1, 1, 21), bs = random(Bt * N * K, -1, 1, 22);
+    auto out = run(g, {as, bs});
+    ASSERT_EQ(out.size(), also_output ? 2u : 1u);
+    for (int64_t p = 0; p < Bt; ++p)
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double s = 0;
+          for (int64_t k = 0; k < K; ++k)
+            s += double(as[(p * K + k) * M + i]) * bs[(p * N + j) * K + k];
+          ASSERT_NEAR(out[0][(p * M + i) * N + j], s, 1e-4) << p << "," << i << "," << j;
+        }
+    if (also_output)
+      for (int64_t p = 0; p < Bt; ++p)
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t k = 0; k < K; ++k)
+            ASSERT_EQ(out[1][(p * M + i) * K + k], as[(p * K + k) * M + i]);
+  }
+}
+
 TEST_P(CpuJit, IdenticalGraphsCompileOnce) {
   auto make = [] {
     OwnedGraph g;

@@ -489,11 +489,14 @@ llvm::Error Emitter::run() {
 // scalar walk over memory. Here each call owns a range of kept indices, accumulates in the
 // outputs themselves, and the vectorised inner loop runs along the kept axis:
 //   out[j] = init; for r in reduced: for j in range: out[j] = out[j] op x(r, j).
-// Taken when the kept dims coalesce to one, every source is read with kept stride 0 or 1, the
-// kernel is one phase whose outputs are exactly its reductions (sum, mean, max, min).
+// Taken when the kept dims coalesce to one, every source is read with kept stride 0 or 1, and
+// the kernel is one phase: its reductions (sum, mean, max, min) are outputs nothing in it
+// reads; its other outputs are full-size, stored as the inner loop visits them.
 bool Emitter::emit_column_reductions(const std::vector<int32_t>& reductions, Offsets& offs) {
   if (n_outer_ != 1 || loop_dims_.size() < 2) return false;
-  if (k_.outputs.size() != reductions.size()) return false;
+  std::vector<int32_t> full_out;  // full-size outputs, stored as the inner loop visits them
+  for (int32_t v : k_.outputs)
+    if (!fusion::is_reduction_op(g_.nodes[v].op)) full_out.push_back(v);
   for (int32_t r : reductions) {
     const lt_graph_node& n = g_.nodes[r];
     if (n.dtype == LT_DTYPE_BOOL || !std::count(k_.outputs.begin(), k_.outputs.end(), r))
@@ -536,7 +539,7 @@ bool Emitter::emit_column_reductions(const std::vector<int32_t>& reductions, Off
     Offsets o = at(offs, 0, j);
     for (int32_t r : reductions) store(r, o, init(g_.nodes[r]));
   });
-  std::vector<int32_t> srcs;
+  std::vector<int32_t> srcs = full_out;
   for (int32_t r : reductions)
     if (in_kernel(g_.nodes[r].operands[0])) srcs.push_back(g_.nodes[r].operands[0]);
   std::function<void(size_t, const Offsets&)> over = [&](size_t d, const Offsets& o) {
@@ -547,6 +550,7 @@ bool Emitter::emit_column_reductions(const std::vector<int32_t>& reductions, Off
       Offsets io = at(o, 0, j);
       std::map<int32_t, llvm::Value*> memo;
       eval(srcs, memo, io);
+      for (int32_t v : full_out) store(v, io, memo.at(v));
       for (int32_t r : reductions) {
         const lt_graph_node& n = g_.nodes[r];
         int32_t src = n.operands[0];
@@ -562,6 +566,9 @@ bool Emitter::emit_column_reductions(const std::vector<int32_t>& reductions, Off
     });
   };
   over(1, offs);
+  // host::parallel_for chunks 16384 / work_per_index indices: claim 256 per index so that a
+  // chunk holds >= 64 kept indices (whole cache lines per row, full vectors), not 4.
+  k_.work_per_index = 256;
   int64_t count = 1;
   for (int64_t ax : k_.reduce_axes) count *= k_.domain[ax];
   for (int32_t r : reductions) {
