@@ -17,6 +17,7 @@
 #include "lazytensor/data.hpp"
 #include "lazytensor/lazytensor.hpp"
 #include "lazytensor/nn.hpp"
+#include "lazytensor/models/resnet.hpp"
 #include "lazytensor/optim.hpp"
 #include "gpt.hpp"
 #include "progress.hpp"
@@ -70,6 +71,24 @@ class Cnn : public Model {
   lt::nn::Conv2d conv_;
   lt::nn::MaxPool2d pool_;
   lt::nn::Linear fc_;
+};
+
+// The 8x8 digits through lt::models::ResNet: a 16-channel stem, a block at 8x8, two at 4x4
+// with 32 channels (group norm, residual shortcuts), global average pooling, linear 10.
+class ResNetDigits : public Model {
+ public:
+  ResNetDigits(const lt::Device& d, uint64_t seed) : net_(d, config(seed)) {
+    register_module("net", net_);
+  }
+  lt::Tensor forward(const lt::Tensor& x) override { return net_(x.reshape({x.dim(0), 1, 8, 8})); }
+
+ private:
+  static lt::models::ResNetConfig config(uint64_t seed) {
+    lt::models::ResNetConfig c;
+    c.seed = seed;
+    return c;
+  }
+  lt::models::ResNet net_;
 };
 
 // A counter of the metrics report, or `fallback` when this core does not report it.
@@ -129,9 +148,11 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
     model = std::make_unique<Mlp>(dev, o.hidden, o.seed);
   } else if (o.model == "cnn") {
     model = std::make_unique<Cnn>(dev, o.seed);
+  } else if (o.model == "resnet") {
+    model = std::make_unique<ResNetDigits>(dev, o.seed);
   } else {
     throw lt::Error(LT_STATUS_INVALID_ARGUMENT,
-                    "unknown --model '" + o.model + "' (mlp, cnn, gpt)");
+                    "unknown --model '" + o.model + "' (mlp, cnn, resnet, gpt)");
   }
   model->materialize();
   std::unique_ptr<lt::optim::Optimizer> opt;
@@ -250,8 +271,11 @@ int main(int argc, char** argv) {
   lt_run::GptOptions g;
   CLI::App app{"lt-run: train a digits classifier or a character-level GPT with LazyTensor"};
   app.add_option("--device", o.device, "device, e.g. cpu_jit or cpu_eager:0 (default: fastest)");
-  app.add_option("--model", o.model, "mlp (64-hidden-10), cnn, or gpt (character-level LM)");
-  app.add_option("--epochs", o.epochs, "training epochs (mlp, cnn)")->check(CLI::PositiveNumber);
+  app.add_option(
+      "--model", o.model,
+      "mlp (64-hidden-10), cnn, resnet (residual CNN, group norm), or gpt (character-level LM)");
+  app.add_option("--epochs", o.epochs, "training epochs (mlp, cnn, resnet)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--batch", o.batch, "batch size")->check(CLI::PositiveNumber);
   app.add_option("--lr", o.lr, "learning rate (gpt: peak of the schedule, default 1e-3)")
       ->check(CLI::PositiveNumber);
@@ -298,6 +322,11 @@ int main(int argc, char** argv) {
   gg->add_option("--eval-batches", g.eval_batches, "validation batches per evaluation")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  gg->add_option("--stop-after", g.stop_after,
+                 "stop (and --save) after this step, as an interrupted run would; the "
+                 "learning-rate schedule still spans --steps (0: run to --steps)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   gg->add_option("--save", g.save, "write a safetensors checkpoint here after training");
   gg->add_option("--load", g.load, "start from this checkpoint (model, optimizer, step)");
   gg->add_option("--generate", g.generate, "characters to sample after training")

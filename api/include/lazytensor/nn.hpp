@@ -199,6 +199,44 @@ class LayerNorm : public Module {
   double eps_;
 };
 
+// Group normalisation (Wu & He 2018) of NCHW input: the channels split into `groups`, each
+// sample's group normalised over its channels and pixels, then a per-channel gamma and beta.
+// No batch statistics: the same in training and evaluation, at any batch size. groups = 1 is
+// layer norm over (C, H, W); groups = C is instance norm.
+class GroupNorm : public Module {
+ public:
+  GroupNorm(const Device& device, int64_t groups, int64_t channels, double eps = 1e-5)
+      : groups_(groups), channels_(channels), eps_(eps) {
+    if (groups <= 0 || channels <= 0 || channels % groups) {
+      throw Error(LT_STATUS_INVALID_ARGUMENT, "GroupNorm: " + std::to_string(channels) +
+                                                  " channels do not split into " +
+                                                  std::to_string(groups) + " groups");
+    }
+    gamma = ones(device, {channels});
+    beta = zeros(device, {channels});
+    register_parameter("gamma", gamma);
+    register_parameter("beta", beta);
+  }
+  Tensor forward(const Tensor& x) const {
+    if (x.rank() != 4 || x.dim(1) != channels_) {
+      throw Error(LT_STATUS_SHAPE_MISMATCH, "GroupNorm(" + std::to_string(channels_) +
+                                                " channels): expected NCHW input, got " +
+                                                detail::shape_string(x.shape_span()));
+    }
+    const int64_t n = x.dim(0), h = x.dim(2), w = x.dim(3);
+    Tensor g = x.reshape({n, groups_, channels_ / groups_ * h * w});
+    Tensor d = g - g.mean({-1}, true);
+    Tensor y = (d * ((d * d).mean({-1}, true) + eps_).rsqrt()).reshape({n, channels_, h, w});
+    return y * gamma.reshape({channels_, 1, 1}) + beta.reshape({channels_, 1, 1});
+  }
+  Tensor operator()(const Tensor& x) const { return forward(x); }
+  Tensor gamma, beta;
+
+ private:
+  int64_t groups_, channels_;
+  double eps_;
+};
+
 // Rows of a [num, dim] table picked by integer indices: out shape indices.shape + [dim].
 class Embedding : public Module {
  public:
