@@ -191,24 +191,35 @@ int run_gpt(const GptOptions& o, lt::Runtime& rt, const lt::Device& dev) {
     ck.reset();
   }
   const double tokens_per_step = static_cast<double>(o.batch * cfg.context);
+  char data[512];
+  if (corpus.train.empty() && corpus.val.empty())
+    std::snprintf(data, sizeof data, "sampling from %s (no training: corpus not read)",
+                  o.load.c_str());
+  else
+    std::snprintf(data, sizeof data,
+                  "corpus %s: %zu train / %zu validation characters | batch %lld, steps "
+                  "%lld..%lld",
+                  o.corpus.c_str(), corpus.train.size(), corpus.val.size(), (long long)o.batch,
+                  (long long)start_step, (long long)o.steps);
   std::printf(
       "lt-run: gpt on %s | %lld layers, width %lld, %lld heads, context %lld, vocab %lld, "
-      "%lld parameters | corpus %s: %zu train / %zu validation characters | batch %lld, "
-      "steps %lld..%lld\n",
+      "%lld parameters | %s\n",
       dev.name().c_str(), (long long)cfg.layers, (long long)cfg.dim, (long long)cfg.heads,
-      (long long)cfg.context, (long long)cfg.vocab, (long long)model.num_parameters(),
-      o.corpus.c_str(), corpus.train.size(), corpus.val.size(), (long long)o.batch,
-      (long long)start_step, (long long)o.steps);
+      (long long)cfg.context, (long long)cfg.vocab, (long long)model.num_parameters(), data);
   std::fflush(stdout);
 
-  lt::optim::WarmupCosine schedule{o.lr, o.warmup, o.steps, o.lr * 0.1};
+  // A run shorter than the warm-up warms up over the whole run.
+  lt::optim::WarmupCosine schedule{o.lr, std::min(o.warmup, o.steps), o.steps, o.lr * 0.1};
   std::vector<lt::Tensor*> params = model.parameters();
   StepBar bar(o.steps);
-  double ema = 0, tok_s = 0;
+  double ema = 0, tok_s = 0, interval_sum = 0;
+  int64_t interval_n = 0;
+  // --stop-after: an interrupted run (the schedule still spans --steps).
+  const int64_t end = o.stop_after > 0 ? std::min(o.steps, o.stop_after) : o.steps;
   double train_s = 0;
   int64_t timed_steps = 0;
   const double compiles_before = rt.metric("compiles");
-  for (int64_t step = start_step; step < o.steps; ++step) {
+  for (int64_t step = start_step; step < end; ++step) {
     auto t0 = Clock::now();
     const double lr = schedule(step);
     opt.set_lr(lr);
@@ -228,14 +239,20 @@ int run_gpt(const GptOptions& o, lt::Runtime& rt, const lt::Device& dev) {
       tok_s = tokens_per_step * static_cast<double>(timed_steps) / train_s;
     }
     ema = step == start_step ? l : 0.9 * ema + 0.1 * l;
+    interval_sum += l;
+    ++interval_n;
     bar.step(step + 1, ema, lr, tok_s);
-    const bool last = step + 1 == o.steps;
+    const bool last = step + 1 == end;
     if ((o.eval_every > 0 && (step + 1) % o.eval_every == 0) || last) {
       double val = evaluate(model, dev, corpus.val, o, o.eval_batches);
       bar.line(
-          "step %5lld  train loss %.4f  val loss %.4f  (%.3f bits/char)  lr %.2e  "
+          "step %5lld  train loss %.4f  val loss %.4f  (%.3f bits/char)  lr "
+          "%.2e  "
           "grad norm %.3f  %.0f tokens/s",
-          (long long)(step + 1), ema, val, val / std::log(2.0), lr, norm.item<float>(), tok_s);
+          (long long)(step + 1), interval_sum / static_cast<double>(interval_n), val,
+          val / std::log(2.0), lr, norm.item<float>(), tok_s);
+      interval_sum = 0;
+      interval_n = 0;
     }
   }
   if (train) {
@@ -243,13 +260,14 @@ int run_gpt(const GptOptions& o, lt::Runtime& rt, const lt::Device& dev) {
     std::printf(
         "training: %lld steps, %.1f ms/step, %.0f tokens/s, %.1f GFLOP/s (model FLOPs), "
         "compiles during training %.0f\n",
-        (long long)(o.steps - start_step), timed_steps ? 1e3 * train_s / timed_steps : 0.0, tok_s,
+        (long long)std::max<int64_t>(0, end - start_step),
+        timed_steps ? 1e3 * train_s / timed_steps : 0.0, tok_s,
         timed_steps ? flops * timed_steps / train_s / 1e9 : 0.0,
         rt.metric("compiles") - compiles_before);
   }
   if (!o.save.empty()) {
-    lt::save_checkpoint(o.save, model, &opt, metadata(cfg, vocab, std::max(o.steps, start_step)));
-    std::printf("saved %s (step %lld)\n", o.save.c_str(), (long long)std::max(o.steps, start_step));
+    lt::save_checkpoint(o.save, model, &opt, metadata(cfg, vocab, std::max(end, start_step)));
+    std::printf("saved %s (step %lld)\n", o.save.c_str(), (long long)std::max(end, start_step));
   }
   if (o.generate > 0) {
     double gen_compiles = 0;

@@ -13,7 +13,7 @@ struct GptOptions {
   std::string save, load, prompt;
   int64_t steps = 1000, batch = 32, context = 128, layers = 4, width = 256, heads = 4;
   int64_t warmup = 100, eval_every = 100, eval_batches = 8;
-  int64_t generate = 0, top_k = 20;
+  int64_t generate = 0, top_k = 20, stop_after = 0;
   double lr = 1e-3, weight_decay = 0.1, clip = 1.0, dropout = 0.1, temperature = 0.8;
   uint64_t seed = 42;
 };
