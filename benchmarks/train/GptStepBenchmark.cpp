@@ -4,14 +4,18 @@
 // loaded backend, and a plain OpenBLAS sgemm of 1024^3 in the same run as the machine's GEMM
 // limit. Counters: tokens/s, GFLOP/s (model FLOPs: 3x the forward multiply-adds x2) and that
 // as a fraction of the sgemm's GFLOP/s; tpu_sim adds its simulated step time and MXU
-// utilisation. Pick backends with --benchmark_filter (gpu_opencl on PoCL compiles the step
-// for minutes the first time).
+// utilisation, once per preset (v2, v3, v4: the simulated figures are the point there; the
+// host time is the simulator's). Pick backends with --benchmark_filter (gpu_opencl on PoCL
+// compiles the step for minutes the first time).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,6 +31,22 @@ constexpr int64_t kBatch = 32, kVocab = 96;
 lt::Runtime& runtime() {
   static lt::Runtime rt = lt::Runtime::create(lt::RuntimeOptions{});
   return rt;
+}
+
+// A runtime whose tpu_sim uses `preset` (a config file naming it), made once per preset.
+lt::Runtime& runtime(const std::string& preset) {
+  if (preset.empty()) return runtime();
+  static std::map<std::string, std::unique_ptr<lt::Runtime>> rts;
+  auto& rt = rts[preset];
+  if (!rt) {
+    auto path = std::filesystem::temp_directory_path() / ("bench_gpt_tpu_sim_" + preset + ".toml");
+    std::ofstream(path) << "[plugins.tpu_sim]\npreset = \"" << preset << "\"\n";
+    lt::RuntimeOptions o;
+    o.config_path = path.string();
+    rt = std::make_unique<lt::Runtime>(lt::Runtime::create(o));
+    std::filesystem::remove(path);
+  }
+  return *rt;
 }
 
 double& sgemm_gflops() {
@@ -49,16 +69,17 @@ void BM_Sgemm(benchmark::State& state) {
   state.counters["GFLOP/s"] = sgemm_gflops();
 }
 
-double plugin_total(const std::string& backend, const char* stat) {
+double plugin_total(lt::Runtime& rt, const std::string& backend, const char* stat) {
   try {
-    return runtime().metric("plugin." + backend + ".total." + stat);
+    return rt.metric("plugin." + backend + ".total." + stat);
   } catch (const lt::Error&) {
     return 0;
   }
 }
 
-void BM_GptStep(benchmark::State& state, std::string backend) {
-  lt::Device dev = runtime().find_device(backend);
+void BM_GptStep(benchmark::State& state, std::string backend, std::string preset) {
+  lt::Runtime& rt = runtime(preset);
+  lt::Device dev = rt.find_device(backend);
   lt::models::GptConfig c;
   c.vocab = kVocab;
   lt::models::Gpt model(dev, c);
@@ -82,7 +103,8 @@ void BM_GptStep(benchmark::State& state, std::string backend) {
   run();  // compiles
   state.counters["compile_s"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - tc).count();
-  const double sim0 = plugin_total(backend, "simulated_ns"), flop0 = plugin_total(backend, "flops");
+  const double sim0 = plugin_total(rt, backend, "simulated_ns"),
+               flop0 = plugin_total(rt, backend, "flops");
   auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) benchmark::DoNotOptimize(run().get());
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -91,13 +113,13 @@ void BM_GptStep(benchmark::State& state, std::string backend) {
   state.counters["tokens/s"] = static_cast<double>(kBatch * c.context) * iters / s;
   state.counters["GFLOP/s"] = gflops;
   if (sgemm_gflops() > 0) state.counters["of_sgemm"] = gflops / sgemm_gflops();
-  const double sim = plugin_total(backend, "simulated_ns") - sim0;
+  const double sim = plugin_total(rt, backend, "simulated_ns") - sim0;
   if (sim > 0) {
-    const double peak = plugin_total(backend, "peak_tflops") * 1e12;
+    const double peak = plugin_total(rt, backend, "peak_tflops") * 1e12;
     state.counters["simulated_step_ms"] = sim / 1e6 / iters;
     if (peak > 0)
       state.counters["mxu_utilization"] =
-          (plugin_total(backend, "flops") - flop0) / (sim * 1e-9 * peak);
+          (plugin_total(rt, backend, "flops") - flop0) / (sim * 1e-9 * peak);
   }
 }
 
@@ -108,8 +130,18 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("Sgemm/1024", BM_Sgemm)->Unit(benchmark::kMillisecond);
   try {
     for (const auto& d : runtime().devices()) {
+      if (d.backend() == "tpu_sim") {
+        for (const char* preset : {"v2", "v3", "v4"})
+          benchmark::RegisterBenchmark(
+              ("GptStep/l4_w256_h4_t128_b32/tpu_sim_" + std::string(preset)).c_str(), BM_GptStep,
+              d.backend(), std::string(preset))
+              ->Unit(benchmark::kMillisecond)
+              ->UseRealTime()
+              ->MinTime(2.0);
+        continue;
+      }
       benchmark::RegisterBenchmark(("GptStep/l4_w256_h4_t128_b32/" + d.backend()).c_str(),
-                                   BM_GptStep, d.backend())
+                                   BM_GptStep, d.backend(), std::string())
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime()
           ->MinTime(5.0);
