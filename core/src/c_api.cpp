@@ -306,6 +306,22 @@ LT_API int lt_tensor_is_materialized(const lt_tensor* t) {
   return t->node->has_scalar || t->node->materialized.load(std::memory_order_acquire);
 }
 
+LT_API lt_error* lt_tensor_set_name(lt_tensor* tensor, const char* name) {
+  return guard([&] {
+    need(tensor, "lt_tensor_set_name", "tensor");
+    Node* n = tensor->node;
+    std::lock_guard lk(n->device->exec_mu);  // collection reads names under it
+    if (name && *name)
+      n->name = std::make_unique<std::string>(name);
+    else
+      n->name.reset();
+  });
+}
+LT_API const char* lt_tensor_name(const lt_tensor* tensor) {
+  if (!tensor || !tensor->node->name) return "";
+  return tensor->node->name->c_str();
+}
+
 LT_API lt_error* lt_tensor_to_device(lt_tensor* tensor, lt_device* device, lt_tensor** out) {
   return guard([&] {
     need(tensor, "lt_tensor_to_device", "tensor");

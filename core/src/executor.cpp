@@ -2,6 +2,7 @@
 // between the target backend and the cpu_eager fallback), executes it and cuts the graph.
 #include "executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -451,40 +452,91 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c) {
   return plan;
 }
 
+// What differs between two graphs of one program: the inputs whose shape or dtype changed,
+// named ("input 3 'x' dim 0: 32 -> 24"), else the first inner node whose shape changed.
+std::string program_diff(const Device::Signature& old, const Device::Signature& sig) {
+  std::vector<std::string> parts;
+  size_t changed = 0;
+  for (size_t k = 0; k < sig.inputs.size(); ++k) {
+    const lt::Dims &a = old.shapes[old.inputs[k]], &b = sig.shapes[sig.inputs[k]];
+    std::string what;
+    if (a.size() != b.size()) {
+      what = fmt::format("rank {} -> {} ({} -> {})", a.size(), b.size(), dims_str(a), dims_str(b));
+    } else {
+      for (size_t d = 0; d < a.size(); ++d)
+        if (a[d] != b[d])
+          what += fmt::format("{}dim {}: {} -> {}", what.empty() ? "" : ", ", d, a[d], b[d]);
+    }
+    if (old.input_dtypes[k] != sig.input_dtypes[k])
+      what += fmt::format("{}dtype {} -> {}", what.empty() ? "" : ", ",
+                          lt_dtype_name(old.input_dtypes[k]), lt_dtype_name(sig.input_dtypes[k]));
+    if (what.empty()) continue;
+    if (++changed > 3) continue;
+    const std::string& name = sig.input_names[k];
+    parts.push_back(fmt::format("input {}{} {}", k, name.empty() ? "" : " '" + name + "'", what));
+  }
+  if (changed > 3) parts.push_back(fmt::format("and {} more inputs", changed - 3));
+  if (!parts.empty()) {
+    std::string out = parts[0];
+    for (size_t i = 1; i < parts.size(); ++i) out += "; " + parts[i];
+    return out;
+  }
+  for (size_t i = 0; i < sig.shapes.size(); ++i)
+    if (old.shapes[i] != sig.shapes[i])
+      return fmt::format("node {} ({}) shape {} -> {}", i, op_name(sig.ops[i]),
+                         dims_str(old.shapes[i]), dims_str(sig.shapes[i]));
+  return "same program, input shapes and dtypes: attributes changed";
+}
+
+// Why c missed the compile cache: compared with the last compiled graph of the same program
+// (an eval graph in between does not matter), else with the compiled graph sharing the longest
+// prefix of ops.
 std::string miss_reason(Device* dev, const Collected& c) {
   Device::Signature sig;
-  sig.num_nodes = c.nodes.size();
-  for (size_t i = 0; i < c.nodes.size(); ++i)
-    sig.ops.push_back(c.is_input(i) ? kOpInput : c.nodes[i]->op);
+  uint64_t h = 0x6c745f70726f67ULL;
+  for (size_t i = 0; i < c.nodes.size(); ++i) {
+    const uint16_t op = c.is_input(i) ? kOpInput : c.nodes[i]->op;
+    sig.ops.push_back(op);
+    sig.shapes.push_back(c.nodes[i]->shape);
+    h = hash_combine(h, op);
+    if (!c.is_input(i))
+      for (int32_t k = c.op_begin[i]; k < c.op_begin[i + 1]; ++k)
+        h = hash_combine(h, static_cast<uint64_t>(c.operand_idx[static_cast<size_t>(k)]));
+  }
+  for (int32_t o : c.outputs) h = hash_combine(h, 0x0u + static_cast<uint64_t>(o) + (1ull << 40));
+  sig.program = h;
   for (int32_t k : c.inputs) {
-    sig.input_shapes.push_back(c.nodes[k]->shape);
+    sig.inputs.push_back(k);
     sig.input_dtypes.push_back(c.nodes[k]->dtype);
+    sig.input_names.push_back(c.nodes[k]->name ? *c.nodes[k]->name : std::string());
   }
   std::string why;
-  const auto& old = dev->last_sig;
-  if (!dev->has_last_sig) {
+  auto same = std::find_if(dev->recent.begin(), dev->recent.end(),
+                           [&](const Device::Signature& s) { return s.program == sig.program; });
+  if (same != dev->recent.end()) {
+    why = program_diff(*same, sig);
+    dev->recent.erase(same);
+  } else if (dev->recent.empty()) {
     why = fmt::format("{}: first graph compiled on this device", dev->name);
-  } else if (old.ops == sig.ops) {
-    for (size_t k = 0; k < sig.input_shapes.size() && why.empty(); ++k) {
-      if (old.input_shapes[k] != sig.input_shapes[k])
-        why = fmt::format("input {} shape {} -> {}", k, dims_str(old.input_shapes[k]),
-                          dims_str(sig.input_shapes[k]));
-      else if (old.input_dtypes[k] != sig.input_dtypes[k])
-        why = fmt::format("input {} dtype {} -> {}", k, lt_dtype_name(old.input_dtypes[k]),
-                          lt_dtype_name(sig.input_dtypes[k]));
-    }
-    if (why.empty()) why = "same ops and input shapes; attributes, inner shapes or outputs changed";
   } else {
-    size_t i = 0;
-    while (i < old.ops.size() && i < sig.ops.size() && old.ops[i] == sig.ops[i]) ++i;
-    if (i < old.ops.size() && i < sig.ops.size())
-      why = fmt::format("node {} op {} -> {} (node count {} -> {})", i, op_name(old.ops[i]),
-                        op_name(sig.ops[i]), old.num_nodes, sig.num_nodes);
+    size_t best = 0;
+    const Device::Signature* closest = nullptr;
+    for (const Device::Signature& s : dev->recent) {
+      size_t i = 0;
+      while (i < s.ops.size() && i < sig.ops.size() && s.ops[i] == sig.ops[i]) ++i;
+      if (!closest || i > best) best = i, closest = &s;
+    }
+    why = fmt::format("new program ({} nodes, {} inputs)", sig.ops.size(), sig.inputs.size());
+    if (best < closest->ops.size() && best < sig.ops.size())
+      why += fmt::format("; the closest compiled graph ({} nodes) differs from node {}: {} -> {}",
+                         closest->ops.size(), best, op_name(closest->ops[best]),
+                         op_name(sig.ops[best]));
     else
-      why = fmt::format("node count {} -> {}", old.num_nodes, sig.num_nodes);
+      why += fmt::format("; the closest compiled graph has the same first {} ops of {}", best,
+                         closest->ops.size());
   }
-  dev->last_sig = std::move(sig);
-  dev->has_last_sig = true;
+  dev->recent.push_front(std::move(sig));
+  if (dev->recent.size() > 32) dev->recent.pop_back();
   return why;
 }
 

@@ -147,6 +147,10 @@ struct Node {
   Node** operands() { return heap_ops ? heap_ops : inline_ops; }
   Node* operand(size_t i) const { return heap_ops ? heap_ops[i] : inline_ops[i]; }
 
+  // The user's name for this value (lt_tensor_set_name), shown in recompile reasons; never
+  // hashed. Written and read under the device's exec mutex.
+  std::unique_ptr<std::string> name;
+
   // Scalar data leaf (lt_scalar, random seeds): raw bytes in `dtype`, never hashed.
   bool has_scalar = false;
   uint64_t scalar_bits = 0;

@@ -145,14 +145,18 @@ struct lt_device {
   lt_tensor* reg_head = nullptr;
   lt_tensor* reg_tail = nullptr;
 
-  // Last compiled graph's signature, to explain the next miss (exec_mu).
+  // Signatures of the graphs compiled last (most recent first, at most 32), to explain the
+  // next miss against the same program: the same op sequence and operand structure, with
+  // shapes, dtypes and attributes ignored (exec_mu).
   struct Signature {
+    uint64_t program = 0;
     std::vector<uint16_t> ops;
-    std::vector<lt::Dims> input_shapes;
+    std::vector<lt::Dims> shapes;  // every node's
+    std::vector<int32_t> inputs;   // node index of input k
     std::vector<lt_dtype> input_dtypes;
-    size_t num_nodes = 0;
-  } last_sig;
-  bool has_last_sig = false;
+    std::vector<std::string> input_names;
+  };
+  std::deque<Signature> recent;
 };
 
 struct lt_tensor {

@@ -57,7 +57,53 @@ TEST(CompileCache, ChangedInputShapeRecompilesWithReason) {
   LT_OK(lt_metrics_report(h.rt, 1, &s));
   std::string js = s;
   lt_string_free(s);
-  EXPECT_NE(js.find("input 0 shape [2,2] -> [3,2]"), std::string::npos) << js;
+  EXPECT_NE(js.find("input 0 dim 0: 2 -> 3"), std::string::npos) << js;
+}
+
+namespace {
+// y = x * 2 + 1 over a named input; returns the last recompile reason.
+std::string last_reason(lt_runtime* rt) {
+  char* s = nullptr;
+  EXPECT_EQ(lt_metrics_report(rt, 1, &s), nullptr);
+  std::string js = s ? s : "";
+  lt_string_free(s);
+  size_t at = js.find("\"recompile_reasons\"");
+  if (at == std::string::npos) return "";
+  size_t end = js.find(']', at);
+  size_t q = js.rfind('"', end - 1);
+  size_t p = js.rfind('"', q - 1);
+  return js.substr(p + 1, q - p - 1);
+}
+void affine(lt_device* d, std::vector<int64_t> shape, const char* name) {
+  std::vector<float> v(static_cast<size_t>(shape[0] * shape[1]), 1.0f);
+  lt_tensor* x = from_host(d, v, shape);
+  LT_OK(lt_tensor_set_name(x, name));
+  EXPECT_STREQ(lt_tensor_name(x), name);
+  lt_tensor *two = nullptr, *one = nullptr, *a = nullptr, *y = nullptr;
+  LT_OK(lt_scalar(d, LT_DTYPE_F32, 2.0, &two));
+  LT_OK(lt_scalar(d, LT_DTYPE_F32, 1.0, &one));
+  LT_OK(lt_mul(x, two, &a));
+  LT_OK(lt_add(a, one, &y));
+  EXPECT_EQ(to_host(y), std::vector<float>(v.size(), 3.0f));
+  for (auto* t : {x, two, one, a, y}) lt_tensor_free(t);
+}
+}  // namespace
+
+// The reason compares with the last graph of the same program, not the last graph compiled:
+// an unrelated graph in between (an evaluation pass) does not turn it into an op change.
+TEST(CompileCache, ReasonNamesTheInputAndDimAgainstTheSameProgram) {
+  RuntimeHandle h{make_runtime(plugin_dir("partial"), "partial")};
+  ASSERT_NE(h.rt, nullptr);
+  lt_device* d = lt_runtime_default_device(h.rt);
+  affine(d, {32, 4}, "x");
+  EXPECT_NE(last_reason(h.rt).find("first graph compiled"), std::string::npos);
+  step(d, {1, 2, 3, 4}, {2, 2}, 1.0);  // another program in between
+  EXPECT_NE(last_reason(h.rt).find("new program"), std::string::npos) << last_reason(h.rt);
+  affine(d, {24, 4}, "x");
+  EXPECT_EQ(last_reason(h.rt), "input 0 'x' dim 0: 32 -> 24");
+  affine(d, {24, 5}, "");  // unnamed: the index alone
+  EXPECT_EQ(last_reason(h.rt), "input 0 dim 1: 4 -> 5");
+  EXPECT_EQ(metric(h.rt, "compiles"), 4);
 }
 
 TEST(CompileCache, DistinguishesSharedOperandsFromDistinctOnes) {

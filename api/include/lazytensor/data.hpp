@@ -207,7 +207,8 @@ class Batcher {
     std::vector<float> x;
     std::vector<int64_t> y;
     gather_rows(b, x, y);
-    return {Tensor::from(device, x, {batch_, d_.features}), Tensor::from(device, y, {batch_})};
+    return {Tensor::from(device, x, {batch_, d_.features}).set_name("x"),
+            Tensor::from(device, y, {batch_}).set_name("y")};
   }
   // Batch b with one-hot f32 labels [batch, classes] (for nn::cross_entropy: keeps the
   // training step free of integer ops).
@@ -218,8 +219,8 @@ class Batcher {
     for (size_t i = 0; i < y.size(); ++i) {
       onehot[i * static_cast<size_t>(d_.classes) + static_cast<size_t>(y[i])] = 1.0f;
     }
-    return {Tensor::from(device, x, {batch_, d_.features}),
-            Tensor::from(device, onehot, {batch_, d_.classes})};
+    return {Tensor::from(device, x, {batch_, d_.features}).set_name("x"),
+            Tensor::from(device, onehot, {batch_, d_.classes}).set_name("y")};
   }
 
  private:

@@ -398,6 +398,12 @@ class Tensor {
   int64_t numel() const { return lt_tensor_numel(req("numel")); }
   Device device() const { return Device(lt_tensor_device(req("device"))); }
   bool is_materialized() const { return lt_tensor_is_materialized(req("is_materialized")) != 0; }
+  // A name for people (recompile reasons name inputs by it); never part of the graph's hash.
+  Tensor& set_name(const std::string& name) {
+    check(lt_tensor_set_name(req("set_name"), name.c_str()));
+    return *this;
+  }
+  std::string name() const { return lt_tensor_name(req("name")); }
   const Tensor& materialize() const {
     check(lt_tensor_materialize(req("materialize")));
     return *this;

@@ -171,7 +171,8 @@ inline std::pair<Tensor, Tensor> sample_batch(const Device& dev, const std::vect
       y[static_cast<size_t>(b * context + t)] = tokens[start + static_cast<uint64_t>(t) + 1];
     }
   }
-  return {Tensor::from(dev, x, {batch, context}), Tensor::from(dev, y, {batch * context})};
+  return {Tensor::from(dev, x, {batch, context}).set_name("x"),
+          Tensor::from(dev, y, {batch * context}).set_name("y")};
 }
 
 }  // namespace lt::text

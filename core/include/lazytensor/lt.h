@@ -135,6 +135,11 @@ LT_API int64_t lt_tensor_numel(const lt_tensor* tensor);
 LT_API lt_device* lt_tensor_device(const lt_tensor* tensor);
 /* 1 if the tensor holds a computed buffer, 0 if it is still a pending graph node. */
 LT_API int lt_tensor_is_materialized(const lt_tensor* tensor);
+/* Names the tensor's value (copied; NULL or "" clears it). The name is for people: recompile
+ * reasons name an input by it ("input 3 'x' dim 0: 32 -> 24"); it never changes the graph's
+ * hash. lt_tensor_name returns it, borrowed until the next set, or "" when unnamed. */
+LT_API lt_error* lt_tensor_set_name(lt_tensor* tensor, const char* name);
+LT_API const char* lt_tensor_name(const lt_tensor* tensor);
 
 /* Copies the tensor to another device (lazy on the source side: materialises it first). */
 LT_API lt_error* lt_tensor_to_device(lt_tensor* tensor, lt_device* device, lt_tensor** out);
