@@ -447,6 +447,29 @@ TEST_P(CpuJit, MatmulReadsTransposedOperandsInPlace) {
   }
 }
 
+// A group over fewer elements than one vector gains nothing from generated code: a scalar
+// chain runs as host steps (no kernel, no LLVM time), with the loops' answer.
+TEST_P(CpuJit, ScalarChainRunsAsHostSteps) {
+  OwnedGraph g;
+  int32_t a = g.add("input", LT_DTYPE_F32, {1}, {});
+  int32_t m = g.add("input", LT_DTYPE_F32, {1}, {});
+  int32_t c = g.add("input", LT_DTYPE_F32, {1}, {});
+  int32_t v = a;
+  for (int i = 0; i < 500; ++i) {
+    v = g.add("mul", LT_DTYPE_F32, {1}, {v, m});
+    v = g.add("add", LT_DTYPE_F32, {1}, {v, c});
+  }
+  g.set_inputs({a, m, c});
+  g.set_outputs({v});
+  double kernels = -1;
+  auto out = run(g, {{1.0f}, {1.0001f}, {0.0001f}}, &kernels);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(kernels, 0.0);
+  float want = 1.0f;
+  for (int i = 0; i < 500; ++i) want = want * 1.0001f + 0.0001f;
+  EXPECT_EQ(out[0][0], want);
+}
+
 TEST_P(CpuJit, IdenticalGraphsCompileOnce) {
   auto make = [] {
     OwnedGraph g;

@@ -26,9 +26,11 @@ StepProgram::StepProgram(const lt_graph& graph) : g_(graph) {
   transposed_.assign(g.num_nodes, 0);
   std::vector<char> other_use(g.num_nodes, 0);
   for (size_t k = 0; k < g.num_outputs; ++k) other_use[g.outputs[k]] = 1;
+  reshape_.assign(g.num_nodes, 0);
   for (size_t i = 0; i < g.num_nodes; ++i) {
     const lt_graph_node& n = g.nodes[i];
     numel_.push_back(lower::DescRef(n).numel());
+    reshape_[i] = std::string_view(n.op) == "reshape";
     if (!is_gemm(n))
       for (size_t k = 0; k < n.num_operands; ++k) other_use[n.operands[k]] = 1;
   }
@@ -71,8 +73,7 @@ void StepProgram::finish() {
   for (size_t k = 0; k < g.num_inputs; ++k) bound[g.inputs[k]] = 1;
   for (size_t k = 0; k < g.num_outputs; ++k) bound[g.outputs[k]] = 1;
   auto root = [&](int32_t v) {  // the node whose buffer holds v's data
-    for (v = source(v); !bound[v] && std::string_view(g.nodes[v].op) == "reshape";)
-      v = source(g.nodes[v].operands[0]);
+    for (v = source(v); !bound[v] && reshape_[v];) v = source(g.nodes[v].operands[0]);
     return v;
   };
   const int64_t never = static_cast<int64_t>(steps_.size());
@@ -104,7 +105,7 @@ void StepProgram::finish() {
     }
   }
   for (size_t v = 0; v < g.num_nodes; ++v) {
-    if (!needs[v] || bound[v] || std::string_view(g.nodes[v].op) == "reshape") continue;
+    if (!needs[v] || bound[v] || reshape_[v]) continue;
     ranges.push_back({numel_[v] * lt_dtype_size(g.nodes[v].dtype), std::min(first[v], never),
                       std::max(last[v], std::min(first[v], never))});
     owner.push_back(static_cast<int64_t>(v));

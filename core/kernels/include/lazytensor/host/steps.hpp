@@ -63,6 +63,7 @@ class StepProgram {
   std::vector<int64_t> numel_;        // per node
   std::vector<char> gemm_only_;       // per node: a transpose read only by f32/f64 GEMMs
   std::vector<char> transposed_;      // per node: such a transpose, added as no step
+  std::vector<char> reshape_;         // per node: op is reshape
   std::vector<int64_t> temp_offset_;  // per node: byte offset in the arena, -1 if none
   size_t arena_bytes_ = 0;
   mutable std::mutex arena_mu_;  // guards arena_ (reused by one run at a time)
