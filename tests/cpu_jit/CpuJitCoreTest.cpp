@@ -145,7 +145,7 @@ TEST_F(CpuJitCore, RepeatedIdenticalStepsCompileOnce) {
 
 // LSTM gate split: the four slices of `gates` are strided loads inside the gate kernel.
 TEST_F(CpuJitCore, SlicesFuseIntoTheConsumingKernel) {
-  const int B = 40, H = 7;  // gates: 1120 elements (a lone node below 1024 is a host step)
+  const int B = 160, H = 7;  // cell: 1120 elements (a group under 1024 runs as host steps)
   std::vector<float> av = ramp(B * 4 * H, -2, 2), bv = ramp(B * 4 * H, 1, -1),
                      cv = ramp(B * H, -1, 1);
   lt_tensor* gates = bin(lt_add, from(av, {B, 4 * H}), from(bv, {B, 4 * H}));
