@@ -26,7 +26,7 @@ step_line() { grep "^step *$2 " "$dir/$1.out" | sed 's/ [0-9]* tokens\/s$//'; }
 # of 16 (12), then once for the refill from the window's second half; the lengths after it are
 # cache hits (each step's graph holds one step: the cache is materialised with the logits).
 steps=8 chars=40 compiles=13
-[[ "$mode" == quick ]] && steps=4 chars=8 compiles=8
+[[ "$mode" == quick ]] && steps=4 chars=8 compiles=7  # the 7 feeds after the prompt: lengths 5..11
 run straight --steps "$steps" --generate "$chars" --prompt "The "
 grep -q -- "--- sample ($chars characters" "$dir/straight.out" || { echo "FAIL: no sample"; exit 1; }
 grep -q "generation compiled $compiles graphs" "$dir/straight.out" ||
