@@ -491,6 +491,36 @@ TEST_P(CpuJit, IdenticalGraphsCompileOnce) {
   EXPECT_EQ(stats(nullptr)["cache_hits"], hits + 2);
 }
 
+// The Program cache is an LRU of option program_cache entries: a graph evicted from it
+// compiles again (and its code is freed once no executable uses it).
+TEST_P(CpuJit, ProgramCacheIsBoundedLru) {
+  Session s(api_);
+  ASSERT_EQ(s.create({{"vector_bits", GetParam()}, {"program_cache", "2"}}).message, "");
+  auto graph = [](const char* op) {
+    OwnedGraph g;
+    int32_t x = g.add("input", LT_DTYPE_F32, {2048}, {});
+    int32_t y = g.add(op, LT_DTYPE_F32, {2048}, {x});
+    int32_t z = g.add("floor", LT_DTYPE_F32, {2048}, {y});
+    g.set_inputs({x});
+    g.set_outputs({z});
+    return g;
+  };
+  auto compiles = [&] {
+    Status st;
+    double c = s.stats(nullptr, &st)["compiles"];
+    EXPECT_EQ(st.message, "");
+    return c;
+  };
+  std::vector<std::vector<char>> in{lt::plugin_test::raw(random(2048, 0, 100))}, out;
+  for (const char* op : {"sqrt", "exp", "sqrt", "tanh", "exp", "sqrt"}) {
+    OwnedGraph g = graph(op);
+    ASSERT_EQ(s.run(g.view(), in, &out).message, "");
+  }
+  // sqrt, exp: 2 compiles; sqrt: hit; tanh evicts exp (sqrt was used later); exp: compiles
+  // again and evicts sqrt; sqrt: compiles again.
+  EXPECT_EQ(compiles(), 5.0);
+}
+
 // Declined: arithmetic on bf16 (a storage type: the host kernels only convert it) and the
 // composites the core decomposes for cpu_jit (softmax fuses better decomposed; silu has no
 // kernel of its own). A region that still holds such a node does not compile.

@@ -373,6 +373,24 @@ class Emitter {
     return llvm::UndefValue::get(t);  // unreachable for supported nodes
   }
 
+  // Reduction r's identity; acc combined with x (float sums reassociable: docs/ops.md).
+  llvm::Value* identity(const lt_graph_node& r) {
+    llvm::Type* t = reg_type(r.dtype);
+    std::string_view op = r.op;
+    if (op == "sum" || op == "mean") return llvm::Constant::getNullValue(t);
+    if (!t->isIntegerTy()) return llvm::ConstantFP::getInfinity(t, op == "max");
+    unsigned bits = t->getIntegerBitWidth();
+    return llvm::ConstantInt::get(t, op == "max" ? llvm::APInt::getSignedMinValue(bits)
+                                                 : llvm::APInt::getSignedMaxValue(bits));
+  }
+  llvm::Value* combine(const lt_graph_node& r, llvm::Value* acc, llvm::Value* x) {
+    std::string_view op = r.op;
+    if (op == "max" || op == "min")
+      return arith(op == "max" ? "maximum" : "minimum", r.dtype, {acc, x});
+    llvm::Value* v = arith("add", r.dtype, {acc, x});
+    if (is_float(r.dtype)) llvm::cast<llvm::Instruction>(v)->setHasAllowReassoc(true);
+    return v;
+  }
   void emit_reductions(const std::vector<int32_t>& reductions, Offsets& offs);
   bool emit_column_reductions(const std::vector<int32_t>& reductions, Offsets& offs);
 
@@ -534,18 +552,9 @@ bool Emitter::emit_column_reductions(const std::vector<int32_t>& reductions, Off
         r[a] = b_.CreateAdd(o[a], b_.CreateMul(i, b_.getInt64(s), "", true, true), "", true, true);
     return r;
   };
-  auto init = [&](const lt_graph_node& n) -> llvm::Value* {
-    llvm::Type* t = reg_type(n.dtype);
-    std::string_view op = n.op;
-    if (op == "sum" || op == "mean") return llvm::Constant::getNullValue(t);
-    if (!t->isIntegerTy()) return llvm::ConstantFP::getInfinity(t, op == "max");
-    unsigned bits = t->getIntegerBitWidth();
-    return llvm::ConstantInt::get(t, op == "max" ? llvm::APInt::getSignedMinValue(bits)
-                                                 : llvm::APInt::getSignedMaxValue(bits));
-  };
   loop(lo, hi, true, [&](llvm::Value* j) {
     Offsets o = at(offs, 0, j);
-    for (int32_t r : reductions) store(r, o, init(g_.nodes[r]));
+    for (int32_t r : reductions) store(r, o, identity(g_.nodes[r]));
   });
   std::vector<int32_t> srcs = full_out;
   for (int32_t r : reductions)
@@ -563,13 +572,7 @@ bool Emitter::emit_column_reductions(const std::vector<int32_t>& reductions, Off
         const lt_graph_node& n = g_.nodes[r];
         int32_t src = n.operands[0];
         llvm::Value* x = in_kernel(src) ? memo.at(src) : load(acc_of_.at({src, r}), io, n.dtype);
-        llvm::Value* cur = load(acc_of_.at({r, r}), io, n.dtype);
-        std::string_view op = n.op;
-        store(r, io,
-              arith(op == "max"   ? "maximum"
-                    : op == "min" ? "minimum"
-                                  : "add",
-                    n.dtype, {cur, x}));
+        store(r, io, combine(n, load(acc_of_.at({r, r}), io, n.dtype), x));
       }
     });
   };
@@ -628,15 +631,7 @@ void Emitter::emit_reductions(const std::vector<int32_t>& reductions, Offsets& o
         if (level[r] != p) continue;
         rs.push_back(r);
         if (in_kernel(g_.nodes[r].operands[0])) srcs.push_back(g_.nodes[r].operands[0]);
-        llvm::Type* t = reg_type(g_.nodes[r].dtype);
-        std::string_view op = g_.nodes[r].op;
-        unsigned bits = t->isIntegerTy() ? t->getIntegerBitWidth() : 0;
-        b_.CreateStore(
-            op == "sum" || op == "mean" ? llvm::Constant::getNullValue(t)
-            : !bits                     ? llvm::ConstantFP::getInfinity(t, op == "max")
-                    : llvm::ConstantInt::get(t, op == "max" ? llvm::APInt::getSignedMinValue(bits)
-                                                            : llvm::APInt::getSignedMaxValue(bits)),
-            accs[r]);
+        b_.CreateStore(identity(g_.nodes[r]), accs[r]);
       }
       nest(n_outer_, loop_dims_.size(), o, false, [&](Offsets& io) {
         std::map<int32_t, llvm::Value*> memo = outer;
@@ -645,16 +640,7 @@ void Emitter::emit_reductions(const std::vector<int32_t>& reductions, Offsets& o
           const lt_graph_node& n = g_.nodes[r];
           int32_t src = n.operands[0];
           llvm::Value* x = in_kernel(src) ? memo.at(src) : load(acc_of_.at({src, r}), io, n.dtype);
-          llvm::Value* cur = b_.CreateLoad(reg_type(n.dtype), accs[r]);
-          std::string_view op = n.op;
-          llvm::Value* nv = arith(op == "max"   ? "maximum"
-                                  : op == "min" ? "minimum"
-                                                : "add",
-                                  n.dtype, {cur, x});
-          // Float sums may be reassociated (docs/ops.md), which lets them vectorise.
-          if (op != "max" && op != "min" && is_float(n.dtype))
-            llvm::cast<llvm::Instruction>(nv)->setHasAllowReassoc(true);
-          b_.CreateStore(nv, accs[r]);
+          b_.CreateStore(combine(n, b_.CreateLoad(reg_type(n.dtype), accs[r]), x), accs[r]);
         }
       });
       for (int32_t r : rs) {

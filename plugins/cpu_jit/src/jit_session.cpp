@@ -20,7 +20,6 @@
 #include <llvm/Transforms/Utils/LCSSA.h>
 #include <llvm/Transforms/Vectorize/LoopVectorize.h>
 #include <llvm/Support/DynamicLibrary.h>
-#include <llvm/Support/FileSystem.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
 
@@ -31,8 +30,7 @@ namespace lt::cpujit {
 
 namespace {
 
-// The host's features with every extension wider than `bits` switched off (so that both
-// LLVM and our own feature checks see it off).
+// The host's features with every extension wider than `bits` off (for LLVM and our checks).
 llvm::SubtargetFeatures narrow(const llvm::SubtargetFeatures& host, unsigned bits) {
   llvm::SubtargetFeatures out;
   for (const std::string& f : host.getFeatures()) {
@@ -46,8 +44,7 @@ llvm::SubtargetFeatures narrow(const llvm::SubtargetFeatures& host, unsigned bit
 }
 
 // The compiler: owns LLJIT and the host TargetMachine used for optimisation. Construction
-// cannot fail; create_compiler() does the fallible work (KaleidoscopeJIT style, no
-// ExitOnError).
+// cannot fail; create_compiler() does the fallible work (no ExitOnError).
 class OrcCompiler final : public Compiler {
  public:
   OrcCompiler(std::unique_ptr<llvm::orc::LLJIT> jit, std::unique_ptr<llvm::TargetMachine> tm,
@@ -70,7 +67,8 @@ class OrcCompiler final : public Compiler {
                    (mvec_ ? ", libmvec" : "");
   }
 
-  std::vector<KernelFn> compile(std::vector<KernelDesc>& kernels) override {
+  std::vector<KernelFn> compile(std::vector<KernelDesc>& kernels,
+                                std::shared_ptr<void>* code) override {
     // ORC is thread-safe but compiles stay serial so kernel names and the TargetMachine used
     // by the optimiser are never shared concurrently.
     std::lock_guard<std::mutex> lock(mu_);
@@ -93,7 +91,13 @@ class OrcCompiler final : public Compiler {
     const char* dump = std::getenv("LT_CPU_JIT_DUMP");
     std::string text;
     if (dump && *dump) llvm::raw_string_ostream(text) << *mod;
-    if (auto e = jit_->addIRModule(llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx))))
+    // A tracker per module: its code goes with the program (unless the JIT went first).
+    llvm::orc::ResourceTrackerSP tracker = jit_->getMainJITDylib().createResourceTracker();
+    *code = std::shared_ptr<void>(nullptr, [tracker, alive = std::weak_ptr<int>(alive_)](void*) {
+      if (alive.lock()) llvm::consumeError(tracker->remove());
+    });
+    if (auto e =
+            jit_->addIRModule(tracker, llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx))))
       lower::fail(LT_STATUS_INTERNAL, "link: " + llvm::toString(std::move(e)));
     std::vector<KernelFn> fns;
     for (const std::string& n : names) {
@@ -195,12 +199,12 @@ class OrcCompiler final : public Compiler {
   std::string description_;
   std::mutex mu_;
   uint64_t next_id_ = 0;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // expires before jit_ is destroyed
 };
 
 }  // namespace
 
-// vector_bits: 0 for the host's widest vectors, or 128/256/512 to narrow them (256 drops
-// AVX-512, 128 drops AVX).
+// vector_bits: 0 for the host's widest vectors, or 128/256/512 (256 drops AVX-512, 128 AVX).
 std::unique_ptr<Compiler> create_compiler(unsigned vector_bits) {
   static std::once_flag init;
   std::call_once(init, [] {

@@ -1,6 +1,7 @@
-// plugin.cpp — cpu_jit behind the plugin kit (lazytensor/plugin_kit.hpp): option vector_bits,
-// the device description, supports, and compile with a plugin-side cache of Programs keyed by
-// structural hash (an identical region compiles once, even inside different graphs).
+// plugin.cpp — cpu_jit on the plugin kit: options vector_bits and program_cache, supports, and
+// compile with an LRU cache of Programs by structural hash (an identical region compiles once,
+// even in different graphs; an evicted Program's code goes with its last executable).
+#include <list>
 #include <mutex>
 #include <unordered_map>
 
@@ -31,7 +32,9 @@ struct Executable final : lt::kit::Executable {
 
 class CpuJit final : public lt::kit::Backend {
  public:
-  explicit CpuJit(lt::kit::Context& ctx) : Backend(ctx) {
+  explicit CpuJit(lt::kit::Context& ctx)
+      : Backend(ctx),
+        capacity_(static_cast<size_t>(ctx.options.take_int("program_cache", 64, 0, 1 << 20))) {
     std::string bits = ctx.options.take_choice("vector_bits", {"auto", "128", "256", "512", "0"});
     compiler_ = lt::cpujit::create_compiler(bits == "auto" ? 0 : std::stoul(bits));
     device_.description = compiler_->host_description();
@@ -50,7 +53,8 @@ class CpuJit final : public lt::kit::Backend {
       auto it = cache_.find(key);
       if (it != cache_.end()) {
         ++cache_hits_;
-        return std::make_unique<Executable>(it->second, true);
+        lru_.splice(lru_.begin(), lru_, it->second);
+        return std::make_unique<Executable>(it->second->second, true);
       }
     }
     auto p = std::make_shared<const Program>(g, *compiler_);
@@ -58,7 +62,10 @@ class CpuJit final : public lt::kit::Backend {
     kernels_ += static_cast<double>(p->num_kernels());
     compile_ms_ += p->compile_ms();
     ++compiles_;
-    cache_.emplace(key, p);
+    if (capacity_ && !cache_.count(key)) {
+      cache_[key] = lru_.emplace(lru_.begin(), key, p);
+      if (lru_.size() > capacity_) cache_.erase(lru_.back().first), lru_.pop_back();
+    }
     return std::make_unique<Executable>(std::move(p), false);
   }
 
@@ -75,7 +82,9 @@ class CpuJit final : public lt::kit::Backend {
   std::unique_ptr<lt::cpujit::Compiler> compiler_;
   lt::kit::Device device_;
   mutable std::mutex mu_;  // guards the cache and the counters
-  std::unordered_map<uint64_t, std::shared_ptr<const Program>> cache_;
+  size_t capacity_;        // Programs the cache keeps (option program_cache, default 64)
+  std::list<std::pair<uint64_t, std::shared_ptr<const Program>>> lru_;  // most recent first
+  std::unordered_map<uint64_t, decltype(lru_)::iterator> cache_;
   double kernels_ = 0, compiles_ = 0, cache_hits_ = 0, compile_ms_ = 0;
 };
 

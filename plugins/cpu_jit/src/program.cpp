@@ -58,7 +58,7 @@ Program::Program(const lt_graph& graph, Compiler& compiler) {
     order.push_back(~static_cast<int64_t>(kernels_.size()));
     kernels_.push_back({&g, std::move(nodes), std::move(outs), gr.domain, gr.reduce_axes});
   }
-  if (!kernels_.empty()) fns_ = compiler.compile(kernels_);
+  if (!kernels_.empty()) fns_ = compiler.compile(kernels_, &code_);
   for (KernelDesc& k : kernels_) k.graph = nullptr;  // use g_
   // A generated kernel writes its outputs and reads its slots (both filled by codegen).
   steps_ = std::make_unique<host::StepProgram>(g);

@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "lazytensor/host/kernels.hpp"
 #include "lazytensor/host/steps.hpp"
 #include "lazytensor/lower/graph.hpp"
 
@@ -36,8 +35,10 @@ class Compiler {
  public:
   virtual ~Compiler() = default;
   // Generates, optimises (short pipeline, loop vectorisation with tail folding) and links
-  // one module holding a kernel per desc; throws lower::Error (INTERNAL) on failure.
-  virtual std::vector<KernelFn> compile(std::vector<KernelDesc>& kernels) = 0;
+  // one module holding a kernel per desc; throws lower::Error (INTERNAL) on failure. The
+  // machine code is freed when the last copy of *code is released.
+  virtual std::vector<KernelFn> compile(std::vector<KernelDesc>& kernels,
+                                        std::shared_ptr<void>* code) = 0;
   virtual const std::string& host_description() const = 0;
 };
 
@@ -68,6 +69,7 @@ class Program {
   const lt_graph* g_ = nullptr;
   std::vector<KernelDesc> kernels_;
   std::vector<KernelFn> fns_;
+  std::shared_ptr<void> code_;  // keeps fns_'s machine code alive
   std::unique_ptr<host::StepProgram> steps_;
   double compile_ms_ = 0;
 };
