@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -266,6 +267,43 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
 
 }  // namespace
 
+// Validators whose messages say what is wrong ("'abc' is not a whole number", "must be at
+// least 1, got 0") instead of CLI11's "not in range 0 to <300 digits>".
+CLI::Validator whole_at_least(long long min) {
+  return CLI::Validator(
+      [min](std::string& s) -> std::string {
+        size_t used = 0;
+        long long v = 0;
+        try {
+          v = std::stoll(s, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != s.size()) return "'" + s + "' is not a whole number";
+        if (v < min) return "must be at least " + std::to_string(min) + ", got " + s;
+        return std::string();
+      },
+      "INT>=" + std::to_string(min));
+}
+CLI::Validator real_above(double min, bool or_equal) {
+  return CLI::Validator(
+      [min, or_equal](std::string& s) -> std::string {
+        size_t used = 0;
+        double v = 0;
+        try {
+          v = std::stod(s, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != s.size() || !std::isfinite(v))
+          return "'" + s + "' is not a number";
+        if (or_equal ? v < min : v <= min)
+          return std::string("must be ") + (or_equal ? "at least 0" : "positive") + ", got " + s;
+        return std::string();
+      },
+      or_equal ? "NUM>=0" : "NUM>0");
+}
+
 int main(int argc, char** argv) {
   Options o;
   lt_run::GptOptions g;
@@ -275,70 +313,73 @@ int main(int argc, char** argv) {
       "--model", o.model,
       "mlp (64-hidden-10), cnn, resnet (residual CNN, group norm), or gpt (character-level LM)");
   app.add_option("--epochs", o.epochs, "training epochs (mlp, cnn, resnet)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--batch", o.batch, "batch size")->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(whole_at_least(1));
+  app.add_option("--batch", o.batch, "batch size")->capture_default_str()->check(whole_at_least(1));
   app.add_option("--lr", o.lr, "learning rate (gpt: peak of the schedule, default 1e-3)")
-      ->check(CLI::PositiveNumber);
+      ->check(real_above(0, false));
   app.add_option("--seed", o.seed, "seed for initialisation, data order and sampling");
   app.add_option("--data", o.data, "digits CSV (.gz or plain)");
   app.add_option("--metrics-json", o.metrics_json, "write accuracy and metrics as JSON here");
   app.add_option("--optimizer", o.optimizer, "adam or sgd (momentum 0.9)");
-  app.add_option("--hidden", o.hidden, "MLP hidden width")->check(CLI::PositiveNumber);
+  app.add_option("--hidden", o.hidden, "MLP hidden width")
+      ->capture_default_str()
+      ->check(whole_at_least(1));
   app.add_option("--plugin-path", o.plugin_path, "extra plugin directories (':'-separated)");
   auto* gg = app.add_option_group("gpt", "--model gpt");
   gg->add_option("--corpus", g.corpus, "text file or directory of fortune files")
       ->capture_default_str();
   gg->add_option("--steps", g.steps, "total training steps (a loaded run continues to it)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_at_least(0));
   gg->add_option("--context", g.context, "context length")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_at_least(1));
   gg->add_option("--layers", g.layers, "transformer blocks")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_at_least(1));
   gg->add_option("--width", g.width, "model width")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_at_least(1));
   gg->add_option("--heads", g.heads, "attention heads")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_at_least(1));
   gg->add_option("--dropout", g.dropout, "dropout probability")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 0.9));
   gg->add_option("--weight-decay", g.weight_decay, "AdamW weight decay")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(real_above(0, true));
   gg->add_option("--clip", g.clip, "gradient clipping: max global norm")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(real_above(0, false));
   gg->add_option("--warmup", g.warmup, "linear warm-up steps before the cosine decay")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_at_least(0));
   gg->add_option("--eval-every", g.eval_every,
                  "steps between validation evaluations (0: at the end only)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_at_least(0));
   gg->add_option("--eval-batches", g.eval_batches, "validation batches per evaluation")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_at_least(1));
   gg->add_option("--stop-after", g.stop_after,
                  "stop (and --save) after this step, as an interrupted run would; the "
                  "learning-rate schedule still spans --steps (0: run to --steps)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_at_least(0));
   gg->add_option("--save", g.save, "write a safetensors checkpoint here after training");
   gg->add_option("--load", g.load, "start from this checkpoint (model, optimizer, step)");
   gg->add_option("--generate", g.generate, "characters to sample after training")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_at_least(0));
   gg->add_option("--prompt", g.prompt, "text the sample continues");
   gg->add_option("--temperature", g.temperature, "sampling temperature")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(real_above(0, false));
   gg->add_option("--top-k", g.top_k, "sample among the k likeliest characters (0: all)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_at_least(0));
   CLI11_PARSE(app, argc, argv);
   g.batch = o.batch;
   g.seed = o.seed;
