@@ -48,5 +48,7 @@ install(FILES "${PROJECT_BINARY_DIR}/LazyTensorConfig.cmake"
 
 configure_file("${PROJECT_SOURCE_DIR}/cmake/lazytensor.pc.in"
                "${PROJECT_BINARY_DIR}/lazytensor.pc" @ONLY)
-install(FILES "${PROJECT_BINARY_DIR}/lazytensor.pc"
+configure_file("${PROJECT_SOURCE_DIR}/cmake/lazytensor-cpp.pc.in"
+               "${PROJECT_BINARY_DIR}/lazytensor-cpp.pc" @ONLY)
+install(FILES "${PROJECT_BINARY_DIR}/lazytensor.pc" "${PROJECT_BINARY_DIR}/lazytensor-cpp.pc"
         DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig")

@@ -59,11 +59,14 @@ step "c_quickstart and cpp_quickstart build against the package and run"
 "$work/apps/c_quickstart/lt_c_quickstart" >/dev/null
 "$work/apps/cpp_quickstart/lt_cpp_quickstart" >/dev/null
 
-step "pkg-config: a C program compiles and links with lazytensor.pc"
+step "pkg-config alone: C (lazytensor) and C++ (lazytensor-cpp) build, and run without LD_LIBRARY_PATH"
 export PKG_CONFIG_PATH="$p/$libdir/pkgconfig"
 flags="$(pkg-config --cflags --libs lazytensor)"
-echo "pkg-config: $flags"
-cc -std=c11 -o "$work/qs_pc" "$src/examples/c_quickstart/main.c" $flags \
-  -Wl,-rpath,"$p/$libdir"
-"$work/qs_pc" >/dev/null
+echo "pkg-config lazytensor: $flags"
+cc -o "$work/qs_pc" "$src/examples/c_quickstart/main.c" $flags
+env -u LD_LIBRARY_PATH "$work/qs_pc" >/dev/null
+cxxflags="$(pkg-config --cflags --libs lazytensor-cpp)"
+echo "pkg-config lazytensor-cpp: $cxxflags"
+c++ -o "$work/cpp_pc" "$src/examples/cpp_quickstart/main.cpp" $cxxflags
+env -u LD_LIBRARY_PATH "$work/cpp_pc" >/dev/null
 echo "sdk install test: ok"
