@@ -43,6 +43,17 @@ step "examples/external_plugin builds against the package alone"
 [ -f "$work/toy/liblt_plugin_toy.so" ] || { echo "plugin not in its own build dir"; exit 1; }
 [ ! -e "$p/$libdir/lazytensor/plugins/liblt_plugin_toy.so" ] || { echo "wrote into the package"; exit 1; }
 
+step "the build file docs/writing-a-backend.md shows builds verbatim and its demo runs"
+mkdir -p "$work/doc_toy"
+awk '/^A whole build file for the example/ {f=1} f && /^```cmake/ {p=1; next} p && /^```/ {exit} p' \
+  "$src/docs/writing-a-backend.md" >"$work/doc_toy/CMakeLists.txt"
+grep -q lt_add_plugin "$work/doc_toy/CMakeLists.txt" || { echo "no listing found in the doc"; exit 1; }
+cp "$src/examples/external_plugin/toy_plugin.cpp" "$src/examples/external_plugin/toy_demo.c" "$work/doc_toy/"
+"$cmake" -S "$work/doc_toy" -B "$work/doc_toy/build" "${gen[@]}" "-DCMAKE_PREFIX_PATH=$p" \
+  >"$work/doc_toy.log" 2>&1 && "$cmake" --build "$work/doc_toy/build" >>"$work/doc_toy.log" 2>&1 \
+  || { cat "$work/doc_toy.log"; exit 1; }
+LT_PLUGIN_PATH="$work/doc_toy/build" "$work/doc_toy/build/toy_demo" >/dev/null
+
 step "the toy backend runs through the core (LT_PLUGIN_PATH = its build dir)"
 LT_PLUGIN_PATH="$work/toy" "$work/toy/toy_demo"
 
