@@ -20,7 +20,8 @@ for f in include/lazytensor/lt.h include/lazytensor/lt_plugin.h include/lazytens
   "$libdir/cmake/LazyTensor/LazyTensorConfig.cmake" \
   "$libdir/cmake/LazyTensor/LazyTensorConfigVersion.cmake" \
   "$libdir/cmake/LazyTensor/LazyTensorPlugin.cmake" "$libdir/pkgconfig/lazytensor.pc" \
-  "$libdir/lazytensor/plugins/liblt_plugin_cpu_eager.so" bin/lt-info bin/lt-conformance; do
+  "$libdir/lazytensor/plugins/liblt_plugin_cpu_eager.so" bin/lt-info bin/lt-conformance \
+  bin/lt-run share/lazytensor/digits.csv.gz; do
   [ -e "$p/$f" ] || { echo "missing from the package: $f"; exit 1; }
 done
 soname="$(objdump -p "$p/$libdir/liblazytensor.so" | awk '/SONAME/ {print $2}')"
@@ -35,6 +36,13 @@ step "lt-info from the moved prefix finds cpu_eager in <prefix>/$libdir/lazytens
 # (the core reports the path as it was loaded: <prefix>/bin/../lib/... through the rpath)
 grep -q "\"path\": \"$p/[a-z./]*lazytensor/plugins/liblt_plugin_cpu_eager.so\"" "$work/info.json" \
   || { cat "$work/info.json"; echo "cpu_eager not loaded from the moved prefix"; exit 1; }
+
+step "the installed lt-run trains from the moved prefix on the data set it installed"
+"$p/bin/lt-run" --device cpu_eager --epochs 1 >"$work/lt_run.log" 2>&1 || { cat "$work/lt_run.log"; exit 1; }
+head -n 1 "$work/lt_run.log"
+grep -q "| $p/share/lazytensor/digits.csv.gz: train" "$work/lt_run.log" ||
+  { echo "lt-run did not read the prefix's data set"; exit 1; }
+grep -q "^test accuracy" "$work/lt_run.log" || { cat "$work/lt_run.log"; exit 1; }
 
 step "examples/external_plugin builds against the package alone"
 "$cmake" -S "$src/examples/external_plugin" -B "$work/toy" "${gen[@]}" \

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -28,8 +29,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Options {
-  std::string device, data = LT_RUN_DEFAULT_DATA, metrics_json, optimizer = "adam", model = "mlp",
-                      plugin_path;
+  std::string device, data, metrics_json, optimizer = "adam", model = "mlp", plugin_path;
   int64_t epochs = 20, batch = 32, hidden = 128;
   double lr = 0.003, test_fraction = 0.2;
   uint64_t seed = 42;
@@ -92,6 +92,18 @@ class ResNetDigits : public Model {
   lt::models::ResNet net_;
 };
 
+// The shipped digits set: installed beside the program (<prefix>/bin/../share/lazytensor), else
+// in the source tree this lt-run was built from.
+std::string default_digits() {
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    std::filesystem::path installed = exe.parent_path() / LT_RUN_INSTALLED_DATA;
+    if (std::filesystem::exists(installed, ec)) return installed.lexically_normal().string();
+  }
+  return LT_RUN_SOURCE_DATA;
+}
+
 // A counter of the metrics report, or `fallback` when this core does not report it.
 double metric_or(const lt::Runtime& rt, const char* name, double fallback) {
   try {
@@ -138,7 +150,8 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
   lt::Device dev = o.device.empty() ? rt.default_device() : rt.find_device(o.device);
   if (o.model == "gpt") return lt_run::run_gpt(gpt, rt, dev);
 
-  lt::data::Dataset all = lt::data::load_digits(o.data);
+  const std::string data = o.data.empty() ? default_digits() : o.data;
+  lt::data::Dataset all = lt::data::load_digits(data);
   auto [train, test] = lt::data::train_test_split(all, o.test_fraction, o.seed);
   auto norm = lt::data::Standardizer::fit(train);
   norm.apply(train);
@@ -169,10 +182,10 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
   lt::data::Batcher batches(train, o.batch, o.seed);
   const int64_t steps = batches.batches();
   std::printf(
-      "lt-run: %s on %s | train %lld rows, test %lld | %s, %lld parameters | "
+      "lt-run: %s on %s | %s: train %lld rows, test %lld | %s, %lld parameters | "
       "batch %lld (last partial batch of each epoch dropped: static shapes), %lld "
       "steps/epoch\n",
-      o.model.c_str(), dev.name().c_str(), static_cast<long long>(train.rows()),
+      o.model.c_str(), dev.name().c_str(), data.c_str(), static_cast<long long>(train.rows()),
       static_cast<long long>(test.rows()), o.optimizer.c_str(),
       static_cast<long long>(model->num_parameters()), static_cast<long long>(o.batch),
       static_cast<long long>(steps));
@@ -319,7 +332,8 @@ int main(int argc, char** argv) {
   app.add_option("--lr", o.lr, "learning rate (gpt: peak of the schedule, default 1e-3)")
       ->check(real_above(0, false));
   app.add_option("--seed", o.seed, "seed for initialisation, data order and sampling");
-  app.add_option("--data", o.data, "digits CSV (.gz or plain)");
+  app.add_option("--data", o.data,
+                 "digits CSV (.gz or plain; default: the shipped set, <prefix>/share/lazytensor)");
   app.add_option("--metrics-json", o.metrics_json, "write accuracy and metrics as JSON here");
   app.add_option("--optimizer", o.optimizer, "adam or sgd (momentum 0.9)");
   app.add_option("--hidden", o.hidden, "MLP hidden width")
