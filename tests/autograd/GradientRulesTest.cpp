@@ -105,6 +105,9 @@ TEST_F(GradientRules, MatmulBatched) {
 TEST_F(GradientRules, MatmulBroadcastBatch) {
   check([](const V& v) { return lt::matmul(v[0], v[1]); },
         {rand_input({2, 3, 4}, 28), rand_input({4, 5}, 29)});
+  // Two batch dims over a shared weight (its gradient is one GEMM over all 6 rows).
+  check([](const V& v) { return lt::matmul(v[0], v[1]); },
+        {rand_input({2, 3, 2, 4}, 38), rand_input({4, 5}, 39)});
 }
 TEST_F(GradientRules, MatmulVectorOperands) {
   check([](const V& v) { return lt::matmul(v[0], v[1]); },
