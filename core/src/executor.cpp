@@ -511,8 +511,10 @@ std::string miss_reason(Device* dev, const Collected& c) {
     sig.input_names.push_back(c.nodes[k]->name ? *c.nodes[k]->name : std::string());
   }
   std::string why;
-  auto same = std::find_if(dev->recent.begin(), dev->recent.end(),
-                           [&](const Device::Signature& s) { return s.program == sig.program; });
+  auto same = std::find_if(dev->recent.begin(), dev->recent.end(), [&](const Device::Signature& s) {
+    return s.program == sig.program && s.ops == sig.ops &&
+           s.inputs == sig.inputs;  // (a hash collision is no match)
+  });
   if (same != dev->recent.end()) {
     why = program_diff(*same, sig);
     dev->recent.erase(same);
