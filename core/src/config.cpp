@@ -1,6 +1,12 @@
 // config.cpp — the runtime configuration: TOML (toml++) or JSON (nlohmann) file, then
 // LT_* environment variables, then lt_runtime_options fields (docs/config.md).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -62,12 +68,39 @@ bool ends_with(const std::string& s, const char* suf) {
 }
 
 // Both formats are converted to one JSON value so the key handling exists once.
+// A config is a regular file of at most kMaxConfigBytes: /dev/zero, a FIFO with no writer or a
+// directory is refused at once (opened non-blocking, checked with fstat), never read forever.
+constexpr size_t kMaxConfigBytes = size_t{1} << 20;
+
+std::string read_text(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) fail(LT_STATUS_IO_ERROR, "config: cannot open '{}': {}", path, std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    fail(LT_STATUS_IO_ERROR, "config: '{}' is not a regular file", path);
+  if (static_cast<uint64_t>(st.st_size) > kMaxConfigBytes)
+    fail(LT_STATUS_IO_ERROR, "config: '{}' is {} bytes; a config file may have at most {}", path,
+         static_cast<uint64_t>(st.st_size), kMaxConfigBytes);
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(LT_STATUS_IO_ERROR, "config: cannot read '{}': {}", path, std::strerror(errno));
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > kMaxConfigBytes)  // it grew while read
+      fail(LT_STATUS_IO_ERROR, "config: '{}' is over {} bytes", path, kMaxConfigBytes);
+  }
+  return text;
+}
+
 nlohmann::json read_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail(LT_STATUS_IO_ERROR, "config: cannot open '{}'", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
+  std::string text = read_text(path);
   if (ends_with(path, ".json")) {
     try {
       return nlohmann::json::parse(text);

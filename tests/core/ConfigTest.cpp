@@ -1,6 +1,9 @@
 // ConfigTest.cpp — TOML and JSON config files, environment overrides, explicit options over
-// both, and a clear IO_ERROR for malformed files.
+// both, and a clear IO_ERROR for malformed, non-regular or huge files.
 #include "test_util.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -93,4 +96,27 @@ TEST(Config, MalformedFilesGiveIoErrorNamingFile) {
   Err bad_policy(create(write("lt_badpol.toml", "fallback = \"sometimes\"\n"), &rt));
   EXPECT_EQ(bad_policy.code(), LT_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(bad_policy.msg().find("sometimes"), std::string::npos);
+}
+
+// A config must be a regular file of bounded size: /dev/zero, a FIFO nobody writes, a
+// directory and a huge file are refused at once with the path named (they used to hang the
+// runtime's creation, or read forever). CTest's time limit bounds a regression to a hang.
+TEST(Config, NonRegularOrHugeFilesAreRefusedNotRead) {
+  std::string fifo = ::testing::TempDir() + "/lt_cfg_fifo.toml";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string huge = ::testing::TempDir() + "/lt_cfg_huge.toml";
+  {
+    std::ofstream f(huge);
+    f << "# " << std::string(size_t{3} << 20, 'x') << "\n";
+  }
+  for (const std::string& p : {std::string("/dev/zero"), fifo, ::testing::TempDir(), huge}) {
+    lt_runtime* rt = nullptr;
+    Err e(create(p, &rt));
+    EXPECT_EQ(rt, nullptr) << p;
+    EXPECT_EQ(e.code(), LT_STATUS_IO_ERROR) << p;
+    EXPECT_NE(e.msg().find(p), std::string::npos) << e.msg();
+  }
+  ::unlink(fifo.c_str());
+  ::unlink(huge.c_str());
 }
