@@ -223,7 +223,7 @@ LT_API lt_error* lt_tensor_from_host(lt_device* device, lt_dtype dtype, const in
     if (!valid_dtype(dtype))
       fail(LT_STATUS_INVALID_ARGUMENT, "{}: invalid dtype {}", fn, dtype_raw(dtype));
     Dims d = checked_shape(fn, shape, rank);
-    size_t want = static_cast<size_t>(d.numel()) * lt_dtype_size(dtype);
+    size_t want = checked_bytes(fn, dtype, d);
     if (nbytes != want)
       fail(LT_STATUS_INVALID_ARGUMENT, "{}: nbytes {} != {} for {} {}", fn, nbytes, want,
            lt_dtype_name(dtype), dims_str(d));

@@ -844,12 +844,26 @@ NodeRef apply_op(const OpCall& call) {
 
 // ---- node construction --------------------------------------------------------------------
 
+size_t checked_bytes(std::string_view what, lt_dtype dtype, const Dims& shape) {
+  uint64_t numel = 1, bytes = 0;
+  bool overflow = false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] < 0)
+      fail(LT_STATUS_INVALID_ARGUMENT, "{}: negative dimension in shape {}", what, dims_str(shape));
+    overflow |= __builtin_mul_overflow(numel, static_cast<uint64_t>(shape[i]), &numel);
+  }
+  overflow |= __builtin_mul_overflow(numel, static_cast<uint64_t>(lt_dtype_size(dtype)), &bytes);
+  if (overflow || bytes > kMaxTensorBytes)
+    fail(LT_STATUS_INVALID_ARGUMENT,
+         "{}: shape {} of {} is {} bytes: more than any tensor can hold (at most 2^46)", what,
+         dims_str(shape), lt_dtype_name(dtype),
+         overflow ? std::string("over 2^64") : std::to_string(bytes));
+  return static_cast<size_t>(bytes);
+}
+
 NodeRef make_node_n(Device* device, uint16_t op, Node* const* operands, size_t n, lt_dtype dtype,
                     const Dims& shape, std::unique_ptr<AttrSet> attrs) {
-  for (size_t i = 0; i < shape.size(); ++i)
-    if (shape[i] < 0)
-      fail(LT_STATUS_INVALID_ARGUMENT, "{}: negative dimension in shape {}", op_name(op),
-           dims_str(shape));
+  checked_bytes(op_name(op), dtype, shape);
   Node* node = new Node;
   g_nodes_alive.fetch_add(1, std::memory_order_relaxed);
   NodeRef ref = NodeRef::adopt(node);

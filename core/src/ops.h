@@ -57,6 +57,13 @@ uint16_t register_op(OpDef def);
 NodeRef apply_op(const OpCall& call);
 
 // The primitive behind every builder: a canonical node with hashes computed.
+// No tensor may hold more than 2^46 bytes (64 TiB: more than any machine here can allocate);
+// every node's shape is checked at creation, so element counts and byte sizes computed later
+// cannot overflow.
+constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 46;
+// The byte size of a tensor of `dtype` and `shape`; fails (INVALID_ARGUMENT, naming `what`, the
+// shape and the size) on a negative dimension, an overflow or more than kMaxTensorBytes.
+size_t checked_bytes(std::string_view what, lt_dtype dtype, const Dims& shape);
 NodeRef make_node(Device* device, uint16_t op, std::initializer_list<Node*> operands,
                   lt_dtype dtype, const Dims& shape, std::unique_ptr<AttrSet> attrs = nullptr);
 NodeRef make_node_n(Device* device, uint16_t op, Node* const* operands, size_t n, lt_dtype dtype,

@@ -136,3 +136,28 @@ TEST_F(Errors, MixedDevicesAreRejected) {
   EXPECT_EQ(to_host(o), (std::vector<float>{2, 4, 6, 8}));
   for (auto* t : {x, moved, o}) lt_tensor_free(t);
 }
+
+// A shape whose byte size overflows, or is beyond any allocation (2^46 bytes), is refused at
+// the op that would create it, naming the op and the shape; it used to be accepted, and
+// reading it ran until the process was killed.
+TEST_F(Errors, ImpossibleSizesAreRefusedAtTheOp) {
+  lt_tensor* o = nullptr;
+  const int64_t max = INT64_MAX;
+  int64_t huge[1] = {max};
+  EXPECT_ERR(lt_full(d, huge, 1, 1.0, LT_DTYPE_F32, &o), LT_STATUS_INVALID_ARGUMENT,
+             "full: shape [9223372036854775807] of f32 is over 2^64 bytes");
+  int64_t wide[3] = {int64_t{1} << 31, int64_t{1} << 31, 4};
+  EXPECT_ERR(lt_full(d, wide, 3, 0.0, LT_DTYPE_F64, &o), LT_STATUS_INVALID_ARGUMENT, "full:");
+  int64_t big[2] = {int64_t{1} << 23, int64_t{1} << 22};  // 2^45 elements: 2^47 f32 bytes
+  EXPECT_ERR(lt_random_uniform(d, big, 2, 1, 0.0, 1.0, LT_DTYPE_F32, &o),
+             LT_STATUS_INVALID_ARGUMENT, "more than any tensor can hold");
+  EXPECT_ERR(lt_arange(d, 0.0, 1e18, 1.0, LT_DTYPE_F32, &o), LT_STATUS_INVALID_ARGUMENT, "arange");
+  int64_t bshape[3] = {int64_t{1} << 44, 2, 3};  // 2^48.6 bytes
+  EXPECT_ERR(lt_broadcast_to(a, bshape, 3, &o), LT_STATUS_INVALID_ARGUMENT, "broadcast_to:");
+  int64_t before[2] = {0, 0}, after[2] = {int64_t{1} << 62, 0};
+  EXPECT_ERR(lt_pad(a, before, after, 2, 0.0, &o), LT_STATUS_INVALID_ARGUMENT, "pad:");
+  float one = 1.0f;
+  EXPECT_ERR(lt_tensor_from_host(d, LT_DTYPE_F32, huge, 1, &one, 4, &o), LT_STATUS_INVALID_ARGUMENT,
+             "lt_tensor_from_host: shape [9223372036854775807]");
+  EXPECT_EQ(o, nullptr);
+}
