@@ -18,6 +18,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Devices one plugin may report: beyond any machine (a plugin claiming 2^40 had every program
+// ask for device_info 2^40 times).
+constexpr size_t kMaxDevicesPerPlugin = 1024;
+
 // Plugin libraries stay mapped for the life of the process: their thread pools (TBB,
 // OpenCL runtimes) may outlive the contexts, and unloading them at exit is a classic crash.
 std::mutex g_libs_mu;
@@ -180,6 +184,9 @@ std::unique_ptr<Plugin> load_one(Runtime* rt, const std::string& path, std::stri
   try {
     plugin->call("device_count", [&] { return api->device_count(plugin->ctx, &count); });
     if (count == 0) fail(LT_STATUS_PLUGIN_ERROR, "plugin reports 0 devices");
+    if (count > kMaxDevicesPerPlugin)  // a plugin's answers are input: bounded like any other
+      fail(LT_STATUS_PLUGIN_ERROR, "plugin reports {} devices (at most {})", count,
+           kMaxDevicesPerPlugin);
     for (size_t i = 0; i < count; ++i) {
       lt_plugin_device_info_args ia{};
       ia.struct_size = LT_PLUGIN_DEVICE_INFO_ARGS_STRUCT_SIZE;

@@ -136,6 +136,15 @@ TEST(HostilePlugin, ZeroDevicesIsRefused) {
   cpu_eager_still_works(rt);
 }
 
+// A plugin's answers are input like any other: a device count beyond the ABI's bound is
+// refused with the number, at once (the test's time limit bounds a regression to a hang).
+TEST(HostilePlugin, HugeDeviceCountIsRefused) {
+  Rt rt("huge_device_count");
+  std::string line = refused_line(rt, "huge_device_count/lt_plugin_huge_device_count.so");
+  EXPECT_NE(line.find("reports 1099511627776 devices (at most 1024)"), std::string::npos) << line;
+  cpu_eager_still_works(rt);
+}
+
 TEST(HostilePlugin, BuffersSmallerThanRequestedGiveAnErrorNotAnOverflow) {
   Rt rt("short_buffers");
   // 4000 bytes: the plugin allocates half of the core's 4096-byte size class.

@@ -1,6 +1,6 @@
 // hostile_plugin.cpp — misbehaving test plugins, one per HOSTILE_CASE (see CMakeLists.txt):
 // C++ exceptions thrown out of table functions, NULL required entries, a table too small for
-// its own version fields, zero devices, and buffers smaller than asked for. The core must
+// its own version fields, zero or 2^40 devices, and buffers smaller than asked for. The core must
 // report each (plugin path + reason, or an lt_error naming the call) and keep working.
 #include <stdexcept>
 
@@ -17,6 +17,7 @@ namespace {
 #define ZERO_DEVICES 7
 #define SHORT_BUFFERS 8
 #define THROWS_FREE 9
+#define HUGE_DEVICE_COUNT 10
 
 [[noreturn]] void boom(const char* where) {
   throw std::runtime_error(std::string("hostile plugin threw in ") + where);
@@ -40,6 +41,11 @@ lt_plugin_api make() {
 #elif HOSTILE_CASE == ZERO_DEVICES
   t.device_count = [](lt_plugin_context*, size_t* n) -> lt_plugin_error* {
     *n = 0;
+    return nullptr;
+  };
+#elif HOSTILE_CASE == HUGE_DEVICE_COUNT
+  t.device_count = [](lt_plugin_context*, size_t* n) -> lt_plugin_error* {
+    *n = size_t{1} << 40;  // asking for device_info 2^40 times used to hang every program
     return nullptr;
   };
 #elif HOSTILE_CASE == SHORT_BUFFERS

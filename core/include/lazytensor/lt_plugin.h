@@ -203,7 +203,7 @@ typedef struct lt_plugin_api {
   lt_plugin_error* (*create)(lt_plugin_create_args* args);
   void (*destroy)(lt_plugin_context* context);
 
-  /* devices (required) */
+  /* devices (required): device_count reports 1 to 1024 (the core refuses other counts) */
   lt_plugin_error* (*device_count)(lt_plugin_context* context, size_t* out);
   lt_plugin_error* (*device_info)(lt_plugin_device_info_args* args);
 
