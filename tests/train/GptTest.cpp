@@ -21,12 +21,7 @@
 namespace {
 
 lt::Runtime& runtime() {
-  static lt::Runtime rt = [] {
-    lt::RuntimeOptions o;
-    o.fallback = "error";
-    return lt::Runtime::create(o);
-  }();
-  return rt;
+  return lt::test::no_fallback_runtime();
 }
 
 lt::models::GptConfig tiny(int64_t vocab) {

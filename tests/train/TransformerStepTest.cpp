@@ -19,12 +19,7 @@ namespace {
 constexpr int64_t kVocab = 16, kDim = 32, kHeads = 2, kSeq = 8, kBatch = 4;
 
 lt::Runtime& runtime() {
-  static lt::Runtime rt = [] {
-    lt::RuntimeOptions o;
-    o.fallback = "error";
-    return lt::Runtime::create(o);
-  }();
-  return rt;
+  return lt::test::no_fallback_runtime();
 }
 
 // One pre-norm decoder block: x + attn(ln1(x)), then x + mlp(ln2(x)).

@@ -1,11 +1,24 @@
 // train_backends.hpp — the backends this build made (LT_TEST_BACKENDS, from CMake), so the
-// per-backend training tests run on each of them and never skip one that was built.
+// per-backend training tests run on each of them and never skip one that was built; and the
+// one runtime the no-fallback tests share (fallback policy "error": a node leaving its
+// backend fails the test).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "lazytensor/lazytensor.hpp"
+
 namespace lt::test {
+
+inline lt::Runtime& no_fallback_runtime() {
+  static lt::Runtime rt = [] {
+    lt::RuntimeOptions o;
+    o.fallback = "error";
+    return lt::Runtime::create(o);
+  }();
+  return rt;
+}
 
 inline std::vector<std::string> built_backends() {
   std::vector<std::string> out;
