@@ -844,7 +844,7 @@ NodeRef apply_op(const OpCall& call) {
 
 // ---- node construction --------------------------------------------------------------------
 
-size_t checked_bytes(std::string_view what, lt_dtype dtype, const Dims& shape) {
+size_t checked_bytes(const char* what, lt_dtype dtype, const Dims& shape) {
   uint64_t numel = 1, bytes = 0;
   bool overflow = false;
   for (size_t i = 0; i < shape.size(); ++i) {

@@ -63,7 +63,7 @@ NodeRef apply_op(const OpCall& call);
 constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 46;
 // The byte size of a tensor of `dtype` and `shape`; fails (INVALID_ARGUMENT, naming `what`, the
 // shape and the size) on a negative dimension, an overflow or more than kMaxTensorBytes.
-size_t checked_bytes(std::string_view what, lt_dtype dtype, const Dims& shape);
+size_t checked_bytes(const char* what, lt_dtype dtype, const Dims& shape);
 NodeRef make_node(Device* device, uint16_t op, std::initializer_list<Node*> operands,
                   lt_dtype dtype, const Dims& shape, std::unique_ptr<AttrSet> attrs = nullptr);
 NodeRef make_node_n(Device* device, uint16_t op, Node* const* operands, size_t n, lt_dtype dtype,

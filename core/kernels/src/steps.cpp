@@ -123,15 +123,17 @@ void StepProgram::finish() {
 
 void StepProgram::run(void* const* inputs, void* const* outputs) const {
   const lt_graph& g = g_;
-  std::vector<void*> ptr(g.num_nodes, nullptr);
+  // The arena and the pointer table are reused when free (steady state allocates nothing and
+  // maps no fresh pages); a concurrent run of the same program gets its own.
+  std::unique_lock<std::mutex> lock(arena_mu_, std::try_to_lock);
+  std::vector<void*> own_ptr;
+  std::vector<void*>& ptr = lock.owns_lock() ? ptr_ : own_ptr;
+  ptr.assign(g.num_nodes, nullptr);
   for (size_t k = 0; k < g.num_inputs; ++k) ptr[g.inputs[k]] = inputs[k];
   for (size_t k = 0; k < g.num_outputs; ++k) {
     int32_t v = g.outputs[k];
     if (!ptr[v] && std::string_view(g.nodes[v].op) != "input") ptr[v] = outputs[k];
   }
-  // The arena is reused when free (steady state maps no fresh pages); a concurrent run of
-  // the same program gets its own.
-  std::unique_lock<std::mutex> lock(arena_mu_, std::try_to_lock);
   std::unique_ptr<char[], void (*)(void*)> own{nullptr, std::free};
   char* arena = nullptr;
   if (arena_bytes_) {

@@ -66,8 +66,9 @@ class StepProgram {
   std::vector<char> reshape_;         // per node: op is reshape
   std::vector<int64_t> temp_offset_;  // per node: byte offset in the arena, -1 if none
   size_t arena_bytes_ = 0;
-  mutable std::mutex arena_mu_;  // guards arena_ (reused by one run at a time)
+  mutable std::mutex arena_mu_;  // guards arena_ and ptr_ (reused by one run at a time)
   mutable std::unique_ptr<char[], void (*)(void*)> arena_{nullptr, nullptr};
+  mutable std::vector<void*> ptr_;  // per node: its buffer during a run
 };
 
 }  // namespace lt::host
