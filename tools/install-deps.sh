@@ -17,6 +17,10 @@ PKGS=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev valgrind
+  # distributed training (issue #16): OpenMPI, found by CMake's FindMPI
+  libopenmpi-dev openmpi-bin
+  # interoperability: DLPack tensors, Graphviz rendering of graph dumps (lt-graph)
+  libdlpack-dev libgraphviz-dev
   # data: English text (fortune files) the GPT of lt-run --model gpt trains on
   fortunes
 )
