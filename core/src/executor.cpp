@@ -222,12 +222,18 @@ bool is_input_node(const lt_graph_node& n) {
 }
 
 // True if the decompose pass could help a node the backend declined: a built-in composite, or
-// an elementwise op whose operands broadcast.
+// an elementwise op whose operands broadcast, or arithmetic on bf16/f16 (computed in f32).
 bool rewritable(const lt_graph& g, size_t i) {
   const lt_graph_node& n = g.nodes[i];
   const lower::OpInfo* op = lower::find_op(n.op);
   if (!op) return false;
   if (op->composite) return true;
+  auto storage = [](lt_dtype d) { return d == LT_DTYPE_BF16 || d == LT_DTYPE_F16; };
+  if (op->id != kOpCast) {
+    if (storage(n.dtype)) return true;
+    for (size_t k = 0; k < n.num_operands; ++k)
+      if (storage(g.nodes[n.operands[k]].dtype)) return true;
+  }
   if (op->category != lower::Category::kElementwise) return false;
   for (size_t k = 0; k < n.num_operands; ++k) {
     const lt_graph_node& o = g.nodes[n.operands[k]];
@@ -278,6 +284,10 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c) {
       plan->decomposed_nodes = report.decomposed.size();
       for (const std::string& op : report.decomposed)
         add_count(plan->op_counts, "decomposed." + op);
+      for (const std::string& op : report.widened) {
+        add_count(plan->op_counts, "widened." + op);
+        add_count(plan->op_counts, "widened_nodes");
+      }
     }
   }
   const lt_graph& g = *G;

@@ -14,20 +14,49 @@ namespace {
 namespace cx = lt::lower::c_expr;
 
 const cx::Dialect kC;  // the defaults: plain C types, inline saturating casts
-const cx::Dialect kCl = {
-    .u32 = "uint", .u64 = "ulong", .boolean = "uchar", .saturating_cast = "convert_%s_sat_rtz"};
+const cx::Dialect kCl = {.u32 = "uint",
+                         .u64 = "ulong",
+                         .boolean = "uchar",
+                         .u16 = "ushort",
+                         .bits_of_f32 = "as_uint",
+                         .f32_of_bits = "as_float",
+                         .saturating_cast = "convert_%s_sat_rtz"};
 
-TEST(CExpr, TypesFollowTheDialectAndRefuseStorageTypes) {
+TEST(CExpr, TypesFollowTheDialectAndStoreBf16AndF16AsBits) {
   EXPECT_EQ(cx::type(LT_DTYPE_F32, kC), "float");
   EXPECT_EQ(cx::type(LT_DTYPE_I64, kC), "long");
   EXPECT_EQ(cx::type(LT_DTYPE_BOOL, kC), "unsigned char");
   EXPECT_EQ(cx::type(LT_DTYPE_BOOL, kCl), "uchar");
+  EXPECT_EQ(cx::type(LT_DTYPE_BF16, kC), "unsigned short");
+  EXPECT_EQ(cx::type(LT_DTYPE_F16, kCl), "ushort");
   try {
-    cx::type(LT_DTYPE_BF16, kC);
-    FAIL() << "bf16 has no C type";
+    cx::type(LT_DTYPE_INVALID, kC);
+    FAIL() << "an invalid dtype has no C type";
   } catch (const lt::lower::Error& e) {
     EXPECT_EQ(e.code(), LT_STATUS_UNSUPPORTED);
   }
+}
+
+TEST(CExpr, StorageTypesConvertThroughF32) {
+  EXPECT_EQ(cx::cast("x", LT_DTYPE_BF16, LT_DTYPE_F32, kC), "lt_bf16_to_f32(x)");
+  EXPECT_EQ(cx::cast("x", LT_DTYPE_F32, LT_DTYPE_F16, kC), "lt_f32_to_f16(x)");
+  EXPECT_EQ(cx::cast("x", LT_DTYPE_I32, LT_DTYPE_BF16, kCl), "lt_f32_to_bf16(((float)(x)))");
+  EXPECT_EQ(cx::cast("x", LT_DTYPE_F16, LT_DTYPE_BF16, kC), "lt_f32_to_bf16(lt_f16_to_f32(x))");
+  // Literals are the rounded bits: 1.0 = 0x3F80 in bf16, 0x3C00 in f16; 65520 overflows f16.
+  EXPECT_EQ(cx::literal(1.0, LT_DTYPE_BF16, kC), "((unsigned short)0x3F80)");
+  EXPECT_EQ(cx::literal(1.0, LT_DTYPE_F16, kCl), "((ushort)0x3C00)");
+  EXPECT_EQ(cx::literal(65520.0, LT_DTYPE_F16, kCl), "((ushort)0x7C00)");
+  const std::string fns = cx::storage_functions(kCl, "inline");
+  for (const char* f : {"lt_bf16_to_f32", "lt_f32_to_bf16", "lt_f16_to_f32", "lt_f32_to_f16"})
+    EXPECT_NE(
+        fns.find(std::string("inline ") +
+                 (std::string(f).find("to_f32") != std::string::npos ? "float " : "ushort ") + f),
+        std::string::npos)
+        << f << " missing from:\n"
+        << fns;
+  EXPECT_NE(fns.find("as_uint(x)"), std::string::npos);  // the dialect's bit casts, no union
+  EXPECT_EQ(fns.find("union"), std::string::npos);
+  EXPECT_NE(cx::storage_functions(kC).find("union"), std::string::npos);
 }
 
 TEST(CExpr, LiteralsAreConvertedAsCastConverts) {

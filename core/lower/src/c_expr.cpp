@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
+#include "lazytensor/lower/bf16.hpp"
 #include "lazytensor/lower/error.hpp"
 #include "lazytensor/lower/ops.hpp"
 
@@ -39,6 +41,15 @@ std::string int_literal(double v, lt_dtype d, const Dialect& c) {
   return "((" + t + ")" + buf + ")";
 }
 
+// The bits of v rounded to bf16 / f16 (to nearest even).
+unsigned storage_bits(double v, lt_dtype d) {
+  if (d == LT_DTYPE_BF16) return lower::bf16_bits(static_cast<float>(v));
+  _Float16 h = static_cast<_Float16>(static_cast<float>(v));
+  uint16_t u;
+  std::memcpy(&u, &h, sizeof u);
+  return u;
+}
+
 }  // namespace
 
 std::string type(lt_dtype d, const Dialect& c) {
@@ -53,13 +64,71 @@ std::string type(lt_dtype d, const Dialect& c) {
       return c.i64;
     case LT_DTYPE_BOOL:
       return c.boolean;
+    case LT_DTYPE_BF16:
+    case LT_DTYPE_F16:
+      return c.u16;
     default:
       fail(LT_STATUS_UNSUPPORTED, std::string("no C type for dtype ") + lt_dtype_name(d));
   }
 }
 
+std::string storage_functions(const Dialect& c, const std::string& q) {
+  const std::string u16 = c.u16, u32 = c.u32, f = c.f32;
+  std::string bits, flt;  // x's bits as u32, and the float of u32 bits
+  std::string s;
+  if (*c.bits_of_f32) {
+    bits = std::string(c.bits_of_f32) + "(x)";
+    flt = std::string(c.f32_of_bits) + "(u)";
+  } else {
+    s += "typedef union { " + f + " f; " + u32 + " u; } lt_f32_bits;\n";
+    bits = "((lt_f32_bits){.f = (x)}).u";
+    flt = "((lt_f32_bits){.u = (u)}).f";
+  }
+  s += q + " " + f + " lt_bits_f32(" + u32 + " u) { return " + flt + "; }\n";
+  s += q + " " + u32 + " lt_f32_bits_of(" + f + " x) { return " + bits + "; }\n";
+  s += q + " " + f + " lt_bf16_to_f32(" + u16 + " b) { return lt_bits_f32((" + u32 +
+       ")b << 16); }\n";
+  s += q + " " + u16 + " lt_f32_to_bf16(" + f + " x) {\n  " + u32 +
+       " u = lt_f32_bits_of(x);\n"
+       "  if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x007FFFFFu)) return (" +
+       u16 + ")((u | 0x00400000u) >> 16);\n  u += 0x7FFFu + ((u >> 16) & 1u);\n  return (" + u16 +
+       ")(u >> 16);\n}\n";
+  s += q + " " + f + " lt_f16_to_f32(" + u16 + " h) {\n  " + u32 + " sign = ((" + u32 +
+       ")h & 0x8000u) << 16, e = ((" + u32 + ")h >> 10) & 0x1Fu, m = (" + u32 +
+       ")h & 0x3FFu;\n"
+       "  if (e == 0) { " +
+       f + " v = (" + f +
+       ")m * 5.9604644775390625e-8f; return sign ? -v : v; }\n"
+       "  if (e == 31) return lt_bits_f32(sign | 0x7F800000u | (m << 13));\n"
+       "  return lt_bits_f32(sign | ((e + 112u) << 23) | (m << 13));\n}\n";
+  s +=
+      q + " " + u16 + " lt_f32_to_f16(" + f + " x) {\n  " + u32 +
+      " u = lt_f32_bits_of(x), sign = (u >> 16) & 0x8000u, a = u & 0x7FFFFFFFu;\n"
+      "  if (a >= 0x7F800000u) return (" +
+      u16 +
+      ")(sign | (a > 0x7F800000u ? 0x7E00u : 0x7C00u));\n"
+      "  if (a >= 0x477FF000u) return (" +
+      u16 +
+      ")(sign | 0x7C00u);\n"
+      "  if (a < 0x38800000u) {  /* f16 subnormal or zero: the nearest multiple of 2^-24 */\n    " +
+      f + " t = lt_bits_f32(a) * 16777216.0f;\n    " + u32 + " r = (" + u32 + ")t;\n    " + f +
+      " d = t - (" + f +
+      ")r;\n"
+      "    if (d > 0.5f || (d == 0.5f && (r & 1u))) r += 1u;\n    return (" +
+      u16 +
+      ")(sign | r);\n  }\n"
+      "  return (" +
+      u16 + ")(sign | ((a + 0xC8000FFFu + ((a >> 13) & 1u)) >> 13));\n}\n";
+  return s;
+}
+
 std::string literal(double v, lt_dtype d, const Dialect& c) {
   const std::string t = type(d, c);
+  if (d == LT_DTYPE_BF16 || d == LT_DTYPE_F16) {  // the bits of v rounded to the storage type
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "0x%04X", storage_bits(v, d));
+    return "((" + t + ")" + buf + ")";
+  }
   if (d == LT_DTYPE_BOOL) return "((" + t + ")" + (v != 0 ? "1" : "0") + ")";
   if (is_int(d)) {
     const double lim = d == LT_DTYPE_I32 ? 2147483648.0 : 9223372036854775808.0;
@@ -77,6 +146,12 @@ std::string literal(double v, lt_dtype d, const Dialect& c) {
 std::string cast(const std::string& x, lt_dtype from, lt_dtype to, const Dialect& c) {
   const std::string t = type(to, c);
   if (from == to) return x;
+  if (from == LT_DTYPE_BF16 || from == LT_DTYPE_F16)  // through f32, which holds both exactly
+    return cast(std::string(from == LT_DTYPE_BF16 ? "lt_bf16_to_f32(" : "lt_f16_to_f32(") + x + ")",
+                LT_DTYPE_F32, to, c);
+  if (to == LT_DTYPE_BF16 || to == LT_DTYPE_F16)
+    return std::string(to == LT_DTYPE_BF16 ? "lt_f32_to_bf16(" : "lt_f32_to_f16(") +
+           cast(x, from, LT_DTYPE_F32, c) + ")";
   if (to == LT_DTYPE_BOOL) return "((" + t + ")((" + x + ") != 0))";
   if (!is_float(from) || !is_int(to)) return "((" + t + ")(" + x + "))";
   if (*c.saturating_cast) {

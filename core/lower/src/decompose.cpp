@@ -7,6 +7,10 @@ namespace {
 
 constexpr int kMaxDepth = 8;  // composites nest a few levels (silu -> sigmoid -> exp)
 
+bool is_storage(lt_dtype d) {
+  return d == LT_DTYPE_BF16 || d == LT_DTYPE_F16;
+}
+
 // An owned copy of a node about to be popped from the graph being built.
 struct Saved {
   std::string op;
@@ -48,6 +52,7 @@ class Pass : public Builder {
     if (ask(v)) return v;
     const OpInfo* op = find_op(g_.node(v).op);
     if (!op || depth_ >= kMaxDepth) return v;
+    if (op->id != kOpCast && has_storage(v)) return widen(v, *op);
     if (op->composite) return rewrite(v, *op, false);
     if (op->category == Category::kElementwise && needs_broadcast(v)) return rewrite(v, *op, true);
     return v;
@@ -79,6 +84,49 @@ class Pass : public Builder {
       if (o.rank != n.rank || !std::equal(o.shape, o.shape + o.rank, n.shape)) return true;
     }
     return false;
+  }
+
+  bool has_storage(Value v) const {
+    const lt_graph_node& n = g_.node(v);
+    if (is_storage(n.dtype)) return true;
+    for (size_t k = 0; k < n.num_operands; ++k)
+      if (is_storage(g_.node(n.operands[k]).dtype)) return true;
+    return false;
+  }
+
+  // Replaces node v (the last one), which computes on bf16/f16, by the same op in f32 on its
+  // operands cast to f32, and its result cast back (round to nearest even on store): the
+  // arithmetic of the storage types, for a backend without it. A composite is widened before
+  // it is decomposed, so its intermediate values stay f32 (softmax of bf16 logits rounds once).
+  Value widen(Value v, const OpInfo& op) {
+    bool may_undo = !fallback_ || fallback_(g_.view(), static_cast<size_t>(v));
+    Saved node(g_.node(v));
+    g_.pop();
+    size_t mark = g_.size(), natively = natively_;
+    if (depth_++ == 0) origin_ = op.id;
+    std::vector<Value> ops;
+    for (Value o : node.operands)
+      ops.push_back(is_storage(g_.node(o).dtype) ? cast(o, LT_DTYPE_F32) : o);
+    const lt_dtype wide = is_storage(node.dtype) ? LT_DTYPE_F32 : node.dtype;
+    for (lt_attr& a : node.attrs)  // full, arange, random_*: the dtype they create
+      if (std::string_view(a.name) == "dtype" && a.kind == LT_ATTR_INT && a.i == node.dtype)
+        a.i = wide;
+    Value r = settle(g_.add(node.op, wide, node.shape, ops, node.attrs.data(), node.attrs.size()));
+    if (wide != node.dtype) r = cast(r, node.dtype);
+    if (--depth_ == 0) origin_ = -1;
+    if (natively_ == natively && may_undo) {  // the backend runs none of it: keep the original
+      while (g_.size() > mark) g_.pop();
+      r = g_.add(node.op, node.dtype, node.shape, node.operands, node.attrs.data(),
+                 node.attrs.size());
+      report_.supported.resize(g_.size());
+      report_.origin.resize(g_.size());
+      report_.supported[r] = 0;
+      report_.origin[r] = origin_;
+      return r;
+    }
+    changed_ = true;
+    report_.widened.emplace_back(node.op);
+    return r;
   }
 
   // Replaces node v (the last one) by its decomposition or its explicitly broadcast form;

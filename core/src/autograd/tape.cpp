@@ -47,8 +47,10 @@ void destroy_flat(Entry&& first) {
   t_dying = nullptr;
 }
 
+// Floating dtypes carry gradients; bf16/f16 ones are computed in f32 and rounded on store
+// like their forward ops, and a cast's gradient is cast back to its input's dtype.
 bool is_float(lt_dtype d) {
-  return d == LT_DTYPE_F32 || d == LT_DTYPE_F64;
+  return d == LT_DTYPE_F32 || d == LT_DTYPE_F64 || d == LT_DTYPE_BF16 || d == LT_DTYPE_F16;
 }
 
 }  // namespace
@@ -225,8 +227,9 @@ LT_API lt_error* lt_tensor_set_requires_grad(lt_tensor* tensor, int requires_gra
     if (!tensor) raise(LT_STATUS_INVALID_ARGUMENT, "set_requires_grad: tensor is NULL");
     lt_dtype d = lt_tensor_dtype(tensor);
     if (requires_grad && !is_float(d)) {
-      raise(LT_STATUS_DTYPE_MISMATCH, std::string("set_requires_grad: dtype ") + lt_dtype_name(d) +
-                                          " cannot require gradients (only f32 and f64 can)");
+      raise(LT_STATUS_DTYPE_MISMATCH,
+            std::string("set_requires_grad: dtype ") + lt_dtype_name(d) +
+                " cannot require gradients (only f32, f64, bf16 and f16 can)");
     }
     Entry dead;
     {

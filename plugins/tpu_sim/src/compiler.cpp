@@ -21,14 +21,17 @@ using kit::fail;
 // (kL) is accepted by the index-bookkeeping ops (kIdx: layout, compare, where, cast, full,
 // arange, sum/max/min, argmax's output, neg/abs/add/sub/mul/maximum/minimum) and priced at two
 // vector ops per element (four for mul); i64 div falls back. No f64 at all.
+// H = bf16/f16, the storage types: moved, cast and (bf16) multiplied on the MXU; their other
+// arithmetic the core widens to f32 between casts (the VPU has no 16-bit ALU before v5).
 enum : uint8_t {
   kF = 1,
   kI = 2,
   kB = 4,
   kL = 8,
+  kH = 16,
   kFI = kF | kI,
   kAll = kF | kI | kB,
-  kIdx = kAll | kL,
+  kIdx = kAll | kL | kH,
 };
 
 // What the chip runs, per op; 0: not here (the core decomposes composites such as silu).
@@ -89,13 +92,14 @@ uint8_t op_dtypes(OpId op) {
     case kOpRandomUniform:
     case kOpRandomNormal:
     case kOpMean:
-    case kOpMatmul:
-    case kOpConv2d:
     case kOpMaxPool2d:
     case kOpAvgPool2d:
     case kOpSoftmax:
     case kOpLogSoftmax:
       return kF;
+    case kOpMatmul:
+    case kOpConv2d:
+      return kF | kH;
     default:
       return 0;
   }
@@ -111,8 +115,11 @@ uint8_t dtype_class(lt_dtype d) {
       return kB;
     case LT_DTYPE_I64:
       return kL;
+    case LT_DTYPE_BF16:
+    case LT_DTYPE_F16:
+      return kH;
     default:
-      return 0;  // f64, bf16/f16 storage: not on this chip (falls back)
+      return 0;  // f64: not on this chip (falls back)
   }
 }
 
@@ -165,6 +172,7 @@ bool supports_node(const lt_graph& graph, size_t index) {
   if (op == kOpArgmax && !(dtype_class(graph.nodes[g.operands[0]].dtype) & (kFI | kL)))
     return false;
   if (!(allowed & out_class)) return false;
+  if (is_mxu(op) && g.dtype == LT_DTYPE_F16) return false;  // the MXU multiplies bf16, not f16
   std::vector<int64_t> params;
   return is_mxu(op) || host::prepare(graph, index, &params) != nullptr;
 }
@@ -273,8 +281,9 @@ Program compile_program(const lt_graph& graph, const MachineConfig& mc) {
         compute.m = a[r - 2];
         compute.k = a[r - 1];
         compute.n = n.shape[r - 1];
-        read = matmul_hbm_bytes(mc, double(compute.b), compute.m, compute.k, compute.n, 4.0) -
-               double(n.nbytes) * 1.0;
+        const double esize = double(lt_dtype_size(n.dtype));  // bf16 operands: half the bytes
+        read = matmul_hbm_bytes(mc, double(compute.b), compute.m, compute.k, compute.n, esize) -
+               double(n.nbytes);
       } else {
         const auto& w = p.nodes[size_t(n.operands[1])].shape;
         compute.b = n.conv.G;  // groups

@@ -10,29 +10,52 @@
 namespace lt::tpu {
 namespace {
 
-// A copy of `n` floats rounded to bf16: what the systolic array multiplies. bf16 values and
-// their products are exact in f32, so an f32 GEMM on the copies is the MXU's arithmetic.
-std::vector<float> bf16_copy(const float* x, int64_t n) {
-  std::vector<float> r(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) r[size_t(i)] = lower::round_to_bf16(x[i]);
+// A copy of operand `x` as the floats the systolic array multiplies: f32 rounded to bf16, bf16
+// widened. bf16 values and their products are exact in f32, so an f32 GEMM on the copies is the
+// MXU's arithmetic (f32 accumulation).
+std::vector<float> bf16_copy(const Node& x, const void* data) {
+  std::vector<float> r(static_cast<size_t>(x.numel));
+  if (x.dtype == LT_DTYPE_BF16) {
+    const auto* b = static_cast<const uint16_t*>(data);
+    for (int64_t i = 0; i < x.numel; ++i) r[size_t(i)] = lower::bf16_to_float(b[i]);
+  } else {
+    const auto* f = static_cast<const float*>(data);
+    for (int64_t i = 0; i < x.numel; ++i) r[size_t(i)] = lower::round_to_bf16(f[i]);
+  }
   return r;
 }
 
 void mxu(const Program& p, const Node& n, const std::vector<void*>& ptr, void* out) {
-  auto in = [&](size_t k) { return static_cast<const float*>(ptr[size_t(n.operands[k])]); };
   const Node& a = p.nodes[size_t(n.operands[0])];
   const Node& b = p.nodes[size_t(n.operands[1])];
-  std::vector<float> ar = bf16_copy(in(0), a.numel), br = bf16_copy(in(1), b.numel);
+  std::vector<float> ar = bf16_copy(a, ptr[size_t(n.operands[0])]);
+  std::vector<float> br = bf16_copy(b, ptr[size_t(n.operands[1])]);
+  const bool to_bf16 = n.dtype == LT_DTYPE_BF16;  // accumulate in f32, round on store
+  std::vector<float> acc(to_bf16 ? static_cast<size_t>(n.numel) : 0);
+  float* res = to_bf16 ? acc.data() : static_cast<float*>(out);
   if (n.op == kOpMatmul) {
     size_t r = n.shape.size();
     int64_t batch = r == 3 ? n.shape[0] : 1, m = a.shape[r - 2], k = a.shape[r - 1];
-    host::gemm_batched<float>(batch, m, n.shape[r - 1], k, ar.data(), br.data(),
-                              static_cast<float*>(out));
-    return;
+    host::gemm_batched<float>(batch, m, n.shape[r - 1], k, ar.data(), br.data(), res);
+  } else {
+    // conv2d: im2col (the vector unit's job on a TPU), then MXU matmuls; the bias is added in
+    // f32.
+    std::vector<float> bias;
+    if (n.operands.size() == 3) {
+      const Node& c = p.nodes[size_t(n.operands[2])];
+      const void* cb = ptr[size_t(n.operands[2])];
+      bias.resize(size_t(c.numel));
+      for (int64_t i = 0; i < c.numel; ++i)
+        bias[size_t(i)] = c.dtype == LT_DTYPE_BF16
+                              ? lower::bf16_to_float(static_cast<const uint16_t*>(cb)[i])
+                              : static_cast<const float*>(cb)[i];
+    }
+    host::conv2d<float>(n.conv, ar.data(), br.data(), bias.empty() ? nullptr : bias.data(), res,
+                        nullptr);
   }
-  // conv2d: im2col (the vector unit's job on a TPU), then MXU matmuls; the bias is added in f32.
-  const float* bias = n.operands.size() == 3 ? in(2) : nullptr;
-  host::conv2d<float>(n.conv, ar.data(), br.data(), bias, static_cast<float*>(out), nullptr);
+  if (to_bf16)
+    for (int64_t i = 0; i < n.numel; ++i)
+      static_cast<uint16_t*>(out)[i] = lower::bf16_bits(acc[size_t(i)]);
 }
 
 }  // namespace

@@ -22,13 +22,23 @@ struct Dialect {
   const char* u32 = "unsigned int";
   const char* u64 = "unsigned long";
   const char* boolean = "unsigned char";  // storage of bool: one byte holding 0 or 1
+  const char* u16 = "unsigned short";     // storage of bf16 and f16: their bits
+  // Reinterpreting f32 <-> u32 bits (OpenCL: as_uint / as_float); empty: a union.
+  const char* bits_of_f32 = "";
+  const char* f32_of_bits = "";
   // printf format of a saturating, round-toward-zero float->int conversion taking the target
   // type's name (OpenCL: "convert_%s_sat_rtz"); empty: an inline compare-and-clamp expression.
   const char* saturating_cast = "";
 };
 
-// The type of dtype d; throws lower::Error(UNSUPPORTED) for bf16/f16 (storage types).
+// The type of dtype d; bf16 and f16 are stored as their 16 bits (Dialect::u16): they are only
+// loaded, stored and cast (arithmetic on them is widened to f32 by lower::decompose).
 std::string type(lt_dtype d, const Dialect& c);
+// Source of the conversion functions cast() uses for bf16/f16 (lt_bf16_to_f32, lt_f32_to_bf16,
+// lt_f16_to_f32, lt_f32_to_f16: round to nearest even, NaN stays NaN, f16 overflow to inf,
+// subnormals kept): emit it once before the kernels, prefixed by `qualifier` ("inline",
+// "static inline", ...).
+std::string storage_functions(const Dialect& c, const std::string& qualifier = "static inline");
 // `v` converted to d as the op "cast" converts it (NaN/inf as NAN/INFINITY).
 std::string literal(double v, lt_dtype d, const Dialect& c);
 std::string cast(const std::string& x, lt_dtype from, lt_dtype to, const Dialect& c);

@@ -249,6 +249,7 @@ using Supported = std::function<bool(const lt_graph& g, size_t i)>;
 
 struct DecomposeReport {
   std::vector<std::string> decomposed;  // one op name per node replaced by its decomposition
+  std::vector<std::string> widened;     // one op name per bf16/f16 node computed in f32
   size_t broadcasts = 0;                // elementwise nodes given explicit broadcast_to operands
   std::vector<int8_t> supported;        // per node of the result: 1 runs natively, 0 does not
   std::vector<int32_t> origin;          // per node of the result: the OpId of the original node
@@ -257,7 +258,9 @@ struct DecomposeReport {
 
 // Rewrites region `g` for a backend: each node it does not support is replaced, if it is a
 // composite, by its decomposition, or, if it is an elementwise node with broadcasting operands,
-// by the same op on broadcast_to operands; recursively on what that creates. A rewrite of which
+// by the same op on broadcast_to operands, or, if it computes on bf16/f16 (storage types for
+// most backends), by the same op in f32 between casts (widen: operands cast to f32, the result
+// rounded back on store); recursively on what that creates. A rewrite of which
 // the backend runs nothing is undone when `fallback` (the fallback backend's answer; none given:
 // always) runs the original node: it then falls back whole, as one node. Inputs and outputs
 // keep their order and meaning. Returns false, leaving `out` untouched, when no node needed
