@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "lazytensor/amp.hpp"
 #include "lazytensor/autograd.hpp"
 #include "lazytensor/models/gpt.hpp"
 #include "lazytensor/optim.hpp"
@@ -77,7 +78,9 @@ double plugin_total(lt::Runtime& rt, const std::string& backend, const char* sta
   }
 }
 
-void BM_GptStep(benchmark::State& state, std::string backend, std::string preset) {
+void BM_GptStep(benchmark::State& state, std::string backend, std::string preset,
+                lt::DType precision) {
+  lt::amp::Autocast autocast(precision);  // bf16: matmuls in bf16, f32 accumulation
   lt::Runtime& rt = runtime(preset);
   lt::Device dev = rt.find_device(backend);
   lt::models::GptConfig c;
@@ -132,19 +135,23 @@ int main(int argc, char** argv) {
     for (const auto& d : runtime().devices()) {
       if (d.backend() == "tpu_sim") {
         for (const char* preset : {"v2", "v3", "v4"})
-          benchmark::RegisterBenchmark(
-              ("GptStep/l4_w256_h4_t128_b32/tpu_sim_" + std::string(preset)).c_str(), BM_GptStep,
-              d.backend(), std::string(preset))
-              ->Unit(benchmark::kMillisecond)
-              ->UseRealTime()
-              ->MinTime(2.0);
+          for (lt::DType p : {lt::f32, lt::bf16})
+            benchmark::RegisterBenchmark(("GptStep/l4_w256_h4_t128_b32/tpu_sim_" +
+                                          std::string(preset) + "/" + lt::dtype_name(p))
+                                             .c_str(),
+                                         BM_GptStep, d.backend(), std::string(preset), p)
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime()
+                ->MinTime(2.0);
         continue;
       }
-      benchmark::RegisterBenchmark(("GptStep/l4_w256_h4_t128_b32/" + d.backend()).c_str(),
-                                   BM_GptStep, d.backend(), std::string())
-          ->Unit(benchmark::kMillisecond)
-          ->UseRealTime()
-          ->MinTime(5.0);
+      for (lt::DType p : {lt::f32, lt::bf16})
+        benchmark::RegisterBenchmark(
+            ("GptStep/l4_w256_h4_t128_b32/" + d.backend() + "/" + lt::dtype_name(p)).c_str(),
+            BM_GptStep, d.backend(), std::string(), p)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime()
+            ->MinTime(5.0);
     }
   } catch (const lt::Error& e) {
     std::fprintf(stderr, "bench_gpt: %s\n", e.what());

@@ -12,9 +12,11 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "lazytensor/amp.hpp"
 #include "lazytensor/autograd.hpp"
 #include "lazytensor/checkpoint.hpp"
 #include "lazytensor/lazytensor.hpp"
@@ -155,6 +157,9 @@ std::string generate(lt::models::Gpt& model, const lt::Device& dev, const lt::te
 }  // namespace
 
 int run_gpt(const GptOptions& o, lt::Runtime& rt, const lt::Device& dev) {
+  // --precision: training, evaluation and sampling under autocast (f16: loss scaling too).
+  const lt::DType precision = lt::amp::parse_precision(o.precision);
+  lt::amp::Autocast autocast(precision);
   lt::models::GptConfig cfg;
   cfg.context = o.context;
   cfg.layers = o.layers;
@@ -207,14 +212,17 @@ int run_gpt(const GptOptions& o, lt::Runtime& rt, const lt::Device& dev) {
                   (long long)start_step, (long long)o.steps);
   std::printf(
       "lt-run: gpt on %s | %lld layers, width %lld, %lld heads, context %lld, vocab %lld, "
-      "%lld parameters | %s\n",
+      "%lld parameters, %s | %s\n",
       dev.name().c_str(), (long long)cfg.layers, (long long)cfg.dim, (long long)cfg.heads,
-      (long long)cfg.context, (long long)cfg.vocab, (long long)model.num_parameters(), data);
+      (long long)cfg.context, (long long)cfg.vocab, (long long)model.num_parameters(),
+      o.precision.c_str(), data);
   std::fflush(stdout);
 
   // A run shorter than the warm-up warms up over the whole run.
   lt::optim::WarmupCosine schedule{o.lr, std::min(o.warmup, o.steps), o.steps, o.lr * 0.1};
   std::vector<lt::Tensor*> params = model.parameters();
+  std::optional<lt::amp::GradScaler> scaler;
+  if (precision == lt::f16) scaler.emplace(dev);
   StepBar bar(o.steps);
   double ema = 0, tok_s = 0, interval_sum = 0;
   int64_t interval_n = 0;
@@ -231,9 +239,13 @@ int run_gpt(const GptOptions& o, lt::Runtime& rt, const lt::Device& dev) {
     auto [x, y] = lt::text::sample_batch(dev, corpus.train, o.batch, cfg.context, o.seed,
                                          static_cast<uint64_t>(step));
     lt::Tensor loss = model.loss(x, y);
-    lt::backward(loss);
+    lt::backward(scaler ? scaler->scale(loss) : loss);
+    if (scaler) scaler->unscale(opt);
     lt::Tensor norm = lt::optim::clip_grad_norm(params, o.clip);
-    opt.step();
+    if (scaler)
+      scaler->step(opt);
+    else
+      opt.step();
     lt::sync(dev);  // forward + backward + clipping + update: one graph, compiled once
     const double l = loss.item<float>();
     const double dt = seconds_since(t0);

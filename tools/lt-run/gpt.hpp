@@ -11,6 +11,7 @@ namespace lt_run {
 struct GptOptions {
   std::string corpus = "/usr/share/games/fortunes";
   std::string save, load, prompt;
+  std::string precision = "f32";  // f32, bf16, f16 (lazytensor/amp.hpp)
   int64_t steps = 1000, batch = 32, context = 128, layers = 4, width = 256, heads = 4;
   int64_t warmup = 100, eval_every = 100, eval_batches = 8;
   int64_t generate = 0, top_k = 20, stop_after = 0;

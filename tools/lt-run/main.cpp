@@ -13,8 +13,10 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "lazytensor/amp.hpp"
 #include "lazytensor/autograd.hpp"
 #include "lazytensor/data.hpp"
 #include "lazytensor/lazytensor.hpp"
@@ -30,6 +32,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Options {
   std::string device, data, metrics_json, optimizer = "adam", model = "mlp", plugin_path;
+  std::string precision = "f32";
   int64_t epochs = 20, batch = 32, hidden = 128;
   double lr = 0.003, test_fraction = 0.2;
   uint64_t seed = 42;
@@ -179,16 +182,23 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
                     "unknown --optimizer '" + o.optimizer + "' (adam, sgd)");
   }
 
+  // --precision bf16 / f16: matmul and conv in 16 bits with f32 accumulation, the rest in f32
+  // (f32 master weights); f16 adds dynamic loss scaling.
+  const lt::DType precision = lt::amp::parse_precision(o.precision);
+  lt::amp::Autocast autocast(precision);
+  std::optional<lt::amp::GradScaler> scaler;
+  if (precision == lt::f16) scaler.emplace(dev);
+
   lt::data::Batcher batches(train, o.batch, o.seed);
   const int64_t steps = batches.batches();
   std::printf(
-      "lt-run: %s on %s | %s: train %lld rows, test %lld | %s, %lld parameters | "
+      "lt-run: %s on %s | %s: train %lld rows, test %lld | %s, %lld parameters, %s | "
       "batch %lld (last partial batch of each epoch dropped: static shapes), %lld "
       "steps/epoch\n",
       o.model.c_str(), dev.name().c_str(), data.c_str(), static_cast<long long>(train.rows()),
       static_cast<long long>(test.rows()), o.optimizer.c_str(),
-      static_cast<long long>(model->num_parameters()), static_cast<long long>(o.batch),
-      static_cast<long long>(steps));
+      static_cast<long long>(model->num_parameters()), o.precision.c_str(),
+      static_cast<long long>(o.batch), static_cast<long long>(steps));
   rt.reset_metrics();
   const std::string backend = dev.backend();
   const auto sim_before = plugin_totals(rt, backend);
@@ -203,8 +213,11 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
     for (int64_t s = 0; s < steps; ++s) {
       auto [x, y] = batches.batch_one_hot(dev, s);
       lt::Tensor loss = lt::nn::cross_entropy(model->forward(x), y);
-      lt::backward(loss);
-      opt->step();
+      lt::backward(scaler ? scaler->scale(loss) : loss);
+      if (scaler)
+        scaler->step(*opt);
+      else
+        opt->step();
       lt::sync(dev);  // forward + backward + update: one graph, cached after step 1
       loss_sum += loss.item<float>();
       progress.step(epoch, s, loss_sum / static_cast<double>(s + 1));
@@ -265,6 +278,7 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
     out["optimizer"] = o.optimizer;
     out["epochs"] = o.epochs;
     out["batch"] = o.batch;
+    out["precision"] = o.precision;
     out["steps_per_epoch"] = steps;
     out["final_train_loss"] = last_loss;
     out["test_accuracy"] = acc;
@@ -340,6 +354,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(whole_at_least(1));
   app.add_option("--plugin-path", o.plugin_path, "extra plugin directories (':'-separated)");
+  app.add_option("--precision", o.precision,
+                 "f32, or bf16 / f16 automatic mixed precision (matmul and conv in 16 bits, "
+                 "f32 accumulation and master weights; f16 with loss scaling)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}));
   auto* gg = app.add_option_group("gpt", "--model gpt");
   gg->add_option("--corpus", g.corpus, "text file or directory of fortune files")
       ->capture_default_str();
@@ -396,6 +415,7 @@ int main(int argc, char** argv) {
       ->check(whole_at_least(0));
   CLI11_PARSE(app, argc, argv);
   g.batch = o.batch;
+  g.precision = o.precision;
   g.seed = o.seed;
   if (app.count("--lr")) g.lr = o.lr;
   try {

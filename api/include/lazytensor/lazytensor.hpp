@@ -106,6 +106,16 @@ inline std::string shape_string(std::span<const int64_t> shape) {
   }
   return s + "]";
 }
+// The automatic mixed-precision dtype of this thread: bf16 or f16 inside an lt::amp::Autocast
+// scope (lazytensor/amp.hpp), LT_DTYPE_INVALID outside. Matmul and conv2d cast their f32
+// operands to it; reductions, softmax and the losses cast its values back to f32.
+inline DType& autocast_dtype() {
+  static thread_local DType d = LT_DTYPE_INVALID;
+  return d;
+}
+inline bool is_half(DType d) {
+  return d == LT_DTYPE_BF16 || d == LT_DTYPE_F16;
+}
 }  // namespace detail
 
 // ---- IntList: shapes, axes, attribute lists -----------------------------------------------
@@ -632,14 +642,23 @@ class Tensor {
     return Tensor(out);
   }
   Tensor softmax(int64_t axis) const {
+    if (detail::autocast_dtype() != LT_DTYPE_INVALID && detail::is_half(dtype()))
+      return cast(f32).softmax(axis);
     lt_tensor* out = nullptr;
     check(lt_softmax(req("softmax"), axis, &out));
     return Tensor(out);
   }
   Tensor log_softmax(int64_t axis) const {
+    if (detail::autocast_dtype() != LT_DTYPE_INVALID && detail::is_half(dtype()))
+      return cast(f32).log_softmax(axis);
     lt_tensor* out = nullptr;
     check(lt_log_softmax(req("log_softmax"), axis, &out));
     return Tensor(out);
+  }
+  // Inside an autocast scope, an f32 operand of matmul / conv2d in the scope's dtype.
+  Tensor to_autocast() const {
+    DType low = detail::autocast_dtype();
+    return low != LT_DTYPE_INVALID && defined() && dtype() == f32 ? cast(low) : *this;
   }
 
   // Throws when null; used by every op so a null tensor gives a clear error, not a crash.
@@ -659,11 +678,19 @@ class Tensor {
     return Tensor(out);
   }
   Tensor binary(BinaryFn fn, const Tensor& b, const char* name) const {
+    if (fn == &lt_matmul && detail::autocast_dtype() != LT_DTYPE_INVALID) {
+      Tensor x = to_autocast(), y = b.to_autocast();
+      lt_tensor* out = nullptr;
+      check(fn(x.req(name), y.req(name), &out));
+      return Tensor(out);
+    }
     lt_tensor* out = nullptr;
     check(fn(req(name), b.req(name), &out));
     return Tensor(out);
   }
   Tensor reduce(ReduceFn fn, const IntList& axes, bool keepdims, const char* name) const {
+    if (detail::autocast_dtype() != LT_DTYPE_INVALID && detail::is_half(dtype()))
+      return cast(f32).reduce(fn, axes, keepdims, name);  // reductions accumulate in f32
     lt_tensor* out = nullptr;
     check(fn(req(name), axes.data(), axes.size(), keepdims ? 1 : 0, &out));
     return Tensor(out);
@@ -782,8 +809,9 @@ inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias =
                                                   " entries, expected 2 (H, W)");
     }
   }
+  Tensor xa = x.to_autocast(), wa = weight.to_autocast(), ba = bias.to_autocast();
   lt_tensor* out = nullptr;
-  check(lt_conv2d(x.req("conv2d"), weight.req("conv2d"), bias.get(), stride.data(), padding.data(),
+  check(lt_conv2d(xa.req("conv2d"), wa.req("conv2d"), ba.get(), stride.data(), padding.data(),
                   dilation.data(), groups, &out));
   return Tensor(out);
 }

@@ -316,7 +316,12 @@ class GELU : public Module {
 // or float targets [N, K] (one-hot or probabilities). Float targets keep the whole loss in
 // float ops, which every backend runs without fallback; integer labels are turned into a
 // one-hot mask with float compares for the same reason.
-inline Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
+inline Tensor cross_entropy(const Tensor& logits_in, const Tensor& target) {
+  // Under autocast (lazytensor/amp.hpp) the loss is computed in f32.
+  const Tensor logits =
+      detail::is_half(logits_in.dtype()) && detail::autocast_dtype() != LT_DTYPE_INVALID
+          ? logits_in.cast(f32)
+          : logits_in;
   if (logits.rank() != 2) {
     throw Error(LT_STATUS_SHAPE_MISMATCH, "cross_entropy: expected logits [N, K], got " +
                                               detail::shape_string(logits.shape_span()));
@@ -356,7 +361,9 @@ inline Tensor mse_loss(const Tensor& pred, const Tensor& target) {
                 "mse_loss: prediction " + detail::shape_string(pred.shape_span()) + " and target " +
                     detail::shape_string(target.shape_span()) + " differ in shape");
   }
-  Tensor d = pred - target;
+  Tensor d = detail::is_half(pred.dtype()) && detail::autocast_dtype() != LT_DTYPE_INVALID
+                 ? pred.cast(f32) - target  // losses in f32 under autocast
+                 : pred - target;
   return (d * d).mean();
 }
 
