@@ -6,6 +6,7 @@
 //   mlp/N    forward + backward + SGD of an MLP [32, 64] with ~N/40 Linear+ReLU layers
 // Counters: nodes (ops traced), compile_ms, us_per_node. Linear compile = flat us_per_node.
 // --benchmark_filter picks backends and sizes (gpu_opencl on PoCL takes minutes at 100k).
+#include <cstdlib>
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -94,6 +95,9 @@ void BM_Compile(benchmark::State& state, std::string backend, std::string kind, 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Compile times are measured cold: the persistent compile cache is off unless LT_CACHE_DIR
+  // names one (docs/compile-cache.md).
+  ::setenv("LT_CACHE_DIR", "off", /*overwrite=*/0);
   benchmark::Initialize(&argc, argv);
   try {
     lt::Runtime& probe = runtime("");

@@ -7,6 +7,7 @@
 // utilisation, once per preset (v2, v3, v4: the simulated figures are the point there; the
 // host time is the simulator's). Pick backends with --benchmark_filter (gpu_opencl on PoCL
 // compiles the step for minutes the first time).
+#include <cstdlib>
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -129,6 +130,9 @@ void BM_GptStep(benchmark::State& state, std::string backend, std::string preset
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Compile times are measured cold: the persistent compile cache is off unless LT_CACHE_DIR
+  // names one (docs/compile-cache.md).
+  ::setenv("LT_CACHE_DIR", "off", /*overwrite=*/0);
   benchmark::Initialize(&argc, argv);
   benchmark::RegisterBenchmark("Sgemm/1024", BM_Sgemm)->Unit(benchmark::kMillisecond);
   try {

@@ -3,6 +3,7 @@
 // backend so one run compares them (e.g. cpu_jit vs cpu_eager). Reports ms per step and,
 // after the runs, the ratio of each backend to cpu_eager. Also: what autograd adds to the
 // cost of recording one op.
+#include <cstdlib>
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -98,6 +99,9 @@ BENCHMARK(BM_RecordMul)->Arg(0)->Arg(1)->Arg(2);
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Compile times are measured cold: the persistent compile cache is off unless LT_CACHE_DIR
+  // names one (docs/compile-cache.md).
+  ::setenv("LT_CACHE_DIR", "off", /*overwrite=*/0);
   benchmark::Initialize(&argc, argv);
   std::vector<std::string> names;
   try {

@@ -45,11 +45,17 @@ std::map<std::string, double> flat(Runtime* rt) {
   }
   // Context-wide plugin totals (e.g. tpu_sim's simulated time over every execution); the
   // per-executable "plugin.<backend>.<stat>" entries describe the last compiled program.
+  // persistent_cache_hits / _misses: the sum over backends with a persistent compile cache.
+  f["persistent_cache_hits"] = 0;
+  f["persistent_cache_misses"] = 0;
   for (auto& p : rt->plugins) {
     nlohmann::json st = nlohmann::json::object();
     collect_ctx_stats(p.get(), st);
-    for (auto& [k, v] : st.items())
-      if (v.is_number()) f["plugin." + p->name + ".total." + k] = v.get<double>();
+    for (auto& [k, v] : st.items()) {
+      if (!v.is_number()) continue;
+      f["plugin." + p->name + ".total." + k] = v.get<double>();
+      if (k == "persistent_cache_hits" || k == "persistent_cache_misses") f[k] += v.get<double>();
+    }
   }
   std::lock_guard lk(m.mu);
   for (auto& [k, v] : m.named) f[k] = v;

@@ -750,7 +750,7 @@ TEST_F(GpuOpencl, ProgramBinariesAreCachedOnDiskAcrossContexts) {
 
   size_t files = 0;
   for (auto& f : std::filesystem::directory_iterator(cache_dir_))
-    files += f.path().extension() == ".bin";
+    files += f.path().extension() == ".ltc";  // lower::DiskCache entries
   EXPECT_EQ(files, 1u);
 
   // A second context (as a new process would) loads the binary from disk.
@@ -762,18 +762,21 @@ TEST_F(GpuOpencl, ProgramBinariesAreCachedOnDiskAcrossContexts) {
   EXPECT_EQ(s2["programs_built"], 0);
   EXPECT_EQ(s2["program_cache_hits"], 1);
   EXPECT_EQ(s2["program_disk_cache_hits"], 1);
+  EXPECT_EQ(s2["persistent_cache_hits"], 1);
+  EXPECT_EQ(s2["persistent_cache_misses"], 0);
   api_->executable_destroy(c2, e3);
   api_->destroy(c2);
 
   // A corrupt cache file is ignored and rebuilt.
   for (auto& f : std::filesystem::directory_iterator(cache_dir_)) {
-    std::ofstream(f.path(), std::ios::binary | std::ios::trunc) << "LTCLBIN1garbage";
+    std::ofstream(f.path(), std::ios::binary | std::ios::trunc) << "LTCACHE1garbage";
   }
   lt_plugin_context* c3 = Create({{"cache_dir", cache_dir_.string()}});
   ASSERT_NE(c3, nullptr);
   lt_plugin_executable* e4 = Compile(c3, &gb.graph());
   ASSERT_NE(e4, nullptr) << last_error_;
   EXPECT_EQ(Stats(c3, nullptr)["programs_built"], 1);
+  EXPECT_EQ(Stats(c3, nullptr)["persistent_cache_hits"], 0);
   api_->executable_destroy(c3, e4);
   api_->destroy(c3);
 }

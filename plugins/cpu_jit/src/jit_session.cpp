@@ -1,11 +1,15 @@
 // jit_session.cpp — the LLVM ORC session (one LLJIT per plugin context): host target
 // detection (optionally narrowed to a vector width), a short kernel pipeline (SROA, LICM,
-// loop vectoriser, then the vecmath bodies inlined) and libmvec mappings, module linking.
+// loop vectoriser, then the vecmath bodies inlined) and libmvec mappings, object code from the
+// persistent cache or compiled (then stored), linked in a JITDylib of its own per module.
+
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
 
 #include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/Config/llvm-config.h>
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -25,6 +29,7 @@
 
 #include "codegen.h"
 #include "lazytensor/lower/error.hpp"
+#include "lazytensor/plugin_kit.hpp"
 
 namespace lt::cpujit {
 
@@ -43,13 +48,21 @@ llvm::SubtargetFeatures narrow(const llvm::SubtargetFeatures& host, unsigned bit
   return out;
 }
 
+// An llvm::Expected's value, or lower::Error naming what failed and LLVM's message.
+template <class T>
+T take(llvm::Expected<T> x, const char* what) {
+  if (!x) lower::fail(LT_STATUS_PLUGIN_ERROR, std::string(what) + llvm::toString(x.takeError()));
+  return std::move(*x);
+}
+
 // The compiler: owns LLJIT and the host TargetMachine used for optimisation. Construction
 // cannot fail; create_compiler() does the fallible work (no ExitOnError).
 class OrcCompiler final : public Compiler {
  public:
   OrcCompiler(std::unique_ptr<llvm::orc::LLJIT> jit, std::unique_ptr<llvm::TargetMachine> tm,
-              std::string cpu, std::string features, bool mvec)
-      : jit_(std::move(jit)),
+              std::string cpu, std::string features, bool mvec, lower::DiskCache& cache)
+      : cache_(cache),
+        jit_(std::move(jit)),
         tm_(std::move(tm)),
         cpu_(std::move(cpu)),
         features_(std::move(features)),
@@ -76,43 +89,46 @@ class OrcCompiler final : public Compiler {
     auto mod = std::make_unique<llvm::Module>("lt_cpu_jit", *ctx);
     std::vector<std::string> names;
     uint64_t id = next_id_++;
-    for (size_t k = 0; k < kernels.size(); ++k)
-      names.push_back("lt_k" + std::to_string(id) + "_" + std::to_string(k));
+    for (size_t k = 0; k < kernels.size(); ++k) names.push_back("lt_k" + std::to_string(k));
     if (auto e = emit_kernels(*mod, kernels, names, math_))
       lower::fail(LT_STATUS_INTERNAL, "codegen: " + llvm::toString(std::move(e)));
     std::string verr;
     llvm::raw_string_ostream os(verr);
     if (llvm::verifyModule(*mod, &os))
       lower::fail(LT_STATUS_INTERNAL, "codegen produced invalid IR: " + os.str());
-    auto t0 = std::chrono::steady_clock::now();
-    optimize(*mod);
-    auto t1 = std::chrono::steady_clock::now();
-    // LT_CPU_JIT_DUMP=<dir>: write each optimised module (check vectorisation: <16 x float>).
-    const char* dump = std::getenv("LT_CPU_JIT_DUMP");
-    std::string text;
-    if (dump && *dump) llvm::raw_string_ostream(text) << *mod;
-    // A tracker per module: its code goes with the program (unless the JIT went first).
-    llvm::orc::ResourceTrackerSP tracker = jit_->getMainJITDylib().createResourceTracker();
-    *code = std::shared_ptr<void>(nullptr, [tracker, alive = std::weak_ptr<int>(alive_)](void*) {
-      if (alive.lock()) llvm::consumeError(tracker->remove());
+    // The persistent cache's key: this build of the plugin, LLVM, the target, the module.
+    std::string key;
+    if (cache_.enabled())
+      llvm::raw_string_ostream(key) << build_id_ << "\nLLVM " LLVM_VERSION_STRING "\n"
+                                    << cpu_ << "\n"
+                                    << features_ << (mvec_ ? "\nmvec\n" : "\n") << *mod;
+    std::optional<std::vector<char>> cached = cache_.load(key);
+    std::unique_ptr<llvm::MemoryBuffer> obj =
+        cached ? llvm::MemoryBuffer::getMemBufferCopy({cached->data(), cached->size()}) : nullptr;
+    if (!obj) {
+      optimize(*mod);
+      // LT_CPU_JIT_DUMP=<dir>: each optimised module (check vectorisation: <16 x float>).
+      if (const char* dump = std::getenv("LT_CPU_JIT_DUMP"); dump && *dump) {
+        std::error_code ec;
+        llvm::raw_fd_ostream(std::string(dump) + "/lt_cpu_jit_" + std::to_string(id) + ".ll", ec)
+            << *mod;
+      }
+      obj = take(llvm::orc::SimpleCompiler(*tm_)(*mod), "codegen: ");
+      cache_.store(key, {obj->getBufferStart(), obj->getBufferSize()});
+    }
+    // A JITDylib per module (kernel names repeat): its code goes with the program (unless the
+    // JIT went first).
+    llvm::orc::JITDylib* jd =
+        &jit_->getExecutionSession().createBareJITDylib("lt_m" + std::to_string(id));
+    jd->addToLinkOrder(jit_->getMainJITDylib());
+    *code = std::shared_ptr<void>(nullptr, [jd, alive = std::weak_ptr<int>(alive_)](void*) {
+      if (alive.lock()) llvm::consumeError(jd->getExecutionSession().removeJITDylib(*jd));
     });
-    if (auto e =
-            jit_->addIRModule(tracker, llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx))))
+    if (auto e = jit_->addObjectFile(*jd, std::move(obj)))
       lower::fail(LT_STATUS_INTERNAL, "link: " + llvm::toString(std::move(e)));
     std::vector<KernelFn> fns;
-    for (const std::string& n : names) {
-      auto sym = jit_->lookup(n);
-      if (!sym) lower::fail(LT_STATUS_INTERNAL, "link: " + llvm::toString(sym.takeError()));
-      fns.push_back(sym->toPtr<KernelFn>());
-    }
-    auto ms = [](auto a, auto b) {
-      return std::chrono::duration<double, std::milli>(b - a).count();
-    };
-    std::error_code ec;
-    if (dump && *dump)
-      llvm::raw_fd_ostream(std::string(dump) + "/lt_cpu_jit_" + std::to_string(id) + ".ll", ec)
-          << text << "; optimise " << ms(t0, t1) << " ms, machine code + link "
-          << ms(t1, std::chrono::steady_clock::now()) << " ms\n";
+    for (const std::string& n : names)
+      fns.push_back(take(jit_->lookup(*jd, n), "link: ").toPtr<KernelFn>());
     return fns;
   }
 
@@ -190,6 +206,8 @@ class OrcCompiler final : public Compiler {
     }
   }
 
+  lower::DiskCache& cache_;
+  std::string build_id_ = kit::shared_object_id(reinterpret_cast<const void*>(&create_compiler));
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::unique_ptr<llvm::TargetMachine> tm_;
   std::string cpu_, features_;
@@ -205,18 +223,13 @@ class OrcCompiler final : public Compiler {
 }  // namespace
 
 // vector_bits: 0 for the host's widest vectors, or 128/256/512 (256 drops AVX-512, 128 AVX).
-std::unique_ptr<Compiler> create_compiler(unsigned vector_bits) {
+std::unique_ptr<Compiler> create_compiler(unsigned vector_bits, lower::DiskCache& cache) {
   static std::once_flag init;
   std::call_once(init, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
   });
-  auto check = [](auto&& expected) {
-    if (!expected)
-      lower::fail(LT_STATUS_PLUGIN_ERROR,
-                  "cannot create the LLVM JIT: " + llvm::toString(expected.takeError()));
-    return std::move(*expected);
-  };
+  auto check = [](auto x) { return take(std::move(x), "cannot create the LLVM JIT: "); };
   auto jtmb = check(llvm::orc::JITTargetMachineBuilder::detectHost());
   jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
   if (vector_bits) jtmb.getFeatures() = narrow(jtmb.getFeatures(), vector_bits);
@@ -229,7 +242,7 @@ std::unique_ptr<Compiler> create_compiler(unsigned vector_bits) {
       check(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
           jit->getDataLayout().getGlobalPrefix())));
   return std::make_unique<OrcCompiler>(std::move(jit), std::move(tm), jtmb.getCPU(),
-                                       jtmb.getFeatures().getString(), mvec);
+                                       jtmb.getFeatures().getString(), mvec, cache);
 }
 
 }  // namespace lt::cpujit

@@ -1,9 +1,8 @@
-// plugin.cpp — cpu_jit on the plugin kit: options vector_bits and program_cache, supports, and
-// compile with an LRU cache of Programs by structural hash (an identical region compiles once,
-// even in different graphs; an evicted Program's code goes with its last executable).
-#include <list>
+// plugin.cpp — cpu_jit on the plugin kit: options vector_bits, program_cache and the persistent
+// cache's (cache_dir, disk_cache, disk_cache_mb), supports, and compile with an LRU cache of
+// Programs by structural hash (an identical region compiles once, even in different graphs; an
+// evicted Program's code goes with its last executable).
 #include <mutex>
-#include <unordered_map>
 
 #include "lazytensor/plugin_kit.hpp"
 #include "program.h"
@@ -16,10 +15,7 @@ using lt::cpujit::Program;
 struct Executable final : lt::kit::Executable {
   Executable(std::shared_ptr<const Program> p, bool hit) : program_(std::move(p)), hit_(hit) {}
   void run(std::span<lt::kit::Buffer* const> in, std::span<lt::kit::Buffer* const> out) override {
-    std::vector<void*> ins(in.size()), outs(out.size());
-    for (size_t k = 0; k < in.size(); ++k) ins[k] = in[k]->data;
-    for (size_t k = 0; k < out.size(); ++k) outs[k] = out[k]->data;
-    program_->run(ins.data(), outs.data());
+    program_->run(lt::kit::data_of(in).data(), lt::kit::data_of(out).data());
   }
   void stats(const lt::kit::Stats& emit) const override {
     emit("kernels", static_cast<double>(program_->num_kernels()));
@@ -34,9 +30,10 @@ class CpuJit final : public lt::kit::Backend {
  public:
   explicit CpuJit(lt::kit::Context& ctx)
       : Backend(ctx),
-        capacity_(static_cast<size_t>(ctx.options.take_int("program_cache", 64, 0, 1 << 20))) {
+        disk_(lt::kit::take_disk_cache(ctx.options, ctx.log, "cpu_jit")),
+        programs_(static_cast<size_t>(ctx.options.take_int("program_cache", 64, 0, 1 << 20))) {
     std::string bits = ctx.options.take_choice("vector_bits", {"auto", "128", "256", "512", "0"});
-    compiler_ = lt::cpujit::create_compiler(bits == "auto" ? 0 : std::stoul(bits));
+    compiler_ = lt::cpujit::create_compiler(bits == "auto" ? 0 : std::stoul(bits), disk_);
     device_.description = compiler_->host_description();
   }
 
@@ -47,26 +44,14 @@ class CpuJit final : public lt::kit::Backend {
   }
 
   std::unique_ptr<lt::kit::Executable> compile(const lt_graph& g, size_t) override {
-    uint64_t key = lt::lower::structural_hash(g);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = cache_.find(key);
-      if (it != cache_.end()) {
-        ++cache_hits_;
-        lru_.splice(lru_.begin(), lru_, it->second);
-        return std::make_unique<Executable>(it->second->second, true);
-      }
-    }
-    auto p = std::make_shared<const Program>(g, *compiler_);
+    const uint64_t key = lt::lower::structural_hash(g);
+    std::shared_ptr<const Program> p = programs_.get(key).value_or(nullptr);
+    const bool hit = p != nullptr;
+    if (!hit) programs_.put(key, p = std::make_shared<const Program>(g, *compiler_));
     std::lock_guard<std::mutex> lock(mu_);
-    kernels_ += static_cast<double>(p->num_kernels());
-    compile_ms_ += p->compile_ms();
-    ++compiles_;
-    if (capacity_ && !cache_.count(key)) {
-      cache_[key] = lru_.emplace(lru_.begin(), key, p);
-      if (lru_.size() > capacity_) cache_.erase(lru_.back().first), lru_.pop_back();
-    }
-    return std::make_unique<Executable>(std::move(p), false);
+    if (hit) ++cache_hits_;
+    if (!hit) kernels_ += double(p->num_kernels()), compile_ms_ += p->compile_ms(), ++compiles_;
+    return std::make_unique<Executable>(std::move(p), hit);
   }
 
   void stats(const lt::kit::Stats& emit) const override {
@@ -76,15 +61,17 @@ class CpuJit final : public lt::kit::Backend {
     emit("compile_ms", compile_ms_);
     emit("compiles", compiles_);
     emit("cache_hits", cache_hits_);
+    const lt::lower::DiskCache::Stats d = disk_.stats();
+    emit("persistent_cache_hits", double(d.hits));
+    emit("persistent_cache_misses", double(d.misses));
   }
 
  private:
+  lt::lower::DiskCache disk_;  // object code across processes (options cache_dir, disk_cache)
   std::unique_ptr<lt::cpujit::Compiler> compiler_;
   lt::kit::Device device_;
-  mutable std::mutex mu_;  // guards the cache and the counters
-  size_t capacity_;        // Programs the cache keeps (option program_cache, default 64)
-  std::list<std::pair<uint64_t, std::shared_ptr<const Program>>> lru_;  // most recent first
-  std::unordered_map<uint64_t, decltype(lru_)::iterator> cache_;
+  mutable std::mutex mu_;                                                 // guards the counters
+  lt::kit::LruCache<uint64_t, std::shared_ptr<const Program>> programs_;  // option program_cache
   double kernels_ = 0, compiles_ = 0, cache_hits_ = 0, compile_ms_ = 0;
 };
 

@@ -83,8 +83,4 @@ Program::Program(const lt_graph& graph, Compiler& compiler) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void Program::run(void* const* inputs, void* const* outputs) const {
-  steps_->run(inputs, outputs);
-}
-
 }  // namespace lt::cpujit

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lazytensor/host/steps.hpp"
+#include "lazytensor/lower/disk_cache.hpp"
 #include "lazytensor/lower/graph.hpp"
 
 namespace lt::cpujit {
@@ -43,8 +44,9 @@ class Compiler {
 };
 
 // The compiler for the host CPU, its vectors narrowed to vector_bits (128/256/512; 0: the
-// host's widest); throws lower::Error when LLVM cannot target the host.
-std::unique_ptr<Compiler> create_compiler(unsigned vector_bits);
+// host's widest), object code through `cache`; throws lower::Error when LLVM cannot target the
+// host.
+std::unique_ptr<Compiler> create_compiler(unsigned vector_bits, lower::DiskCache& cache);
 
 // Whether the JIT can lower node `node` of a validated graph.
 bool codegen_supports(const lt_graph& graph, size_t node);
@@ -59,7 +61,7 @@ class Program {
   // core does); throws lower::Error (UNSUPPORTED naming a node it cannot run).
   Program(const lt_graph& graph, Compiler& compiler);
   // Host pointers of the region's input/output buffers, in graph order.
-  void run(void* const* inputs, void* const* outputs) const;
+  void run(void* const* inputs, void* const* outputs) const { steps_->run(inputs, outputs); }
 
   size_t num_kernels() const { return kernels_.size(); }
   double compile_ms() const { return compile_ms_; }

@@ -1,5 +1,6 @@
 // OpenCL runtime layer: platform/device choice, CL error names, and the program cache whose
-// binaries live on disk keyed by device name + driver version + source hash.
+// binaries persist in the shared compile cache (lower::DiskCache) keyed by platform, device,
+// driver, version and the whole source.
 #include "cl_runtime.hpp"
 
 #include <cctype>
@@ -7,8 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <utility>
 #include <vector>
 
@@ -83,11 +82,6 @@ uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ULL) 
   return h;
 }
 
-bool flag(kit::Options& o, const char* key, bool dflt) {
-  std::string v = o.take_choice(key, {dflt ? "1" : "0", dflt ? "0" : "1", "true", "false"});
-  return v == "1" || v == "true";
-}
-
 }  // namespace
 
 void check(cl_int err, const std::string& what) {
@@ -105,14 +99,8 @@ std::unique_ptr<Device> Device::create(kit::Options& options, const kit::Log& lo
   const int64_t index = options.take_int("device", 0, 0, 1 << 30);
   const std::string type = options.take_choice("type", {"auto", "gpu", "cpu", "all"});
   std::unique_ptr<Device> dev(new Device(log));
-  dev->cache_dir_ = options.take("cache_dir").value_or("");
-  const char *xdg = std::getenv("XDG_CACHE_HOME"), *home = std::getenv("HOME");
-  if (dev->cache_dir_.empty() && xdg && *xdg)
-    dev->cache_dir_ = std::string(xdg) + "/lazytensor/opencl";
-  if (dev->cache_dir_.empty() && home && *home)
-    dev->cache_dir_ = std::string(home) + "/.cache/lazytensor/opencl";
-  if (!flag(options, "disk_cache", true)) dev->cache_dir_.clear();
-  dev->inject_build_error_ = flag(options, "inject_build_error", false);
+  dev->disk_ = kit::take_disk_cache(options, log, "gpu_opencl");
+  dev->inject_build_error_ = options.take_flag("inject_build_error", false);
 
   cl_uint np = 0;
   cl_int err = clGetPlatformIDs(0, nullptr, &np);
@@ -206,6 +194,9 @@ void Device::stats(const kit::Stats& emit) const {
   emit("programs_built", static_cast<double>(built_));
   emit("program_cache_hits", static_cast<double>(memory_hits_ + disk_hits_));
   emit("program_disk_cache_hits", static_cast<double>(disk_hits_));
+  const lower::DiskCache::Stats d = disk_.stats();
+  emit("persistent_cache_hits", double(d.hits));
+  emit("persistent_cache_misses", double(d.misses));
   emit("compile_ms", compile_ms_);
 }
 
@@ -221,16 +212,14 @@ cl_program Device::program(const std::string& source_in) {
       return it->second;
     }
   }
-  std::string path;
-  if (!cache_dir_.empty())
-    path = cache_dir_ + "/" + hex(fnv1a(cache_key_.data(), cache_key_.size())) + "-" + hex(hash) +
-           ".bin";
+  const std::string key = cache_key_ + "\n" + source;  // the whole source: no collision loads
   auto t0 = std::chrono::steady_clock::now();
-  cl_program prog = path.empty() ? nullptr : load(path);
+  std::optional<std::vector<char>> binary = disk_.load(key);
+  cl_program prog = binary ? load(*binary) : nullptr;
   const bool from_disk = prog != nullptr;
   if (!prog) {
     prog = build(source, hash);
-    if (!path.empty()) store(path, prog);
+    store(key, prog);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   compile_ms_ +=
@@ -264,62 +253,30 @@ cl_program Device::build(const std::string& source, uint64_t hash) {
                                    "; build log:\n" + build_log.c_str());
 }
 
-// File layout: "LTCLBIN1", u64 checksum of the binary, u64 size, binary bytes. Anything that
-// does not match (truncated, wrong magic, rejected by the driver) is ignored and rebuilt.
-cl_program Device::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return nullptr;
-  char magic[8];
-  uint64_t h = 0, size = 0;
-  in.read(magic, 8).read(reinterpret_cast<char*>(&h), 8).read(reinterpret_cast<char*>(&size), 8);
-  std::vector<unsigned char> bin;
-  if (in && std::memcmp(magic, "LTCLBIN1", 8) == 0 && size > 0 && size <= (1ULL << 30)) {
-    bin.resize(size);
-    in.read(reinterpret_cast<char*>(bin.data()), static_cast<std::streamsize>(size));
-  }
-  if (!in || bin.empty() || fnv1a(bin.data(), bin.size()) != h) {
-    log_(2, "gpu_opencl: ignoring corrupt program cache file " + path);
-    return nullptr;
-  }
-  const unsigned char* ptr = bin.data();
-  size_t len = bin.size();
+// A program from a cached binary, or nullptr when the driver rejects it (then rebuilt).
+cl_program Device::load(const std::vector<char>& binary) {
+  const auto* ptr = reinterpret_cast<const unsigned char*>(binary.data());
+  size_t len = binary.size();
   cl_int status = CL_SUCCESS, e = CL_SUCCESS;
   cl_program prog = clCreateProgramWithBinary(context_, 1, &device_, &len, &ptr, &status, &e);
   if (e == CL_SUCCESS && status == CL_SUCCESS &&
       clBuildProgram(prog, 1, &device_, nullptr, nullptr, nullptr) == CL_SUCCESS)
     return prog;
   if (prog) clReleaseProgram(prog);
-  log_(2, "gpu_opencl: cached program " + path + " was rejected by the driver; rebuilding");
+  log_(2, "gpu_opencl: a cached program binary was rejected by the driver; rebuilding");
   return nullptr;
 }
 
-void Device::store(const std::string& path, cl_program prog) {
+void Device::store(const std::string& key, cl_program prog) {
   size_t size = 0;
-  if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) != CL_SUCCESS ||
+  if (!disk_.enabled() ||
+      clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) != CL_SUCCESS ||
       size == 0)
     return;
-  std::vector<unsigned char> bin(size);
-  unsigned char* ptr = bin.data();
-  if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof ptr, &ptr, nullptr) != CL_SUCCESS) return;
-  std::error_code ec;
-  std::filesystem::create_directories(cache_dir_, ec);
-  // Write to a unique temporary and rename, so concurrent processes never see half a file.
-  std::string tmp = path + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(this)) + "." +
-                    std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    uint64_t h = fnv1a(bin.data(), bin.size()), n = size;
-    out.write("LTCLBIN1", 8).write(reinterpret_cast<const char*>(&h), 8);
-    out.write(reinterpret_cast<const char*>(&n), 8);
-    out.write(reinterpret_cast<const char*>(bin.data()), static_cast<std::streamsize>(size));
-    if (!out) {
-      log_(2, "gpu_opencl: cannot write program cache in " + cache_dir_);
-      std::filesystem::remove(tmp, ec);
-      return;
-    }
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
+  std::vector<char> bin(size);
+  auto* ptr = reinterpret_cast<unsigned char*>(bin.data());
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof ptr, &ptr, nullptr) == CL_SUCCESS)
+    disk_.store(key, bin);
 }
 
 }  // namespace lt::ocl

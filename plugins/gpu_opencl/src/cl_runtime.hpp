@@ -48,16 +48,17 @@ class Device {
  private:
   explicit Device(const kit::Log& log) : log_(log) {}
   cl_program build(const std::string& source, uint64_t hash);
-  cl_program load(const std::string& path);
-  void store(const std::string& path, cl_program program);
+  cl_program load(const std::vector<char>& binary);
+  void store(const std::string& key, cl_program program);
 
   kit::Log log_;
   cl_device_id device_ = nullptr;
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
-  std::string cache_key_, cache_dir_;  // cache_dir_ empty: no disk cache
-  bool inject_build_error_ = false;    // test hook: appends a syntax error to every program
-  mutable std::mutex mutex_;           // guards programs_ and the counters
+  std::string cache_key_;  // platform, device, driver, version: what a binary depends on
+  lower::DiskCache disk_;  // program binaries across processes (lazytensor/lower/disk_cache.hpp)
+  bool inject_build_error_ = false;  // test hook: appends a syntax error to every program
+  mutable std::mutex mutex_;         // guards programs_ and the counters
   std::map<uint64_t, cl_program> programs_;
   uint64_t built_ = 0, memory_hits_ = 0, disk_hits_ = 0;
   double compile_ms_ = 0;

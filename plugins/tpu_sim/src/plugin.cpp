@@ -22,11 +22,7 @@ class TpuExecutable : public kit::Executable {
       : program_(std::move(p)), mu_(mu), totals_(totals) {}
 
   void run(std::span<kit::Buffer* const> in, std::span<kit::Buffer* const> out) override {
-    std::vector<const void*> ins(in.size());
-    std::vector<void*> outs(out.size());
-    for (size_t k = 0; k < in.size(); ++k) ins[k] = in[k]->data;
-    for (size_t k = 0; k < out.size(); ++k) outs[k] = out[k]->data;
-    execute_program(program_, ins.data(), outs.data());
+    execute_program(program_, kit::data_of(in).data(), kit::data_of(out).data());
     ++executions_;
     const Cost& c = program_.cost;
     std::lock_guard<std::mutex> lock(mu_);

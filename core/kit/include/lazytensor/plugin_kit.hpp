@@ -12,8 +12,12 @@
 // unchanged: a C plugin can still fill the table by hand. Header-only; link LazyTensor::lower.
 #pragma once
 
+#include <dlfcn.h>
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <cstring>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "lazytensor/lower/disk_cache.hpp"
 #include "lazytensor/lower/error.hpp"
 #include "lazytensor/lower/graph.hpp"
 #include "lazytensor/lt_plugin.h"
@@ -82,6 +87,11 @@ class Options {
     for (const auto& c : choices) all += (all.empty() ? "" : ", ") + c;
     fail(LT_STATUS_INVALID_ARGUMENT, "option " + key + " = '" + *v + "' (expected " + all + ")");
   }
+  // A boolean option (1/0, true/false), or `dflt` when absent.
+  bool take_flag(const std::string& key, bool dflt) {
+    std::string v = take_choice(key, {dflt ? "1" : "0", dflt ? "0" : "1", "true", "false"});
+    return v == "1" || v == "true";
+  }
   void check_all_known() const {
     for (const auto& [k, v] : items_) {
       bool ok = false;
@@ -111,6 +121,17 @@ class Log {
   lt_plugin_log_fn fn_;
   void* user_;
 };
+
+// The persistent compile cache of a compiling backend (lazytensor/lower/disk_cache.hpp), from
+// its options: cache_dir (default: $LT_CACHE_DIR/<backend>, else under the XDG cache
+// directory), disk_cache (1/0, default 1) and disk_cache_mb (size cap, default 1024).
+inline lower::DiskCache take_disk_cache(Options& o, const Log& log, std::string_view backend) {
+  std::string dir = lower::DiskCache::default_dir(o.take("cache_dir").value_or(""), backend);
+  const bool on = o.take_flag("disk_cache", true);
+  const int64_t mb = o.take_int("disk_cache_mb", 1024, 1, int64_t{1} << 20);
+  return lower::DiskCache(on ? dir : std::string(), uint64_t(mb) << 20,
+                          [log](int level, const std::string& m) { log(level, m); });
+}
 
 // Named numbers for the stats call ("kernels", "compile_ms", ...).
 class Stats {
@@ -219,6 +240,51 @@ struct Context {
   Options& options;
   Log log;
 };
+
+// At most `capacity` values by key, the least recently used dropped first; thread-safe. For a
+// backend's in-memory cache of compiled programs (0: keeps nothing).
+template <class K, class V>
+class LruCache {
+ public:
+  explicit LruCache(size_t capacity) : capacity_(capacity) {}
+  std::optional<V> get(const K& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = index_.find(key);
+    if (it == index_.end()) return std::nullopt;
+    order_.splice(order_.begin(), order_, it->second);
+    return it->second->second;
+  }
+  void put(const K& key, V value) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!capacity_ || index_.count(key)) return;
+    index_[key] = order_.emplace(order_.begin(), key, std::move(value));
+    if (order_.size() > capacity_) index_.erase(order_.back().first), order_.pop_back();
+  }
+
+ private:
+  size_t capacity_;
+  std::mutex mu_;
+  std::list<std::pair<K, V>> order_;  // most recent first
+  std::map<K, typename std::list<std::pair<K, V>>::iterator> index_;
+};
+
+// The host pointers of `buffers` (for backends whose buffers are host memory).
+inline std::vector<void*> data_of(std::span<lt_plugin_buffer* const> buffers) {
+  std::vector<void*> out(buffers.size());
+  for (size_t k = 0; k < buffers.size(); ++k) out[k] = buffers[k]->data;
+  return out;
+}
+
+// "<file> <size> <mtime>" of the shared object holding `symbol` (this plugin's build): part
+// of a persistent cache key, so that a rebuilt plugin never loads what an older build stored.
+inline std::string shared_object_id(const void* symbol) {
+  Dl_info info{};
+  struct stat st {};
+  if (!dladdr(symbol, &info) || !info.dli_fname || stat(info.dli_fname, &st) != 0)
+    return "(unknown build)";
+  return std::string(info.dli_fname) + " " + std::to_string(st.st_size) + " " +
+         std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+}
 
 // The backend. One instance per plugin context; the core may call it from several threads at
 // once (never freeing a buffer or destroying an executable another call uses), so state made
