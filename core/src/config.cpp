@@ -137,7 +137,11 @@ void apply_file(Config& c, const std::string& path) {
       c.log_level = str("log_level", v);
     else if (k == "dump_dir")
       c.dump_dir = str("dump_dir", v);
-    else if (k == "cache_capacity") {
+    else if (k == "background_compile") {
+      if (!v.is_boolean())
+        fail(LT_STATUS_IO_ERROR, "config: '{}': background_compile must be true or false", path);
+      c.background_compile = v.get<bool>();
+    } else if (k == "cache_capacity") {
       if (!v.is_number_integer() || v.get<int64_t>() < 1)
         fail(LT_STATUS_IO_ERROR, "config: '{}': cache_capacity must be a positive integer", path);
       c.cache_capacity = static_cast<size_t>(v.get<int64_t>());
@@ -186,6 +190,13 @@ Config load_config(const lt_runtime_options* o) {
   over(c.fallback, "LT_FALLBACK", &lt_runtime_options::fallback);
   over(c.log_level, "LT_LOG_LEVEL", &lt_runtime_options::log_level);
   over(c.dump_dir, "LT_DUMP_DIR", &lt_runtime_options::dump_dir);
+  if (const char* v = env("LT_BACKGROUND_COMPILE")) {
+    std::string b = v;
+    if (b != "0" && b != "1" && b != "true" && b != "false")
+      fail(LT_STATUS_INVALID_ARGUMENT, "LT_BACKGROUND_COMPILE='{}' is not one of 0, 1, true, false",
+           b);
+    c.background_compile = b == "1" || b == "true";
+  }
   // Plugin directories accumulate: explicit option first, then env, then the config file.
   std::vector<std::string> dirs;
   if (const char* v = opt(o, &lt_runtime_options::plugin_path))

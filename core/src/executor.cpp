@@ -248,36 +248,50 @@ void add_count(std::vector<std::pair<std::string, uint64_t>>& counts, std::strin
   counts.emplace_back(std::move(key), 1);
 }
 
-std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c) {
+// What compile_plan needs of a collected graph besides the graph itself: a copy, so that a
+// background compile never touches the live IR.
+struct PlanSource {
+  size_t num_nodes = 0, num_inputs = 0;
+  std::vector<int32_t> outputs;
+  std::vector<uint8_t> input_flag;
+  uint64_t key = 0;
+  explicit PlanSource(const Collected& c)
+      : num_nodes(c.nodes.size()),
+        num_inputs(c.inputs.size()),
+        outputs(c.outputs),
+        input_flag(c.input_flag),
+        key(c.key) {}
+  bool is_input(size_t i) const { return input_flag[i] != 0; }
+};
+
+std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& full_g, const PlanSource& c) {
   Runtime* rt = dev->runtime;
   auto t0 = Clock::now();
-  GraphBuf full;
-  full_graph(c, full);
   Device* fb_dev =
       rt->fallback && rt->fallback != dev->plugin ? rt->fallback->devices.front() : nullptr;
   auto plan = std::make_shared<Plan>();
-  plan->num_nodes = c.nodes.size();
-  plan->num_inputs = c.inputs.size();
+  plan->num_nodes = c.num_nodes;
+  plan->num_inputs = c.num_inputs;
   plan->outputs = c.outputs;
 
   // 1. Capability, then decomposition of what the backend lacks: composites become primitives
   //    and implicit broadcasts explicit, before anything is sent to the fallback.
-  std::vector<int8_t> answer(c.nodes.size(), -1);
+  std::vector<int8_t> answer(c.num_nodes, -1);
   std::vector<int32_t> origin;  // lowered node -> OpId of the composite it came from, or -1
   bool rewrite = false;
-  for (size_t i = 0; i < c.nodes.size(); ++i) {
+  for (size_t i = 0; i < c.num_nodes; ++i) {
     if (c.is_input(i)) continue;
-    answer[i] = ask_supports(dev, &full.g, i) ? 1 : 0;
-    rewrite = rewrite || (!answer[i] && rewritable(full.g, i));
+    answer[i] = ask_supports(dev, &full_g, i) ? 1 : 0;
+    rewrite = rewrite || (!answer[i] && rewritable(full_g, i));
   }
-  const lt_graph* G = &full.g;
+  const lt_graph* G = &full_g;
   lower::OwnedGraph lowered;
   if (rewrite) {
     lower::DecomposeReport report;
     auto supported = [&](const lt_graph& g, size_t i) { return ask_supports(dev, &g, i); };
     lower::Supported fallback;
     if (fb_dev) fallback = [&](const lt_graph& g, size_t i) { return ask_supports(fb_dev, &g, i); };
-    if (lower::decompose(full.g, supported, &lowered, &report, fallback)) {
+    if (lower::decompose(full_g, supported, &lowered, &report, fallback)) {
       G = &lowered.view();
       answer = std::move(report.supported);
       origin = std::move(report.origin);
@@ -460,6 +474,12 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c) {
   rt->metrics.compile_ns.fetch_add(
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
   return plan;
+}
+
+std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c) {
+  GraphBuf full;
+  full_graph(c, full);
+  return compile_plan(dev, full.g, PlanSource(c));
 }
 
 // What differs between two graphs of one program: the inputs whose shape or dtype changed,
@@ -690,6 +710,11 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
     std::lock_guard lk(rt->metrics.mu);
     for (const auto& [key, count] : plan.op_counts) rt->metrics.named[key] += count;
   }
+  if (plan.background || plan.eager_stand_in) {
+    std::lock_guard lk(rt->metrics.mu);
+    rt->metrics.named[plan.background ? "background_compile.compiled_steps"
+                                      : "background_compile.eager_steps"] += 1;
+  }
   rt->metrics.graphs_executed.fetch_add(1, std::memory_order_relaxed);
   rt->metrics.execute_ns.fetch_add(
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count(),
@@ -763,6 +788,107 @@ void collect(const std::vector<Node*>& roots, Collected& c) {
   c.key = h;
 }
 
+std::shared_ptr<Plan> cache_lookup(Runtime* rt, const Runtime::CacheKey& key, const Collected& c) {
+  std::lock_guard ck(rt->cache_mu);
+  auto it = rt->cache.find(key);
+  if (it == rt->cache.end()) return nullptr;
+  const Plan& p = *it->second->second;
+  if (p.num_nodes != c.nodes.size() || p.num_inputs != c.inputs.size() || p.outputs != c.outputs)
+    return nullptr;
+  rt->lru.splice(rt->lru.begin(), rt->lru, it->second);
+  return it->second->second;
+}
+
+void cache_insert(Runtime* rt, const Runtime::CacheKey& key, std::shared_ptr<Plan> plan) {
+  std::vector<std::shared_ptr<Plan>> evicted;  // destroyed outside the cache lock
+  std::lock_guard ck(rt->cache_mu);
+  auto it = rt->cache.find(key);
+  if (it != rt->cache.end()) {
+    evicted.push_back(it->second->second);
+    rt->lru.erase(it->second);
+    rt->cache.erase(it);
+  }
+  rt->lru.emplace_front(key, std::move(plan));
+  rt->cache[key] = rt->lru.begin();
+  while (rt->lru.size() > rt->config.cache_capacity) {
+    evicted.push_back(rt->lru.back().second);
+    rt->cache.erase(rt->lru.back().first);
+    rt->lru.pop_back();
+  }
+}
+
+void count_miss(Device* dev, const Collected& c) {
+  Runtime* rt = dev->runtime;
+  rt->metrics.cache_misses.fetch_add(1, std::memory_order_relaxed);
+  std::string why = miss_reason(dev, c);
+  rt->log->debug("compile cache miss on {}: {}", dev->name, why);
+  std::lock_guard ml(rt->metrics.mu);
+  rt->metrics.recompile_reasons.push_back(why);
+  while (rt->metrics.recompile_reasons.size() > 16) rt->metrics.recompile_reasons.pop_front();
+}
+
+// Config background_compile: the first miss of a graph starts its compile for `dev` on a
+// background thread (from a copy of the graph) and every execution until it is ready runs on
+// the fallback (cpu_eager, its plan cached under the fallback's device); the first execution
+// after that caches and returns the compiled plan. A compile that failed is rethrown under
+// the fallback policy "error", else logged and replaced by the fallback's plan for good.
+std::shared_ptr<Plan> background_compile(Device* dev, const Runtime::CacheKey& key,
+                                         const Collected& c) {
+  Runtime* rt = dev->runtime;
+  std::shared_future<std::shared_ptr<Plan>> job;
+  {
+    std::lock_guard lk(rt->bg_mu);
+    auto it = rt->compiling.find(key);
+    if (it == rt->compiling.end()) {
+      count_miss(dev, c);
+      GraphBuf full;
+      full_graph(c, full);
+      auto graph = std::make_shared<lower::OwnedGraph>(lower::copy_graph(full.g));
+      job = std::async(std::launch::async, [dev, graph, src = PlanSource(c)] {
+              auto p = compile_plan(dev, graph->view(), src);
+              p->background = true;
+              return p;
+            }).share();
+      rt->compiling.emplace(key, job);
+      std::lock_guard ml(rt->metrics.mu);
+      rt->metrics.named["background_compile.started"] += 1;
+    } else {
+      job = it->second;
+    }
+  }
+  Device* fb = rt->fallback->devices.front();
+  if (job.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    {
+      std::lock_guard lk(rt->bg_mu);
+      rt->compiling.erase(key);
+    }
+    std::shared_ptr<Plan> plan;
+    try {
+      plan = job.get();
+    } catch (const Error& e) {
+      if (rt->policy == FallbackPolicy::kError) throw;
+      rt->log->warn("background compile on '{}' failed ({}); the graph keeps running on '{}'",
+                    dev->plugin->name, e.message(), fb->plugin->name);
+      std::lock_guard ml(rt->metrics.mu);
+      rt->metrics.named["background_compile.failed"] += 1;
+    }
+    if (!plan) {
+      plan = compile_plan(fb, c);
+      plan->eager_stand_in = true;
+    }
+    cache_insert(rt, key, plan);
+    return plan;
+  }
+  Runtime::CacheKey eager_key{fb, fb->plugin->options_hash, c.key};
+  std::shared_ptr<Plan> eager = cache_lookup(rt, eager_key, c);
+  if (!eager) {
+    eager = compile_plan(fb, c);
+    eager->eager_stand_in = true;
+    cache_insert(rt, eager_key, eager);
+  }
+  return eager;
+}
+
 void materialize(Device* dev, std::vector<NodeRef>& roots) {
   Runtime* rt = dev->runtime;
   std::lock_guard lk(dev->exec_mu);
@@ -775,48 +901,15 @@ void materialize(Device* dev, std::vector<NodeRef>& roots) {
   collect(pending, c);
 
   Runtime::CacheKey key{dev, dev->plugin->options_hash, c.key};
-  std::shared_ptr<Plan> plan;
-  {
-    std::lock_guard ck(rt->cache_mu);
-    auto it = rt->cache.find(key);
-    if (it != rt->cache.end()) {
-      const Plan& p = *it->second->second;
-      if (p.num_nodes == c.nodes.size() && p.num_inputs == c.inputs.size() &&
-          p.outputs == c.outputs) {
-        rt->lru.splice(rt->lru.begin(), rt->lru, it->second);
-        plan = it->second->second;
-      }
-    }
-  }
+  std::shared_ptr<Plan> plan = cache_lookup(rt, key, c);
   if (plan) {
     rt->metrics.cache_hits.fetch_add(1, std::memory_order_relaxed);
+  } else if (rt->config.background_compile && rt->fallback && rt->fallback != dev->plugin) {
+    plan = background_compile(dev, key, c);
   } else {
-    rt->metrics.cache_misses.fetch_add(1, std::memory_order_relaxed);
-    std::string why = miss_reason(dev, c);
-    rt->log->debug("compile cache miss on {}: {}", dev->name, why);
-    {
-      std::lock_guard ml(rt->metrics.mu);
-      rt->metrics.recompile_reasons.push_back(why);
-      while (rt->metrics.recompile_reasons.size() > 16) rt->metrics.recompile_reasons.pop_front();
-    }
+    count_miss(dev, c);
     plan = compile_plan(dev, c);
-    std::vector<std::shared_ptr<Plan>> evicted;  // destroyed outside the cache lock
-    {
-      std::lock_guard ck(rt->cache_mu);
-      auto it = rt->cache.find(key);
-      if (it != rt->cache.end()) {
-        evicted.push_back(it->second->second);
-        rt->lru.erase(it->second);
-        rt->cache.erase(it);
-      }
-      rt->lru.emplace_front(key, plan);
-      rt->cache[key] = rt->lru.begin();
-      while (rt->lru.size() > rt->config.cache_capacity) {
-        evicted.push_back(rt->lru.back().second);
-        rt->cache.erase(rt->lru.back().first);
-        rt->lru.pop_back();
-      }
-    }
+    cache_insert(rt, key, plan);
   }
   run_plan(dev, *plan, c);
 }

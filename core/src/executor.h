@@ -61,6 +61,9 @@ struct Plan {
   // the core) and "decomposed.<op>" (nodes of a composite the backend lacks, decomposed).
   std::vector<std::pair<std::string, uint64_t>> op_counts;
   uint64_t fallback_nodes = 0, decomposed_nodes = 0;
+  // Config background_compile: compiled on a background thread, or the fallback's stand-in run
+  // meanwhile (counted as background_compile.compiled_steps / .eager_steps).
+  bool background = false, eager_stand_in = false;
   ~Plan();
 };
 

@@ -190,7 +190,10 @@ Runtime* runtime_create(const lt_runtime_options* options) {
 }  // namespace lt
 
 lt_runtime::~lt_runtime() {
-  // Order matters: executables and buffers go back to their plugins before the contexts.
+  // Order matters: background compiles finish, executables and buffers go back to their
+  // plugins, then the contexts go.
+  for (auto& [k, job] : compiling) job.wait();
+  compiling.clear();
   for (auto& [k, plan] : lru) plan.reset();
   lru.clear();
   cache.clear();

@@ -11,6 +11,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <future>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -36,6 +37,7 @@ struct Config {
   std::vector<std::string>
       plugin_path;  // explicit/env/config directories (install dir added later)
   size_t cache_capacity = 256;
+  bool background_compile = false;  // compile on a thread, run on the fallback meanwhile
   std::string dump_dir;
   std::string config_file;  // the file read, if any
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> plugin_options;
@@ -203,6 +205,11 @@ struct lt_runtime {
   };
   std::list<std::pair<CacheKey, std::shared_ptr<lt::Plan>>> lru;
   std::unordered_map<CacheKey, decltype(lru)::iterator, CacheKeyHash> cache;
+
+  // Config background_compile: the compile running for each cache key (bg_mu).
+  std::mutex bg_mu;
+  std::unordered_map<CacheKey, std::shared_future<std::shared_ptr<lt::Plan>>, CacheKeyHash>
+      compiling;
 
   std::mutex warn_mu;
   std::vector<std::string> warned_ops;  // fallback policy "warn": once per op

@@ -1,8 +1,11 @@
 // hostile_plugin.cpp — misbehaving test plugins, one per HOSTILE_CASE (see CMakeLists.txt):
 // C++ exceptions thrown out of table functions, NULL required entries, a table too small for
-// its own version fields, zero or 2^40 devices, and buffers smaller than asked for. The core must
+// its own version fields, zero or 2^40 devices, buffers smaller than asked for, and a compile
+// that takes 400 ms (background compiles run meanwhile on cpu_eager). The core must
 // report each (plugin path + reason, or an lt_error naming the call) and keep working.
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 #include "../abi/mini_backend.h"
 
@@ -18,6 +21,7 @@ namespace {
 #define SHORT_BUFFERS 8
 #define THROWS_FREE 9
 #define HUGE_DEVICE_COUNT 10
+#define SLOW_COMPILE 11
 
 [[noreturn]] void boom(const char* where) {
   throw std::runtime_error(std::string("hostile plugin threw in ") + where);
@@ -61,6 +65,11 @@ lt_plugin_api make() {
   t.executable_destroy = [](lt_plugin_context*, lt_plugin_executable* e) {
     delete e;
     boom("executable_destroy");
+  };
+#elif HOSTILE_CASE == SLOW_COMPILE
+  t.compile = [](lt_plugin_compile_args* a) -> lt_plugin_error* {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));  // a long LLVM/driver compile
+    return mini::compile(a);
   };
 #endif
   return t;
