@@ -41,7 +41,9 @@ class CpuJit : public ::testing::TestWithParam<std::string> {
     std::unique_ptr<Session>& s = sessions_[GetParam()];
     if (!s || !s->ctx()) {
       s = std::make_unique<Session>(api_);
-      ASSERT_EQ(s->create({{"vector_bits", GetParam()}}).message, "");
+      // No persistent compile cache: these tests look at what the code generator makes (the
+      // dumped modules), which a warm cache would skip.
+      ASSERT_EQ(s->create({{"vector_bits", GetParam()}, {"disk_cache", "0"}}).message, "");
     }
     session_ = s.get();
     ctx_ = s->ctx();
