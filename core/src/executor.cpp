@@ -242,7 +242,52 @@ void add_count(std::vector<std::pair<std::string, uint64_t>>& counts, std::strin
   counts.emplace_back(std::move(key), 1);
 }
 
-std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c) {
+// "12 nodes; outputs sub x6, mean; inputs 'x', 'y'": what a person recognises a graph by.
+std::string graph_label(const Collected& c) {
+  std::vector<std::pair<std::string, int>> roots;
+  for (int32_t o : c.outputs) {
+    std::string op = c.is_input(o) ? "input" : op_name(c.nodes[o]->op);
+    auto it =
+        std::find_if(roots.begin(), roots.end(), [&](const auto& r) { return r.first == op; });
+    if (it == roots.end())
+      roots.emplace_back(op, 1);
+    else
+      ++it->second;
+  }
+  std::string out = fmt::format("{} nodes; outputs", c.nodes.size());
+  for (size_t k = 0; k < roots.size() && k < 4; ++k)
+    out += fmt::format("{} {}{}", k ? "," : "", roots[k].first,
+                       roots[k].second > 1 ? fmt::format(" x{}", roots[k].second) : "");
+  if (roots.size() > 4) out += ", ...";
+  std::string names;
+  for (int32_t k : c.inputs)
+    if (c.nodes[k]->name)
+      names += fmt::format("{}'{}'", names.empty() ? "" : ", ", *c.nodes[k]->name);
+  if (!names.empty()) out += "; inputs " + names;
+  return out;
+}
+
+// "cpu_jit: 398 nodes" or, for a region of few op kinds, "fallback cpu_eager: gelu x2".
+std::string region_label(const lt_graph& g, const std::vector<int32_t>& members,
+                         const std::string& where) {
+  std::vector<std::pair<std::string, int>> ops;
+  for (int32_t v : members) {
+    std::string op = g.nodes[v].op;
+    auto it = std::find_if(ops.begin(), ops.end(), [&](const auto& r) { return r.first == op; });
+    if (it == ops.end())
+      ops.emplace_back(op, 1);
+    else
+      ++it->second;
+  }
+  if (ops.size() > 3) return fmt::format("{}: {} nodes", where, members.size());
+  std::string out = where + ":";
+  for (size_t k = 0; k < ops.size(); ++k)
+    out += fmt::format("{} {}{}", k ? "," : "", ops[k].first,
+                       ops[k].second > 1 ? fmt::format(" x{}", ops[k].second) : "");
+  return out;
+}
+
+std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c, const std::string& why) {
   Runtime* rt = dev->runtime;
   auto t0 = Clock::now();
   GraphBuf full;
@@ -410,16 +455,26 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c) {
   }
 
   // 4. Compile each region; a failed compile on the target reruns the region on the fallback.
+  const bool dump = !rt->config.dump_dir.empty();
+  DotDump dot;
   for (size_t r = 0; r < members.size(); ++r) {
     Region reg;
     reg.dev = region_dev[r];
     if (!reg.dev) {
       reg.host_node = region_host[r];
       plan->regions.push_back(std::move(reg));
+      plan->region_labels.push_back(region_label(g, members[r], "core (custom op CPU kernel)"));
+      if (dump)
+        dot.regions.push_back({DotRegion::kCore,
+                               "core",
+                               "custom op: its CPU kernel run by the core",
+                               members[r],
+                               {}});
       continue;
     }
     GraphBuf gb;
     region_graph(g, members[r], region_of, static_cast<int32_t>(r), reg, used_outside, gb);
+    std::string failed;  // why the target's compile failed, if it did
     try {
       reg.exe = compile_region(reg.dev, &gb.g);
     } catch (const Error& e) {
@@ -434,6 +489,7 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c) {
       rt->metrics.compile_failures.fetch_add(1);
       rt->log->warn("compile on '{}' failed ({}); running the region on '{}'",
                     reg.dev->plugin->name, e.message(), fb_dev->plugin->name);
+      failed = e.message();
       reg.dev = fb_dev;
       reg.exe = compile_region(reg.dev, &gb.g);
       for (int32_t gi : members[r]) {
@@ -444,11 +500,43 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c) {
     plan->regions.push_back(std::move(reg));
     Region& placed = plan->regions.back();
     record_plugin_stats(rt, placed.dev->plugin, placed.exe);
-    if (!rt->config.dump_dir.empty()) dump_graph(rt, &gb.g, placed.dev->plugin->name, c.key, r);
+    const bool on_fallback = placed.dev == fb_dev;
+    const std::string& backend = placed.dev->plugin->name;
+    plan->region_labels.push_back(
+        region_label(g, members[r], on_fallback ? "fallback " + backend : backend));
+    if (dump) {
+      dump_graph(rt, &gb.g, backend, c.key, r);
+      DotRegion dr{
+          on_fallback ? DotRegion::kFallback : DotRegion::kBackend, backend, "", members[r], {}};
+      if (!failed.empty())
+        dr.note = fmt::format("compile on {} failed: {}", dev->plugin->name, failed);
+      else if (on_fallback)
+        dr.note = fmt::format("fallback: not supported by {}", dev->plugin->name);
+      if (uses_shared_fusion_planner(backend))
+        dr.groups = planner_groups(gb.g, placed.in_globals, members[r]);
+      dot.regions.push_back(std::move(dr));
+    }
   }
-  rt->metrics.compiles.fetch_add(1);
-  rt->metrics.compile_ns.fetch_add(
+  plan->key = c.key;
+  plan->device = dev->name;
+  plan->label = graph_label(c);
+  plan->region_ns = std::make_unique<std::atomic<uint64_t>[]>(plan->regions.size());
+  if (dump) {
+    dot.graph = &g;
+    dot.key = c.key;
+    dot.traced_nodes = c.nodes.size();
+    dot.device = dev->name;
+    dot.reason = why;
+    for (int32_t k : c.inputs)
+      dot.input_names.push_back(c.nodes[k]->name ? *c.nodes[k]->name : std::string());
+    dot.origin = origin;
+    dump_dot(rt, dot);
+  }
+  const auto compile_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+  plan->compile_ns.store(compile_ns);
+  rt->metrics.compiles.fetch_add(1);
+  rt->metrics.compile_ns.fetch_add(compile_ns);
   return plan;
 }
 
@@ -608,7 +696,16 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
   };
 
   std::vector<lt_plugin_buffer*> ins, outs;
-  for (const Region& r : plan.regions) {
+  for (size_t ri = 0; ri < plan.regions.size(); ++ri) {
+    const Region& r = plan.regions[ri];
+    auto region_t0 = Clock::now();
+    auto region_done = [&] {
+      plan.region_ns[ri].fetch_add(
+          static_cast<uint64_t>(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - region_t0)
+                  .count()),
+          std::memory_order_relaxed);
+    };
     if (!r.dev) {
       // Custom op: operands copied to host, the CPU kernel, the result onto the graph's device.
       const HostNode& h = plan.host_nodes[r.host_node];
@@ -638,6 +735,7 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
       produced[h.node] = dev->allocator->allocate(out.size());
       upload_to(dev, produced[h.node].get(), out.data(), out.size());
       home[h.node] = produced[h.node].get();
+      region_done();
       continue;
     }
     ins.clear();
@@ -658,7 +756,9 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
     a.inputs = ins.data();
     a.num_outputs = outs.size();
     a.outputs = outs.data();
+    region_t0 = Clock::now();  // the execute call only: transfers above are not the region's
     p->call("execute", [&] { return p->api->execute(&a); });
+    region_done();
   }
   // Roots take their buffers (on the graph's device); then the graph is cut.
   std::vector<BufferPtr> root_bufs;
@@ -681,9 +781,11 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
     for (const auto& [key, count] : plan.op_counts) rt->metrics.named[key] += count;
   }
   rt->metrics.graphs_executed.fetch_add(1, std::memory_order_relaxed);
-  rt->metrics.execute_ns.fetch_add(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count(),
-      std::memory_order_relaxed);
+  const auto ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+  rt->metrics.execute_ns.fetch_add(ns, std::memory_order_relaxed);
+  plan.runs.fetch_add(1, std::memory_order_relaxed);
+  plan.run_ns.fetch_add(ns, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -789,7 +891,7 @@ void materialize(Device* dev, std::vector<NodeRef>& roots) {
       rt->metrics.recompile_reasons.push_back(why);
       while (rt->metrics.recompile_reasons.size() > 16) rt->metrics.recompile_reasons.pop_front();
     }
-    plan = compile_plan(dev, c);
+    plan = compile_plan(dev, c, why);
     std::vector<std::shared_ptr<Plan>> evicted;  // destroyed outside the cache lock
     {
       std::lock_guard ck(rt->cache_mu);
