@@ -238,8 +238,14 @@ LT_API lt_error* lt_tensor_from_dlpack(lt_device* device, DLManagedTensor* manag
         b->lender = managed;
         leaf->buffer = BufferPtr(b);
         leaf->materialized.store(true, std::memory_order_release);
+        NodeRef keep = leaf;  // if the handle cannot be made, the lender is not released
+        try {
+          *out = tensor_new(device, std::move(leaf));
+        } catch (...) {
+          b->lender_release = +[](void*) noexcept {};  // a failed import takes nothing
+          throw;
+        }
         m.add_named("dlpack.imports_zero_copy", 1);
-        *out = tensor_new(device, std::move(leaf));
         return;
       }
     }
