@@ -131,12 +131,16 @@ void dump_graph(Runtime* rt, const lt_graph* g, const std::string& backend, uint
   out << "\n";
 }
 
-void record_plugin_stats(Runtime* rt, Plugin* p, lt_plugin_executable* exe) {
+// The executable's own statistics: into the "plugin.<backend>.<stat>" metrics (the last
+// compiled program) and, when `keep` is given, kept for the region in the metrics report.
+void record_plugin_stats(Runtime* rt, Plugin* p, lt_plugin_executable* exe,
+                         std::vector<std::pair<std::string, double>>* keep = nullptr) {
   if (!LT_PLUGIN_HAS(p, stats)) return;
   struct Ctx {
     Runtime* rt;
     Plugin* p;
-  } ctx{rt, p};
+    std::vector<std::pair<std::string, double>>* keep;
+  } ctx{rt, p, keep};
   lt_plugin_stats_args a{};
   a.struct_size = LT_PLUGIN_STATS_ARGS_STRUCT_SIZE;
   a.context = p->ctx;
@@ -147,6 +151,7 @@ void record_plugin_stats(Runtime* rt, Plugin* p, lt_plugin_executable* exe) {
     auto* c = static_cast<Ctx*>(user);
     try {
       c->rt->metrics.set_named(fmt::format("plugin.{}.{}", c->p->name, name), v);
+      if (c->keep) c->keep->emplace_back(name, v);
     } catch (...) {
     }
   };
@@ -464,6 +469,7 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c, const std::s
       reg.host_node = region_host[r];
       plan->regions.push_back(std::move(reg));
       plan->region_labels.push_back(region_label(g, members[r], "core (custom op CPU kernel)"));
+      plan->region_stats.emplace_back();
       if (dump)
         dot.regions.push_back({DotRegion::kCore,
                                "core",
@@ -499,7 +505,7 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c, const std::s
     }
     plan->regions.push_back(std::move(reg));
     Region& placed = plan->regions.back();
-    record_plugin_stats(rt, placed.dev->plugin, placed.exe);
+    record_plugin_stats(rt, placed.dev->plugin, placed.exe, &plan->region_stats.emplace_back());
     const bool on_fallback = placed.dev == fb_dev;
     const std::string& backend = placed.dev->plugin->name;
     plan->region_labels.push_back(

@@ -69,6 +69,9 @@ struct Plan {
   std::string device;                      // "cpu_jit:0"
   std::string label;                       // "412 nodes; outputs sub x6, mean; inputs 'x', 'y'"
   std::vector<std::string> region_labels;  // "cpu_jit: 398 nodes" / "fallback cpu_eager: gelu"
+  // What each region's plugin reports about its executable at compile time (its optional stats
+  // call): cpu_jit's kernel count, tpu_sim's simulated time per run by unit, ...
+  std::vector<std::vector<std::pair<std::string, double>>> region_stats;
   mutable std::atomic<uint64_t> compile_ns{0}, runs{0}, run_ns{0};
   std::unique_ptr<std::atomic<uint64_t>[]> region_ns;  // one per region: execute-call time
   ~Plan();

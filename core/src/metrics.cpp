@@ -65,7 +65,8 @@ std::map<std::string, double> flat(Runtime* rt) {
 struct GraphRow {
   uint64_t key = 0, runs = 0, run_ns = 0, compile_ns = 0;
   std::string device, label;
-  std::vector<std::pair<std::string, uint64_t>> regions;  // label, execute-call ns
+  std::vector<std::pair<std::string, uint64_t>> regions;                  // label, execute-call ns
+  std::vector<std::vector<std::pair<std::string, double>>> region_stats;  // the plugin's
   uint64_t total() const { return run_ns + compile_ns; }
 };
 
@@ -86,6 +87,7 @@ std::vector<GraphRow> graph_rows(Runtime* rt) {
     r.compile_ns = p->compile_ns.load(std::memory_order_relaxed);
     for (size_t i = 0; i < p->region_labels.size() && i < p->regions.size(); ++i)
       r.regions.emplace_back(p->region_labels[i], p->region_ns[i].load(std::memory_order_relaxed));
+    r.region_stats = p->region_stats;
     rows.push_back(std::move(r));
   }
   std::stable_sort(rows.begin(), rows.end(),
@@ -147,8 +149,14 @@ std::string metrics_report(Runtime* rt, bool json) {
     nlohmann::json graphs = nlohmann::json::array();
     for (const GraphRow& g : rows) {
       nlohmann::json regions = nlohmann::json::array();
-      for (const auto& [label, ns] : g.regions)
-        regions.push_back({{"label", label}, {"run_ms", static_cast<double>(ns) / 1e6}});
+      for (size_t k = 0; k < g.regions.size(); ++k) {
+        nlohmann::json st = nlohmann::json::object();
+        if (k < g.region_stats.size())
+          for (const auto& [name, v] : g.region_stats[k]) st[name] = v;
+        regions.push_back({{"label", g.regions[k].first},
+                           {"run_ms", static_cast<double>(g.regions[k].second) / 1e6},
+                           {"backend_stats", st}});
+      }
       graphs.push_back({{"hash", fmt::format("{:016x}", g.key)},
                         {"device", g.device},
                         {"label", g.label},
@@ -190,13 +198,20 @@ std::string metrics_report(Runtime* rt, bool json) {
     os << fmt::format("  {:>2} {:016x} {:<12} {:>6} {:>12} {:>11} {:>11}  {}\n", i + 1, g.key,
                       g.device, g.runs, ms(g.run_ns), ms(g.runs ? g.run_ns / g.runs : 0),
                       ms(g.compile_ns), g.label);
-    for (size_t r = 0; r < g.regions.size(); ++r)
+    for (size_t r = 0; r < g.regions.size(); ++r) {
       os << fmt::format("       region {}: {:<48} {:>12}\n", r, g.regions[r].first,
                         ms(g.regions[r].second));
+      std::string st;  // per executable, not cumulative: "executions" is stale here
+      if (r < g.region_stats.size())
+        for (const auto& [name, v] : g.region_stats[r])
+          if (name != "executions") st += fmt::format("{}{} {:g}", st.empty() ? "" : ", ", name, v);
+      if (!st.empty()) os << "         backend reports: " << st << "\n";
+    }
   }
   os << "  (run: the graph's whole execution, transfers included; region: its backend's execute\n"
-        "  call. A backend's executable reports no per-op time: an op is timed alone only where\n"
-        "  it is a region of its own, on the fallback or in the core.)\n";
+        "  call; backend reports: what the plugin says about that executable, e.g. tpu_sim's\n"
+        "  simulated time per run split by unit. No backend reports per-op time: an op is timed\n"
+        "  alone only where it is a region of its own, on the fallback or in the core.)\n";
 
   os << "\nTime on the fallback and in the core, by region (summed over cached graphs)\n";
   if (off.empty()) os << "  (none: every node ran on its graph's backend)\n";
