@@ -234,6 +234,18 @@ TEST(LtGraph, RendersTheLtRunTrainingStepToSvg) {
   EXPECT_NE(text.find("compiled because"), std::string::npos);
   EXPECT_NE(text.find("input 1 &#39;x&#39;"), std::string::npos) << "the named batch input";
 
+  // sfdp (for graphs too large for dot's layered layout) draws the nodes, without clusters.
+  fs::path fast = dump / "step_sfdp.svg";
+  ASSERT_EQ(run(LT_GRAPH " render " + step.string() + " -l sfdp -o " + fast.string(), &out), 0)
+      << out;
+  std::string sfdp = read_file(fast);
+  EXPECT_NE(sfdp.find("matmul"), std::string::npos);
+  EXPECT_EQ(sfdp.find("<title>cluster_r0</title>"), std::string::npos);
+  EXPECT_EQ(run(LT_GRAPH " render " + step.string() + " -l nosuchlayout -o " + fast.string(), &out),
+            1);
+  EXPECT_NE(out.find("Graphviz could not lay out '" + step.string() + "'"), std::string::npos)
+      << out;
+
   // Everything at once into another directory.
   fs::path all = dump / "svg";
   ASSERT_EQ(run(LT_GRAPH " render " + dump.string() + " -o " + all.string(), &out), 0) << out;
