@@ -17,6 +17,8 @@ PKGS=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev valgrind
+  # tests/interop: a second library's view of DLPack-exported memory (Eigen::Map)
+  libeigen3-dev
   # distributed training (issue #16): OpenMPI, found by CMake's FindMPI
   libopenmpi-dev openmpi-bin
   # interoperability: DLPack tensors, Graphviz rendering of graph dumps (lt-graph)

@@ -536,7 +536,10 @@ LT_API lt_error* lt_metric_get(lt_runtime* runtime, const char* name, double* ou
   });
 }
 LT_API void lt_metrics_reset(lt_runtime* runtime) {
-  if (runtime) runtime->metrics.reset();
+  if (runtime) {
+    runtime->metrics.reset();
+    reset_graph_timings(runtime);
+  }
 }
 
 }  // extern "C"

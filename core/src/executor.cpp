@@ -131,12 +131,16 @@ void dump_graph(Runtime* rt, const lt_graph* g, const std::string& backend, uint
   out << "\n";
 }
 
-void record_plugin_stats(Runtime* rt, Plugin* p, lt_plugin_executable* exe) {
+// The executable's own statistics: into the "plugin.<backend>.<stat>" metrics (the last
+// compiled program) and, when `keep` is given, kept for the region in the metrics report.
+void record_plugin_stats(Runtime* rt, Plugin* p, lt_plugin_executable* exe,
+                         std::vector<std::pair<std::string, double>>* keep = nullptr) {
   if (!LT_PLUGIN_HAS(p, stats)) return;
   struct Ctx {
     Runtime* rt;
     Plugin* p;
-  } ctx{rt, p};
+    std::vector<std::pair<std::string, double>>* keep;
+  } ctx{rt, p, keep};
   lt_plugin_stats_args a{};
   a.struct_size = LT_PLUGIN_STATS_ARGS_STRUCT_SIZE;
   a.context = p->ctx;
@@ -147,6 +151,7 @@ void record_plugin_stats(Runtime* rt, Plugin* p, lt_plugin_executable* exe) {
     auto* c = static_cast<Ctx*>(user);
     try {
       c->rt->metrics.set_named(fmt::format("plugin.{}.{}", c->p->name, name), v);
+      if (c->keep) c->keep->emplace_back(name, v);
     } catch (...) {
     }
   };
@@ -248,6 +253,51 @@ void add_count(std::vector<std::pair<std::string, uint64_t>>& counts, std::strin
   counts.emplace_back(std::move(key), 1);
 }
 
+// "12 nodes; outputs sub x6, mean; inputs 'x', 'y'": what a person recognises a graph by.
+std::string graph_label(const Collected& c) {
+  std::vector<std::pair<std::string, int>> roots;
+  for (int32_t o : c.outputs) {
+    std::string op = c.is_input(o) ? "input" : op_name(c.nodes[o]->op);
+    auto it =
+        std::find_if(roots.begin(), roots.end(), [&](const auto& r) { return r.first == op; });
+    if (it == roots.end())
+      roots.emplace_back(op, 1);
+    else
+      ++it->second;
+  }
+  std::string out = fmt::format("{} nodes; outputs", c.nodes.size());
+  for (size_t k = 0; k < roots.size() && k < 4; ++k)
+    out += fmt::format("{} {}{}", k ? "," : "", roots[k].first,
+                       roots[k].second > 1 ? fmt::format(" x{}", roots[k].second) : "");
+  if (roots.size() > 4) out += ", ...";
+  std::string names;
+  for (int32_t k : c.inputs)
+    if (c.nodes[k]->name)
+      names += fmt::format("{}'{}'", names.empty() ? "" : ", ", *c.nodes[k]->name);
+  if (!names.empty()) out += "; inputs " + names;
+  return out;
+}
+
+// "cpu_jit: 398 nodes" or, for a region of few op kinds, "fallback cpu_eager: gelu x2".
+std::string region_label(const lt_graph& g, const std::vector<int32_t>& members,
+                         const std::string& where) {
+  std::vector<std::pair<std::string, int>> ops;
+  for (int32_t v : members) {
+    std::string op = g.nodes[v].op;
+    auto it = std::find_if(ops.begin(), ops.end(), [&](const auto& r) { return r.first == op; });
+    if (it == ops.end())
+      ops.emplace_back(op, 1);
+    else
+      ++it->second;
+  }
+  if (ops.size() > 3) return fmt::format("{}: {} nodes", where, members.size());
+  std::string out = where + ":";
+  for (size_t k = 0; k < ops.size(); ++k)
+    out += fmt::format("{} {}{}", k ? "," : "", ops[k].first,
+                       ops[k].second > 1 ? fmt::format(" x{}", ops[k].second) : "");
+  return out;
+}
+
 // What compile_plan needs of a collected graph besides the graph itself: a copy, so that a
 // background compile never touches the live IR.
 struct PlanSource {
@@ -255,12 +305,19 @@ struct PlanSource {
   std::vector<int32_t> outputs;
   std::vector<uint8_t> input_flag;
   uint64_t key = 0;
-  explicit PlanSource(const Collected& c)
+  std::string label, why;  // graph_label(c); why it was compiled (the dump's title)
+  std::vector<std::string> input_names;
+  PlanSource(const Collected& c, std::string reason)
       : num_nodes(c.nodes.size()),
         num_inputs(c.inputs.size()),
         outputs(c.outputs),
         input_flag(c.input_flag),
-        key(c.key) {}
+        key(c.key),
+        label(graph_label(c)),
+        why(std::move(reason)) {
+    for (int32_t k : c.inputs)
+      input_names.push_back(c.nodes[k]->name ? *c.nodes[k]->name : std::string());
+  }
   bool is_input(size_t i) const { return input_flag[i] != 0; }
 };
 
@@ -434,16 +491,27 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& full_g, const Pl
   }
 
   // 4. Compile each region; a failed compile on the target reruns the region on the fallback.
+  const bool dump = !rt->config.dump_dir.empty();
+  DotDump dot;
   for (size_t r = 0; r < members.size(); ++r) {
     Region reg;
     reg.dev = region_dev[r];
     if (!reg.dev) {
       reg.host_node = region_host[r];
       plan->regions.push_back(std::move(reg));
+      plan->region_labels.push_back(region_label(g, members[r], "core (custom op CPU kernel)"));
+      plan->region_stats.emplace_back();
+      if (dump)
+        dot.regions.push_back({DotRegion::kCore,
+                               "core",
+                               "custom op: its CPU kernel run by the core",
+                               members[r],
+                               {}});
       continue;
     }
     GraphBuf gb;
     region_graph(g, members[r], region_of, static_cast<int32_t>(r), reg, used_outside, gb);
+    std::string failed;  // why the target's compile failed, if it did
     try {
       reg.exe = compile_region(reg.dev, &gb.g);
     } catch (const Error& e) {
@@ -458,6 +526,7 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& full_g, const Pl
       rt->metrics.compile_failures.fetch_add(1);
       rt->log->warn("compile on '{}' failed ({}); running the region on '{}'",
                     reg.dev->plugin->name, e.message(), fb_dev->plugin->name);
+      failed = e.message();
       reg.dev = fb_dev;
       reg.exe = compile_region(reg.dev, &gb.g);
       for (int32_t gi : members[r]) {
@@ -467,19 +536,50 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& full_g, const Pl
     }
     plan->regions.push_back(std::move(reg));
     Region& placed = plan->regions.back();
-    record_plugin_stats(rt, placed.dev->plugin, placed.exe);
-    if (!rt->config.dump_dir.empty()) dump_graph(rt, &gb.g, placed.dev->plugin->name, c.key, r);
+    record_plugin_stats(rt, placed.dev->plugin, placed.exe, &plan->region_stats.emplace_back());
+    const bool on_fallback = placed.dev == fb_dev;
+    const std::string& backend = placed.dev->plugin->name;
+    plan->region_labels.push_back(
+        region_label(g, members[r], on_fallback ? "fallback " + backend : backend));
+    if (dump) {
+      dump_graph(rt, &gb.g, backend, c.key, r);
+      DotRegion dr{
+          on_fallback ? DotRegion::kFallback : DotRegion::kBackend, backend, "", members[r], {}};
+      if (!failed.empty())
+        dr.note = fmt::format("compile on {} failed: {}", dev->plugin->name, failed);
+      else if (on_fallback)
+        dr.note = fmt::format("fallback: not supported by {}", dev->plugin->name);
+      if (uses_shared_fusion_planner(backend))
+        dr.groups = planner_groups(gb.g, placed.in_globals, members[r]);
+      dot.regions.push_back(std::move(dr));
+    }
   }
-  rt->metrics.compiles.fetch_add(1);
-  rt->metrics.compile_ns.fetch_add(
+  plan->key = c.key;
+  plan->device = dev->name;
+  plan->label = c.label;
+  plan->region_ns = std::make_unique<std::atomic<uint64_t>[]>(plan->regions.size());
+  if (dump) {
+    dot.graph = &g;
+    dot.key = c.key;
+    dot.traced_nodes = c.num_nodes;
+    dot.device = dev->name;
+    dot.reason = c.why;
+    dot.input_names = c.input_names;
+    dot.origin = origin;
+    dump_dot(rt, dot);
+  }
+  const auto compile_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+  plan->compile_ns.store(compile_ns);
+  rt->metrics.compiles.fetch_add(1);
+  rt->metrics.compile_ns.fetch_add(compile_ns);
   return plan;
 }
 
-std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c) {
+std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c, std::string why) {
   GraphBuf full;
   full_graph(c, full);
-  return compile_plan(dev, full.g, PlanSource(c));
+  return compile_plan(dev, full.g, PlanSource(c, std::move(why)));
 }
 
 // What differs between two graphs of one program: the inputs whose shape or dtype changed,
@@ -638,7 +738,16 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
   };
 
   std::vector<lt_plugin_buffer*> ins, outs;
-  for (const Region& r : plan.regions) {
+  for (size_t ri = 0; ri < plan.regions.size(); ++ri) {
+    const Region& r = plan.regions[ri];
+    auto region_t0 = Clock::now();
+    auto region_done = [&] {
+      plan.region_ns[ri].fetch_add(
+          static_cast<uint64_t>(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - region_t0)
+                  .count()),
+          std::memory_order_relaxed);
+    };
     if (!r.dev) {
       // Custom op: operands copied to host, the CPU kernel, the result onto the graph's device.
       const HostNode& h = plan.host_nodes[r.host_node];
@@ -668,6 +777,7 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
       produced[h.node] = dev->allocator->allocate(out.size());
       upload_to(dev, produced[h.node].get(), out.data(), out.size());
       home[h.node] = produced[h.node].get();
+      region_done();
       continue;
     }
     ins.clear();
@@ -688,7 +798,9 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
     a.inputs = ins.data();
     a.num_outputs = outs.size();
     a.outputs = outs.data();
+    region_t0 = Clock::now();  // the execute call only: transfers above are not the region's
     p->call("execute", [&] { return p->api->execute(&a); });
+    region_done();
   }
   // Roots take their buffers (on the graph's device); then the graph is cut.
   std::vector<BufferPtr> root_bufs;
@@ -716,9 +828,11 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
                                       : "background_compile.eager_steps"] += 1;
   }
   rt->metrics.graphs_executed.fetch_add(1, std::memory_order_relaxed);
-  rt->metrics.execute_ns.fetch_add(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count(),
-      std::memory_order_relaxed);
+  const auto ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+  rt->metrics.execute_ns.fetch_add(ns, std::memory_order_relaxed);
+  plan.runs.fetch_add(1, std::memory_order_relaxed);
+  plan.run_ns.fetch_add(ns, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -817,7 +931,8 @@ void cache_insert(Runtime* rt, const Runtime::CacheKey& key, std::shared_ptr<Pla
   }
 }
 
-void count_miss(Device* dev, const Collected& c) {
+// Counts a miss and records why (the recompile reason), which it returns.
+std::string count_miss(Device* dev, const Collected& c) {
   Runtime* rt = dev->runtime;
   rt->metrics.cache_misses.fetch_add(1, std::memory_order_relaxed);
   std::string why = miss_reason(dev, c);
@@ -825,6 +940,7 @@ void count_miss(Device* dev, const Collected& c) {
   std::lock_guard ml(rt->metrics.mu);
   rt->metrics.recompile_reasons.push_back(why);
   while (rt->metrics.recompile_reasons.size() > 16) rt->metrics.recompile_reasons.pop_front();
+  return why;
 }
 
 // Config background_compile: the first miss of a graph starts its compile for `dev` on a
@@ -840,15 +956,16 @@ std::shared_ptr<Plan> background_compile(Device* dev, const Runtime::CacheKey& k
     std::lock_guard lk(rt->bg_mu);
     auto it = rt->compiling.find(key);
     if (it == rt->compiling.end()) {
-      count_miss(dev, c);
+      std::string why = count_miss(dev, c);
       GraphBuf full;
       full_graph(c, full);
       auto graph = std::make_shared<lower::OwnedGraph>(lower::copy_graph(full.g));
-      job = std::async(std::launch::async, [dev, graph, src = PlanSource(c)] {
-              auto p = compile_plan(dev, graph->view(), src);
-              p->background = true;
-              return p;
-            }).share();
+      job =
+          std::async(std::launch::async, [dev, graph, src = PlanSource(c, why + " (background)")] {
+            auto p = compile_plan(dev, graph->view(), src);
+            p->background = true;
+            return p;
+          }).share();
       rt->compiling.emplace(key, job);
       std::lock_guard ml(rt->metrics.mu);
       rt->metrics.named["background_compile.started"] += 1;
@@ -873,7 +990,7 @@ std::shared_ptr<Plan> background_compile(Device* dev, const Runtime::CacheKey& k
       rt->metrics.named["background_compile.failed"] += 1;
     }
     if (!plan) {
-      plan = compile_plan(fb, c);
+      plan = compile_plan(fb, c, "the background compile on " + dev->name + " failed");
       plan->eager_stand_in = true;
     }
     cache_insert(rt, key, plan);
@@ -882,7 +999,7 @@ std::shared_ptr<Plan> background_compile(Device* dev, const Runtime::CacheKey& k
   Runtime::CacheKey eager_key{fb, fb->plugin->options_hash, c.key};
   std::shared_ptr<Plan> eager = cache_lookup(rt, eager_key, c);
   if (!eager) {
-    eager = compile_plan(fb, c);
+    eager = compile_plan(fb, c, "stand-in while " + dev->name + " compiles in the background");
     eager->eager_stand_in = true;
     cache_insert(rt, eager_key, eager);
   }
@@ -907,8 +1024,8 @@ void materialize(Device* dev, std::vector<NodeRef>& roots) {
   } else if (rt->config.background_compile && rt->fallback && rt->fallback != dev->plugin) {
     plan = background_compile(dev, key, c);
   } else {
-    count_miss(dev, c);
-    plan = compile_plan(dev, c);
+    std::string why = count_miss(dev, c);
+    plan = compile_plan(dev, c, why);
     cache_insert(rt, key, plan);
   }
   run_plan(dev, *plan, c);

@@ -2,6 +2,7 @@
 // cache, and execution. Everything here runs under the target device's exec mutex.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,8 +65,48 @@ struct Plan {
   // Config background_compile: compiled on a background thread, or the fallback's stand-in run
   // meanwhile (counted as background_compile.compiled_steps / .eager_steps).
   bool background = false, eager_stand_in = false;
+
+  // For the metrics report: who this graph is and where its time goes. Counters are atomics
+  // (the report reads them while the device runs the plan); metrics_reset zeroes them.
+  uint64_t key = 0;                        // the collected graph's structural hash
+  std::string device;                      // "cpu_jit:0"
+  std::string label;                       // "412 nodes; outputs sub x6, mean; inputs 'x', 'y'"
+  std::vector<std::string> region_labels;  // "cpu_jit: 398 nodes" / "fallback cpu_eager: gelu"
+  // What each region's plugin reports about its executable at compile time (its optional stats
+  // call): cpu_jit's kernel count, tpu_sim's simulated time per run by unit, ...
+  std::vector<std::vector<std::pair<std::string, double>>> region_stats;
+  mutable std::atomic<uint64_t> compile_ns{0}, runs{0}, run_ns{0};
+  std::unique_ptr<std::atomic<uint64_t>[]> region_ns;  // one per region: execute-call time
   ~Plan();
 };
+
+// LT_DUMP_DIR's Graphviz view of one compiled graph (graph_dump.cpp), over the lowered graph.
+struct DotGroup {
+  int kind = 0;                // lt::fusion::GroupKind
+  std::vector<int32_t> nodes;  // lowered-graph nodes
+};
+struct DotRegion {
+  enum Role { kBackend, kFallback, kCore } role = kBackend;
+  std::string backend;           // plugin name, or "core" for a custom op's CPU kernel
+  std::string note;              // e.g. why it runs on the fallback
+  std::vector<int32_t> members;  // lowered-graph nodes
+  std::vector<DotGroup> groups;  // the shared fusion planner's groups of two or more nodes
+};
+struct DotDump {
+  const lt_graph* graph = nullptr;  // the lowered graph
+  uint64_t key = 0;
+  size_t traced_nodes = 0;  // of the collected graph, before decomposition
+  std::string device, reason;
+  std::vector<std::string> input_names;  // of graph input k ("" when unnamed)
+  std::vector<int32_t> origin;           // lowered node -> composite OpId it came from, or -1
+  std::vector<DotRegion> regions;
+};
+// Backends known to compile from lt::fusion::plan (cpu_jit, gpu_opencl): their groups are drawn.
+bool uses_shared_fusion_planner(const std::string& backend);
+std::vector<DotGroup> planner_groups(const lt_graph& region, const std::vector<int32_t>& in_globals,
+                                     const std::vector<int32_t>& members);
+// Writes <dump_dir>/lt_graph_<key>.dot; a write failure is logged, never thrown.
+void dump_dot(Runtime* rt, const DotDump& d);
 
 // True if `dev`'s plugin says it supports a canonical f32 example of `op`.
 bool example_supported(Runtime* rt, Device* dev, uint16_t op);

@@ -123,6 +123,10 @@ struct Buffer {
   lt_plugin_buffer* handle = nullptr;
   size_t nbytes = 0;    // bytes the value occupies
   size_t capacity = 0;  // size class actually allocated
+  // Memory lent by another library (a DLPack import wrapped in place): on release the plugin's
+  // handle is freed and lender_release(lender) runs, instead of a return to the allocator.
+  void (*lender_release)(void* lender) noexcept = nullptr;
+  void* lender = nullptr;
 };
 struct BufferDeleter {
   void operator()(Buffer* b) const noexcept;

@@ -95,6 +95,13 @@ BufferPtr Allocator::allocate(size_t nbytes) {
 }
 
 void Allocator::release(Buffer* b) noexcept {
+  if (b->lender_release) {  // never cached: the memory goes back to its lender
+    Plugin* p = dev_->plugin;
+    p->call_noexcept("buffer_free", [&] { p->api->buffer_free(p->ctx, b->handle); });
+    b->lender_release(b->lender);
+    delete b;
+    return;
+  }
   bytes_in_use_ -= b->capacity;
   try {
     std::lock_guard lk(mu_);

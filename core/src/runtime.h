@@ -239,6 +239,7 @@ void upload_to(Device* dev, Buffer* buf, const void* data, size_t nbytes);
 void download_from(Device* dev, const Buffer* buf, void* data, size_t nbytes);
 void destroy_plan(Plan* p) noexcept;
 std::string metrics_report(Runtime* rt, bool json);
+void reset_graph_timings(Runtime* rt) noexcept;  // the per-graph timings of cached plans
 bool metric_get(Runtime* rt, const std::string& name, double* out);
 
 }  // namespace lt

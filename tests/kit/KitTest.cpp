@@ -300,6 +300,38 @@ TEST_F(Kit, BufferCallsCheckRangesAndPointers) {
   api().buffer_free(ctx_, nullptr);
 }
 
+// buffer_wrap_host (ABI 1.1, DLPack import): aligned host memory is used in place and never
+// freed or cached by the kit; misaligned memory is declined (no error), and the core copies.
+TEST_F(Kit, WrapsAlignedHostMemoryInPlaceAndNeverFreesIt) {
+  ASSERT_EQ(create().code, LT_STATUS_OK);
+  alignas(64) static float memory[32] = {1, 2, 3, 4};
+  lt_plugin_buffer_args w{};
+  w.struct_size = sizeof w;
+  w.context = ctx_;
+  w.nbytes = 16;
+  w.host_ptr = memory;
+  ASSERT_EQ(take(api().buffer_wrap_host(&w)).code, LT_STATUS_OK);
+  ASSERT_NE(w.buffer, nullptr);
+  EXPECT_EQ(w.buffer->data, memory);
+  EXPECT_TRUE(w.buffer->borrowed);
+  float out[4] = {};
+  EXPECT_EQ(transfer(w.buffer, 0, 16, nullptr, out).code, LT_STATUS_OK);
+  EXPECT_EQ(out[3], 4.0f);
+  api().buffer_free(ctx_, w.buffer);  // frees the handle only (a free() here would crash)
+  EXPECT_EQ(stats()["buffer_cache_bytes"], 0.0) << "borrowed memory never enters the cache";
+  EXPECT_EQ(memory[0], 1.0f);
+
+  lt_plugin_buffer_args m{};
+  m.struct_size = sizeof m;
+  m.context = ctx_;
+  m.nbytes = 8;
+  m.host_ptr = memory + 1;  // 4 bytes past a 64-byte boundary
+  ASSERT_EQ(take(api().buffer_wrap_host(&m)).code, LT_STATUS_OK);
+  EXPECT_EQ(m.buffer, nullptr);
+  m.device = 3;
+  EXPECT_EQ(take(api().buffer_wrap_host(&m)).code, LT_STATUS_NOT_FOUND);
+}
+
 TEST_F(Kit, FreedHostBuffersAreReusedBySizeClass) {
   ASSERT_EQ(create().code, LT_STATUS_OK);
   lt_plugin_buffer* a = alloc(1000);

@@ -36,7 +36,13 @@ struct Options {
   int64_t epochs = 20, batch = 32, hidden = 128;
   double lr = 0.003, test_fraction = 0.2;
   uint64_t seed = 42;
+  bool metrics = false;  // --metrics: the full text report at the end
 };
+
+// --metrics: the runtime's whole text report (per-graph timing, top graphs, regions, counters).
+void print_metrics_report(lt::Runtime& rt) {
+  std::printf("\n%s", rt.metrics_report(false).c_str());
+}
 
 // Both models map a [B, 64] batch to [B, 10] logits.
 class Model : public lt::nn::Module {
@@ -151,7 +157,11 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
   ro.plugin_path = o.plugin_path;
   lt::Runtime rt = lt::Runtime::create(ro);
   lt::Device dev = o.device.empty() ? rt.default_device() : rt.find_device(o.device);
-  if (o.model == "gpt") return lt_run::run_gpt(gpt, rt, dev);
+  if (o.model == "gpt") {
+    int rc = lt_run::run_gpt(gpt, rt, dev);
+    if (rc == 0 && o.metrics) print_metrics_report(rt);
+    return rc;
+  }
 
   const std::string data = o.data.empty() ? default_digits() : o.data;
   lt::data::Dataset all = lt::data::load_digits(data);
@@ -289,6 +299,7 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
     if (!f) throw lt::Error(LT_STATUS_IO_ERROR, o.metrics_json + ": cannot write");
     f << out.dump(2) << "\n";
   }
+  if (o.metrics) print_metrics_report(rt);
   return 0;
 }
 
@@ -349,6 +360,9 @@ int main(int argc, char** argv) {
   app.add_option("--data", o.data,
                  "digits CSV (.gz or plain; default: the shipped set, <prefix>/share/lazytensor)");
   app.add_option("--metrics-json", o.metrics_json, "write accuracy and metrics as JSON here");
+  app.add_flag("--metrics", o.metrics,
+               "print the full metrics report at the end: per-graph compile and run time, the top "
+               "graphs, per-region time, counters");
   app.add_option("--optimizer", o.optimizer, "adam or sgd (momentum 0.9)");
   app.add_option("--hidden", o.hidden, "MLP hidden width")
       ->capture_default_str()

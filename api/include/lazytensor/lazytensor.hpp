@@ -495,6 +495,13 @@ class Tensor {
     check(lt_tensor_to_device(req("to"), device.get(), &out));
     return Tensor(out);
   }
+  // DLPack export (lt_tensor_to_dlpack): zero-copy on host-addressable devices. The caller owns
+  // the result and calls its deleter once (include <dlpack/dlpack.h> to use it).
+  DLManagedTensor* to_dlpack() const {
+    DLManagedTensor* out = nullptr;
+    check(lt_tensor_to_dlpack(req("to_dlpack"), &out));
+    return out;
+  }
 
   // ---- ops as methods (free functions below do the same)
   // One method per UNARY / BINARY row of lazytensor/lt_ops.def: neg() ... logical_not(),
@@ -733,6 +740,14 @@ class Tensor {
 
 inline Tensor pow(const Tensor& a, double b) {
   return a.pow(b);
+}
+// DLPack import (lt_tensor_from_dlpack): on success the tensor owns `managed` (in place where
+// the device is host-addressable and the memory compact and 64-byte aligned, else copied and
+// released at once); on error (an lt::Error) the caller still owns it.
+inline Tensor from_dlpack(DLManagedTensor* managed, const Device& device) {
+  lt_tensor* out = nullptr;
+  check(lt_tensor_from_dlpack(device.get(), managed, &out));
+  return Tensor(out);
 }
 inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   lt_tensor* out = nullptr;

@@ -437,6 +437,43 @@ LT_API const char* lt_checkpoint_metadata_key(const lt_checkpoint* checkpoint, s
  * lt_checkpoint_close. */
 LT_API const char* lt_checkpoint_metadata(const lt_checkpoint* checkpoint, const char* key);
 
+/* ---- DLPack (appended in 0.1) ----------------------------------------------------------- */
+
+/* Zero-copy exchange with other libraries through DLPack 0.6 (dlpack.h; include
+ * <dlpack/dlpack.h> to read the struct). Both directions speak host memory (kDLCPU): on a
+ * host-addressable device (cpu_eager, cpu_jit, tpu_sim) the memory is shared, on another
+ * (gpu_opencl) it is copied. dtypes: f32 f64 f16 (kDLFloat), bf16 (kDLBfloat), i32 i64
+ * (kDLInt), bool as kDLUInt 8 bits (DLPack 0.6 has no bool code; kDLBool = 6 of later
+ * versions is also accepted on import), one lane. Metrics count each path:
+ * dlpack.exports_zero_copy, dlpack.exports_copied, dlpack.imports_zero_copy,
+ * dlpack.imports_copied. See docs/dlpack.md. */
+struct DLManagedTensor;
+
+/* Exports a tensor (materialising it first) as a new DLManagedTensor: device kDLCPU 0,
+ * compact row-major with explicit strides, byte_offset 0. Zero-copy where the device is
+ * host-addressable (data is the tensor's own buffer), else a host copy. The caller owns *out
+ * and calls (*out)->deleter(*out) exactly once; until then the memory stays valid, also after
+ * the tensor and the runtime handle are freed (the export holds a reference to the value and
+ * to the runtime). The memory is shared with an immutable LazyTensor value: treat it as
+ * read-only (a write would be seen by every later use of the tensor). */
+LT_API lt_error* lt_tensor_to_dlpack(lt_tensor* tensor, struct DLManagedTensor** out);
+
+/* Imports a DLPack tensor of host memory (kDLCPU, kDLCUDAHost, kDLROCMHost) onto `device`
+ * as a new materialised tensor. On success LazyTensor owns `managed`:
+ * - in place (zero-copy) when the device is host-addressable, its plugin can wrap host
+ *   memory (ABI 1.1 buffer_wrap_host; every in-tree kit backend can) and the data is compact
+ *   row-major and 64-byte aligned: managed->deleter runs exactly once, when the value is no
+ *   longer used (its last tensor handle, pending graph and DLPack export gone). The producer
+ *   must not write the memory meanwhile;
+ * - otherwise copied (strided and negative-stride layouts are gathered into row-major
+ *   order), and managed->deleter runs before this call returns.
+ * On error nothing is taken: *out is not written and the deleter is not called. Errors name
+ * what was wrong: NULL arguments or data (INVALID_ARGUMENT), a device type that is not host
+ * memory, a dtype {code, bits, lanes} LazyTensor lacks (UNSUPPORTED), a bad ndim or shape,
+ * bool bytes other than 0 and 1 (INVALID_ARGUMENT). */
+LT_API lt_error* lt_tensor_from_dlpack(lt_device* device, struct DLManagedTensor* managed,
+                                       lt_tensor** out);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -39,7 +39,7 @@ extern "C" {
 #endif
 
 #define LT_PLUGIN_ABI_MAJOR 1
-#define LT_PLUGIN_ABI_MINOR 0
+#define LT_PLUGIN_ABI_MINOR 1
 
 #define LT_PLUGIN_ENTRY_SYMBOL "lt_plugin_get_api"
 
@@ -220,8 +220,16 @@ typedef struct lt_plugin_api {
   lt_plugin_error* (*execute)(lt_plugin_execute_args* args);
   void (*executable_destroy)(lt_plugin_context* context, lt_plugin_executable* executable);
   lt_plugin_error* (*stats)(lt_plugin_stats_args* args);
+
+  /* appended in 1.1 (optional): zero-copy import of host memory (DLPack). Wraps the
+   * `nbytes` bytes at `host_ptr` (in, borrowed until buffer_free) as a buffer of `device`,
+   * without copying, and writes it to `buffer`; or leaves `buffer` NULL (not an error) when
+   * this device cannot use that memory (not host-addressable, misaligned), and the core then
+   * copies. The core only reads a wrapped buffer (it is an input, never an output) and
+   * frees it with buffer_free, which must release the plugin's handle and never the memory. */
+  lt_plugin_error* (*buffer_wrap_host)(lt_plugin_buffer_args* args);
 } lt_plugin_api;
-#define LT_PLUGIN_API_STRUCT_SIZE LT_STRUCT_SIZE(lt_plugin_api, stats)
+#define LT_PLUGIN_API_STRUCT_SIZE LT_STRUCT_SIZE(lt_plugin_api, buffer_wrap_host)
 
 /* The one symbol a plugin exports. Returns a table with static lifetime. */
 typedef const lt_plugin_api* (*lt_plugin_get_api_fn)(void);

@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <list>
@@ -46,6 +47,7 @@ struct lt_plugin_buffer {
   size_t capacity = 0;     // bytes actually reserved (size class)
   void* handle = nullptr;  // the backend's own device handle, if it keeps one
   size_t device = 0;
+  bool borrowed = false;  // wraps memory the core lent (buffer_wrap_host): never freed here
 };
 
 namespace lt::kit {
@@ -488,6 +490,10 @@ struct Table {
   }
   static void buffer_free(lt_plugin_context* c, lt_plugin_buffer* buf) {
     if (!buf) return;
+    if (buf->borrowed) {  // the memory belongs to whoever lent it; only the handle is ours
+      delete buf;
+      return;
+    }
     if (c && c->backend) {
       c->backend->free(buf);
     } else {
@@ -518,6 +524,24 @@ struct Table {
       Backend& b = buffer_call(a, "buffer_host_ptr", true);
       a->host_ptr =
           a->context->devices[a->device].host_addressable ? b.host_ptr(a->buffer) : nullptr;
+    });
+  }
+
+  // Host memory is used in place on a host-addressable device when it is 64-byte aligned, the
+  // alignment of the kit's own buffers (generated kernels may rely on it); else the core copies.
+  static lt_plugin_error* buffer_wrap_host(lt_plugin_buffer_args* a) {
+    return guard([&] {
+      buffer_call(a, "buffer_wrap_host", false);
+      a->buffer = nullptr;
+      if (!a->context->devices[a->device].host_addressable || !a->host_ptr ||
+          reinterpret_cast<uintptr_t>(a->host_ptr) % 64 != 0)
+        return;
+      auto b = std::make_unique<Buffer>();
+      b->data = a->host_ptr;
+      b->nbytes = b->capacity = a->nbytes;
+      b->device = a->device;
+      b->borrowed = true;
+      a->buffer = b.release();
     });
   }
 
@@ -632,6 +656,7 @@ struct Table {
         execute,
         executable_destroy,
         stats,
+        buffer_wrap_host,
     };
     return &table;
   }
