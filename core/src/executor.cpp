@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "custom_ops.h"
+#include "dist.h"
 #include "error.h"
 #include "lazytensor/lower/decompose.hpp"
 #include "ops.h"
@@ -221,6 +222,11 @@ bool is_input_node(const lt_graph_node& n) {
   return std::strcmp(n.op, "input") == 0;
 }
 
+bool is_collective(const lt_graph_node& n) {
+  const lower::OpInfo* op = lower::find_op(n.op);
+  return op && op->category == lower::Category::kCollective;
+}
+
 // True if the decompose pass could help a node the backend declined: a built-in composite, or
 // an elementwise op whose operands broadcast.
 bool rewritable(const lt_graph& g, size_t i) {
@@ -302,6 +308,11 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c) {
     if (i < origin.size() && origin[i] >= 0)
       desc += fmt::format(", from the decomposition of '{}'",
                           lower::op_info(static_cast<OpId>(origin[i])).name);
+    if (is_collective(node)) {  // declined by the backend: the core runs it over MPI
+      on_host[i] = 1;
+      ++plan->collectives;
+      continue;
+    }
     const CustomOp* custom = find_custom_op(op);
     if (custom && !(fb_dev && ask_supports(fb_dev, &g, i))) {
       if (rt->policy == FallbackPolicy::kError)
@@ -348,13 +359,14 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const Collected& c) {
   for (size_t i = 0; i < n; ++i) {
     const lt_graph_node& node = g.nodes[i];
     if (is_input_node(node)) continue;
-    if (on_host[i]) {  // custom op on host: a region of its own
+    if (on_host[i]) {  // custom op or collective on host: a region of its own
       region_of[i] = static_cast<int32_t>(region_dev.size());
       region_dev.push_back(nullptr);
       region_host.push_back(static_cast<int32_t>(plan->host_nodes.size()));
       members.push_back({static_cast<int32_t>(i)});
       HostNode& h = plan->host_nodes.emplace_back();
       h.op = find_custom_op(node.op);
+      h.collective = is_collective(node);
       h.node = static_cast<int32_t>(i);
       h.name = node.op;
       h.dtype = node.dtype;
@@ -585,6 +597,7 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
     BufferPtr buf;
   };
   std::vector<Moved> moved;
+  size_t collective_bytes = 0;
 
   for (size_t k = 0; k < c.inputs.size(); ++k) {
     Node* in = c.nodes[c.inputs[k]];
@@ -607,8 +620,33 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
     return moved.back().buf->handle;
   };
 
+  // Collectives: every rank checks that the others are about to run the same ones.
+  if (plan.collectives) {
+    std::vector<const HostNode*> coll;
+    for (const HostNode& h : plan.host_nodes)
+      if (h.collective) coll.push_back(&h);
+    dist_check_collectives(coll);
+  }
   std::vector<lt_plugin_buffer*> ins, outs;
   for (const Region& r : plan.regions) {
+    if (!r.dev && plan.host_nodes[r.host_node].collective) {
+      // Operand to host memory, the collective over MPI, the result onto the graph's device;
+      // both copies count as host<->device bytes when the device's memory is not the host's.
+      const HostNode& h = plan.host_nodes[r.host_node];
+      const Buffer* b = home[h.operands[0]];
+      std::vector<unsigned char> in(b->nbytes), out;
+      download_from(b->device, b, in.data(), in.size());
+      dist_run(h, in, out);
+      produced[h.node] = dev->allocator->allocate(out.size());
+      upload_to(dev, produced[h.node].get(), out.data(), out.size());
+      home[h.node] = produced[h.node].get();
+      if (!b->device->host_addressable)
+        rt->metrics.bytes_from_device.fetch_add(in.size(), std::memory_order_relaxed);
+      if (!dev->host_addressable)
+        rt->metrics.bytes_to_device.fetch_add(out.size(), std::memory_order_relaxed);
+      collective_bytes += in.size();
+      continue;
+    }
     if (!r.dev) {
       // Custom op: operands copied to host, the CPU kernel, the result onto the graph's device.
       const HostNode& h = plan.host_nodes[r.host_node];
@@ -679,6 +717,11 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
     rt->metrics.decomposed_nodes.fetch_add(plan.decomposed_nodes, std::memory_order_relaxed);
     std::lock_guard lk(rt->metrics.mu);
     for (const auto& [key, count] : plan.op_counts) rt->metrics.named[key] += count;
+  }
+  if (plan.collectives) {
+    std::lock_guard lk(rt->metrics.mu);
+    rt->metrics.named["collective.calls"] += static_cast<double>(plan.collectives);
+    rt->metrics.named["collective.bytes"] += static_cast<double>(collective_bytes);
   }
   rt->metrics.graphs_executed.fetch_add(1, std::memory_order_relaxed);
   rt->metrics.execute_ns.fetch_add(

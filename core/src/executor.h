@@ -34,9 +34,11 @@ struct Region {
   int32_t host_node = -1;            // index into Plan::host_nodes (dev == nullptr)
 };
 
-// A custom-op node no backend claims: what the core needs to run its CPU kernel.
+// A custom-op node no backend claims, or a collective (dist.cpp): what the core needs to run
+// it on host memory.
 struct HostNode {
-  const struct CustomOp* op = nullptr;
+  const struct CustomOp* op = nullptr;  // nullptr for a collective
+  bool collective = false;
   int32_t node = -1;  // its lowered-graph index
   std::string name;
   lt_dtype dtype = LT_DTYPE_INVALID;
@@ -61,6 +63,7 @@ struct Plan {
   // the core) and "decomposed.<op>" (nodes of a composite the backend lacks, decomposed).
   std::vector<std::pair<std::string, uint64_t>> op_counts;
   uint64_t fallback_nodes = 0, decomposed_nodes = 0;
+  uint64_t collectives = 0;  // host_nodes that are collectives, run by the core over MPI
   ~Plan();
 };
 
