@@ -2,12 +2,14 @@
 // (benchmarks/dist/run.sh runs N = 1 and 2 and computes the scaling efficiency):
 //   AllReduce/<bytes>        f32 all_reduce through the lazy graph (trace, cached plan, device
 //                            copies, MPI_Allreduce): algorithm bandwidth bytes / time
+//   MpiAllReduce/<bytes>     MPI_Allreduce alone on a host buffer: what the lazy path adds
 //   TrainStep/<model>/<n>    a data-parallel step at a fixed global batch (strong scaling):
 //                            ms per step and samples/s, with the world size and core count
 //   Bucket/<model>/<bytes>   the same step with gradient all-reduce buckets of that size
 // Every rank runs every benchmark for a fixed number of iterations (collectives must match);
 // rank 0 alone reports.
 #include <benchmark/benchmark.h>
+#include <mpi.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -54,6 +56,18 @@ void BM_AllReduce(benchmark::State& state) {
     lt::Tensor y = x.all_reduce();
     lt::sync(dev());
     benchmark::DoNotOptimize(y.get());
+  }
+  state.SetBytesProcessed(state.iterations() * bytes);
+  context_counters(state);
+}
+
+void BM_MpiAllReduce(benchmark::State& state) {
+  const int64_t bytes = state.range(0);
+  std::vector<float> buf(static_cast<size_t>(bytes / 4), 1.0f);
+  for (auto _ : state) {
+    MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(buf.size()), MPI_FLOAT, MPI_SUM,
+                  MPI_COMM_WORLD);
+    benchmark::DoNotOptimize(buf.data());
   }
   state.SetBytesProcessed(state.iterations() * bytes);
   context_counters(state);
@@ -183,12 +197,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_dist: world size %lld, %u cores on this machine, device %s\n",
                  static_cast<long long>(lt::dist::world_size()),
                  std::thread::hardware_concurrency(), dev().name().c_str());
-  for (int64_t bytes = 1 << 12; bytes <= (int64_t(1) << 24); bytes *= 4)
+  for (int64_t bytes = 1 << 12; bytes <= (int64_t(1) << 24); bytes *= 4) {
     benchmark::RegisterBenchmark("AllReduce", BM_AllReduce)
         ->Arg(bytes)
         ->Iterations(bytes >= (1 << 22) ? 20 : 200)
         ->UseRealTime()
         ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark("MpiAllReduce", BM_MpiAllReduce)
+        ->Arg(bytes)
+        ->Iterations(bytes >= (1 << 22) ? 20 : 200)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+  }
   for (const char* model : {"mlp", "gpt"}) {
     benchmark::RegisterBenchmark(("TrainStep/" + std::string(model)).c_str(), BM_TrainStep,
                                  std::string(model))

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <type_traits>
 
 #include "dist_transport.h"
 #include "error.h"
@@ -33,12 +34,18 @@ Group& group() {
 }
 
 // Calls a transport function with an error buffer; throws DISTRIBUTED naming this rank.
-template <class F>
-void call(const char* what, F&& f) {
+// what: the operation, a string or a function that builds one (only on failure).
+template <class W, class F>
+void call(W&& what, F&& f) {
   char err[512] = {0};
   if (f(err, sizeof err) != 0) {
     err[sizeof err - 1] = 0;
-    fail(LT_STATUS_DISTRIBUTED, "{} on rank {} of {} failed: {}", what, group().rank, group().size,
+    std::string w;
+    if constexpr (std::is_invocable_v<W>)
+      w = what();
+    else
+      w = what;
+    fail(LT_STATUS_DISTRIBUTED, "{} on rank {} of {} failed: {}", w, group().rank, group().size,
          err[0] ? err : "MPI reported an error");
   }
 }
@@ -159,35 +166,36 @@ void dist_check_collectives(const std::vector<const HostNode*>& nodes) {
   throw Error(LT_STATUS_DISTRIBUTED, msg);
 }
 
-void dist_run(const HostNode& h, const std::vector<unsigned char>& in,
-              std::vector<unsigned char>& out) {
+size_t dist_output_bytes(const HostNode& h, size_t in_bytes) {
+  return h.name == "all_gather" ? in_bytes * static_cast<size_t>(group().size) : in_bytes;
+}
+
+void dist_run(const HostNode& h, const void* in, size_t in_bytes, void* out) {
   Group& g = group();
   const lt_dist_transport* t = g.t;
   if (!g.initialized || !t)
     fail(LT_STATUS_UNSUPPORTED, "{}: the process group is not initialised (call lt_dist_init)",
          h.name);
-  const std::string what = dist_describe(h);
+  // Described only on failure: this runs for every collective of every step.
+  auto what = [&] { return dist_describe(h); };
   if (h.name == "all_gather") {
-    out.resize(in.size() * static_cast<size_t>(g.size));
-    call(what.c_str(),
-         [&](char* e, size_t n) { return t->all_gather(in.data(), in.size(), out.data(), e, n); });
+    call(what, [&](char* e, size_t n) { return t->all_gather(in, in_bytes, out, e, n); });
     return;
   }
-  out = in;
+  if (in_bytes) std::memcpy(out, in, in_bytes);
   if (h.name == "broadcast") {
     int64_t root = attr_or(h, "root", 0);
     if (root >= g.size)
-      fail(LT_STATUS_INVALID_ARGUMENT, "{}: root {} is not a rank of a group of {}", what, root,
+      fail(LT_STATUS_INVALID_ARGUMENT, "{}: root {} is not a rank of a group of {}", what(), root,
            g.size);
-    call(what.c_str(), [&](char* e, size_t n) {
-      return t->broadcast(out.data(), out.size(), static_cast<int>(root), e, n);
+    call(what, [&](char* e, size_t n) {
+      return t->broadcast(out, in_bytes, static_cast<int>(root), e, n);
     });
     return;
   }
-  const size_t count = in.size() / lt_dtype_size(h.dtype);
+  const size_t count = in_bytes / lt_dtype_size(h.dtype);
   const int reduce = static_cast<int>(attr_or(h, "reduce", 0));
-  call(what.c_str(),
-       [&](char* e, size_t n) { return t->all_reduce(out.data(), count, h.dtype, reduce, e, n); });
+  call(what, [&](char* e, size_t n) { return t->all_reduce(out, count, h.dtype, reduce, e, n); });
 }
 
 }  // namespace lt

@@ -23,9 +23,11 @@ int dist_world_size(const char* op);
 // collectives (op, attributes, dtype, shape, in order); on a mismatch every rank throws
 // lt::Error(DISTRIBUTED) naming each rank's collectives, instead of a hang or wrong data.
 void dist_check_collectives(const std::vector<const HostNode*>& nodes);
-// Runs one collective node on host memory: `in` holds the operand, `out` gets the result.
-void dist_run(const HostNode& h, const std::vector<unsigned char>& in,
-              std::vector<unsigned char>& out);
+// Bytes of a collective's result for an operand of `in_bytes` (all_gather: world times).
+size_t dist_output_bytes(const HostNode& h, size_t in_bytes);
+// Runs one collective node on host memory: `in` holds the operand (in_bytes), `out` receives
+// dist_output_bytes(h, in_bytes) bytes. in and out may not overlap.
+void dist_run(const HostNode& h, const void* in, size_t in_bytes, void* out);
 // "all_reduce(sum) f32 [4,3]": a collective as error messages name it.
 std::string dist_describe(const HostNode& h);
 

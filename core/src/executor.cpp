@@ -554,6 +554,18 @@ std::string miss_reason(Device* dev, const Collected& c) {
   return why;
 }
 
+// The host address of a buffer of a host-addressable device, else nullptr.
+void* host_ptr(const Buffer* b) {
+  Device* d = b->device;
+  if (!d->host_addressable || !b->nbytes || !LT_PLUGIN_HAS(d->plugin, buffer_host_ptr))
+    return nullptr;
+  lt_plugin_buffer_args a{};
+  a.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
+  a.context = d->plugin->ctx, a.device = d->index, a.buffer = b->handle;
+  d->plugin->call("buffer_host_ptr", [&] { return d->plugin->api->buffer_host_ptr(&a); });
+  return a.host_ptr;
+}
+
 BufferPtr transfer(Runtime* rt, const Buffer* src, Device* to) {
   BufferPtr dst = to->allocator->allocate(src->nbytes);
   Device* from = src->device;
@@ -632,19 +644,33 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
     if (!r.dev && plan.host_nodes[r.host_node].collective) {
       // Operand to host memory, the collective over MPI, the result onto the graph's device;
       // both copies count as host<->device bytes when the device's memory is not the host's.
+      // Host-addressable buffers (cpu_eager, cpu_jit, tpu_sim) are used in place: MPI reads the
+      // operand's memory and writes the result's, no copies.
       const HostNode& h = plan.host_nodes[r.host_node];
       const Buffer* b = home[h.operands[0]];
-      std::vector<unsigned char> in(b->nbytes), out;
-      download_from(b->device, b, in.data(), in.size());
-      dist_run(h, in, out);
-      produced[h.node] = dev->allocator->allocate(out.size());
-      upload_to(dev, produced[h.node].get(), out.data(), out.size());
+      const size_t in_bytes = b->nbytes, out_bytes = dist_output_bytes(h, in_bytes);
+      produced[h.node] = dev->allocator->allocate(out_bytes);
       home[h.node] = produced[h.node].get();
-      if (!b->device->host_addressable)
-        rt->metrics.bytes_from_device.fetch_add(in.size(), std::memory_order_relaxed);
-      if (!dev->host_addressable)
-        rt->metrics.bytes_to_device.fetch_add(out.size(), std::memory_order_relaxed);
-      collective_bytes += in.size();
+      const void* in = host_ptr(b);
+      void* out = host_ptr(produced[h.node].get());
+      thread_local std::vector<unsigned char> in_copy, out_copy;  // reused: no fresh pages
+      if (!in) {
+        in_copy.resize(in_bytes);
+        download_from(b->device, b, in_copy.data(), in_bytes);
+        rt->metrics.bytes_from_device.fetch_add(in_bytes, std::memory_order_relaxed);
+        in = in_copy.data();
+      }
+      const bool upload = out == nullptr;
+      if (upload) {
+        out_copy.resize(out_bytes);
+        out = out_copy.data();
+      }
+      dist_run(h, in, in_bytes, out);
+      if (upload) {
+        upload_to(dev, produced[h.node].get(), out, out_bytes);
+        rt->metrics.bytes_to_device.fetch_add(out_bytes, std::memory_order_relaxed);
+      }
+      collective_bytes += in_bytes;
       continue;
     }
     if (!r.dev) {
