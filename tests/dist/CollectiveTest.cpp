@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -271,6 +272,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  if (lt_dist_rank() == 0) std::printf("collective_test: device %s\n", dev().name().c_str());
   int rc = RUN_ALL_TESTS();
   if (init) {
     // A rank whose tests failed must not leave the others waiting in a collective.
