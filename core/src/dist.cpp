@@ -53,8 +53,9 @@ void call(W&& what, F&& f) {
 const lt_dist_transport* load_transport() {
 #ifndef LT_HAVE_MPI
   fail(LT_STATUS_UNSUPPORTED,
-       "lt_dist_init: LazyTensor was built without MPI (CMake found no MPI C library); install "
-       "an MPI (e.g. libopenmpi-dev) and rebuild to train across processes");
+       "lt_dist_init: LazyTensor was built without MPI (CMake found no MPI C library, or "
+       "LT_WITH_MPI=OFF); install an MPI (e.g. libopenmpi-dev) and rebuild to train across "
+       "processes");
 #else
   Group& g = group();
   if (g.t) return g.t;

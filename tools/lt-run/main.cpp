@@ -40,10 +40,10 @@ struct Options {
   std::string fault;         // test hook "RANK:STEP:exit|error" (tests/dist)
 };
 
-// --inject-fault RANK:STEP:MODE (tests/dist): on that rank at that step, exit(3) without a
-// word ("exit": a process that dies) or throw an lt::Error ("error": a rank that fails).
 }  // namespace
 
+// --inject-fault RANK:STEP:MODE (tests/dist): on that rank at that step, exit(3) without a
+// word ("exit": a process that dies) or throw an lt::Error ("error": a rank that fails).
 void lt_run::maybe_fault(const std::string& spec, int64_t step) {
   if (spec.empty()) return;
   long long r = -1, s = -1;
