@@ -59,9 +59,10 @@ inline void broadcast_parameters(const std::vector<Tensor*>& params, int64_t roo
   if (dev.get()) sync(dev);
 }
 
-// 25 MiB is torch.distributed's default bucket; measured here (benchmarks/dist, the digits MLP
-// and the small GPT on 2 processes) every bucket larger than the whole gradient set wins, so
-// the default puts each dtype's gradients in one collective up to this size.
+// torch.distributed's default bucket. Measured here (benchmarks/dist, an MLP and a small GPT
+// on 2 processes; docs/distributed.md) one bucket for all gradients wins or ties against
+// 1 B, 64 KiB and 1 MiB buckets: collectives run between regions, so smaller buckets overlap
+// nothing and each costs a latency. This size puts every gradient of those models in one.
 inline constexpr size_t kDefaultBucketBytes = size_t(25) << 20;
 
 // All-reduces the gradients of `params` (op: LT_REDUCE_SUM for a loss already divided by the
