@@ -231,11 +231,18 @@ TEST(Collective, InitTwiceReturnsTheSameGroup) {
   EXPECT_TRUE(lt::dist::initialized());
 }
 
+// Collectives are counted; on a device whose memory is not the host's (gpu_opencl) the copies
+// to and from host memory count as host<->device bytes, on the others MPI works in place.
 TEST(Collective, BytesAreCountedInTheMetrics) {
   const double calls = rt().metric("collective.calls"), bytes = rt().metric("collective.bytes");
-  (void)lt::ones(dev(), {250}).all_reduce().to_vector<float>();
+  const double to = rt().metric("bytes_to_device"), from = rt().metric("bytes_from_device");
+  lt::Tensor y = lt::ones(dev(), {250}).all_reduce();
+  lt::sync(dev());
   EXPECT_EQ(rt().metric("collective.calls") - calls, 1.0);
   EXPECT_EQ(rt().metric("collective.bytes") - bytes, 1000.0);
+  const double copies = dev().backend() == "gpu_opencl" ? 1000.0 : 0.0;
+  EXPECT_EQ(rt().metric("bytes_to_device") - to, copies) << dev().name();
+  EXPECT_EQ(rt().metric("bytes_from_device") - from, copies) << dev().name();
 }
 
 // ---- one process, no lt_dist_init ----
