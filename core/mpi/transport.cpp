@@ -60,6 +60,33 @@ int t_finalize(char* err, size_t n) {
   return done ? 0 : report(MPI_Finalize(), "MPI_Finalize", err, n);
 }
 
+double g_timeout = 0;  // seconds; 0: blocking collectives (set_timeout, before any collective)
+
+void t_set_timeout(double seconds) {
+  g_timeout = seconds > 0 ? seconds : 0;
+}
+
+// One collective: MPI's blocking call, or with a deadline its non-blocking form polled (a
+// rank that never arrives, stuck or traced differently, becomes an error instead of a hang).
+template <class Blocking, class Start>
+int collective(const char* name, Blocking&& blocking, Start&& start, char* err, size_t n) {
+  if (g_timeout <= 0) return report(blocking(), name, err, n);
+  MPI_Request req = MPI_REQUEST_NULL;
+  if (report(start(&req), name, err, n)) return 1;
+  const double t0 = MPI_Wtime();
+  for (int done = 0; !done;) {
+    if (report(MPI_Test(&req, &done, MPI_STATUS_IGNORE), name, err, n)) return 1;
+    if (!done && MPI_Wtime() - t0 > g_timeout) {
+      std::snprintf(err, n,
+                    "%s: not complete after %g s (LT_DIST_TIMEOUT): another rank has not "
+                    "reached this collective (stuck, or it traced a different graph)",
+                    name, g_timeout);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 template <class T>
 void scale(void* buf, size_t count, double f) {
   T* p = static_cast<T*>(buf);
@@ -76,9 +103,15 @@ int t_all_reduce(void* buf, size_t count, lt_dtype dtype, int reduce, char* err,
     std::snprintf(err, n, "%zu elements exceed MPI's count limit", count);
     return 1;
   }
-  if (report(MPI_Allreduce(MPI_IN_PLACE, buf, static_cast<int>(count), t,
-                           reduce == 2 ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD),
-             "MPI_Allreduce", err, n))
+  const MPI_Op op = reduce == 2 ? MPI_MAX : MPI_SUM;
+  const int c = static_cast<int>(count);
+  if (collective(
+          "MPI_Allreduce",
+          [&] { return MPI_Allreduce(MPI_IN_PLACE, buf, c, t, op, MPI_COMM_WORLD); },
+          [&](MPI_Request* r) {
+            return MPI_Iallreduce(MPI_IN_PLACE, buf, c, t, op, MPI_COMM_WORLD, r);
+          },
+          err, n))
     return 1;
   if (reduce == 1) {
     int size = 1;
@@ -97,8 +130,11 @@ int t_broadcast(void* buf, size_t nbytes, int root, char* err, size_t n) {
     std::snprintf(err, n, "%zu bytes exceed MPI's count limit", nbytes);
     return 1;
   }
-  return report(MPI_Bcast(buf, static_cast<int>(nbytes), MPI_BYTE, root, MPI_COMM_WORLD),
-                "MPI_Bcast", err, n);
+  const int c = static_cast<int>(nbytes);
+  return collective(
+      "MPI_Bcast", [&] { return MPI_Bcast(buf, c, MPI_BYTE, root, MPI_COMM_WORLD); },
+      [&](MPI_Request* r) { return MPI_Ibcast(buf, c, MPI_BYTE, root, MPI_COMM_WORLD, r); }, err,
+      n);
 }
 
 int t_all_gather(const void* in, size_t nbytes, void* out, char* err, size_t n) {
@@ -106,9 +142,14 @@ int t_all_gather(const void* in, size_t nbytes, void* out, char* err, size_t n) 
     std::snprintf(err, n, "%zu bytes exceed MPI's count limit", nbytes);
     return 1;
   }
-  return report(MPI_Allgather(in, static_cast<int>(nbytes), MPI_BYTE, out, static_cast<int>(nbytes),
-                              MPI_BYTE, MPI_COMM_WORLD),
-                "MPI_Allgather", err, n);
+  const int c = static_cast<int>(nbytes);
+  return collective(
+      "MPI_Allgather",
+      [&] { return MPI_Allgather(in, c, MPI_BYTE, out, c, MPI_BYTE, MPI_COMM_WORLD); },
+      [&](MPI_Request* r) {
+        return MPI_Iallgather(in, c, MPI_BYTE, out, c, MPI_BYTE, MPI_COMM_WORLD, r);
+      },
+      err, n);
 }
 
 void t_abort(int code) {
@@ -129,7 +170,8 @@ const lt_dist_transport kTransport = {LT_DIST_TRANSPORT_STRUCT_SIZE,
                                       t_broadcast,
                                       t_all_gather,
                                       t_abort,
-                                      t_version};
+                                      t_version,
+                                      t_set_timeout};
 
 }  // namespace
 

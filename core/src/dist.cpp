@@ -212,11 +212,21 @@ LT_API lt_error* lt_dist_init(int64_t* rank, int64_t* world_size) {
         fail(LT_STATUS_UNSUPPORTED,
              "lt_dist_init: the process group was finalised; MPI cannot start twice in one "
              "process");
+      // LT_DIST_TIMEOUT: seconds a collective waits for the other ranks (docs/distributed.md).
+      double timeout = 0;
+      if (const char* v = std::getenv("LT_DIST_TIMEOUT"); v && *v) {
+        char* end = nullptr;
+        timeout = std::strtod(v, &end);
+        if (*end || !(timeout >= 0) || timeout > 1e9)
+          fail(LT_STATUS_INVALID_ARGUMENT,
+               "lt_dist_init: LT_DIST_TIMEOUT '{}' is not a number of seconds (0: no limit)", v);
+      }
       const lt_dist_transport* t = load_transport();
       int r = 0, s = 1;
       char err[512] = {0};
       if (t->init(&r, &s, err, sizeof err) != 0)
         fail(LT_STATUS_DISTRIBUTED, "lt_dist_init: {}", err);
+      t->set_timeout(timeout);
       g.rank = r;
       g.size = s;
       g.initialized = true;

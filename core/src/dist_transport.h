@@ -32,9 +32,12 @@ typedef struct lt_dist_transport {
   int (*all_gather)(const void* in, size_t nbytes, void* out, char* err, size_t err_size);
   void (*abort)(int code); /* MPI_Abort on the world communicator; does not return */
   const char* (*library_version)(void);
+  /* Seconds a collective may wait for the other ranks before it fails (0: forever, MPI's
+   * blocking calls). With a limit the collectives are MPI's non-blocking ones, polled. */
+  void (*set_timeout)(double seconds);
 } lt_dist_transport;
 
-#define LT_DIST_TRANSPORT_STRUCT_SIZE (offsetof(lt_dist_transport, library_version) + sizeof(void*))
+#define LT_DIST_TRANSPORT_STRUCT_SIZE (offsetof(lt_dist_transport, set_timeout) + sizeof(void*))
 
 /* The one symbol liblazytensor_mpi.so exports. */
 typedef const lt_dist_transport* (*lt_dist_get_transport_fn)(void);

@@ -6,6 +6,8 @@
 #   rank 0 alone prints, and the printed line says the world size.
 # MODE exit / error: rank 1 exits (status 3, no message) or fails with an lt::Error at step 3;
 #   the job must end within 60 s with a non-zero status and a message naming rank 1.
+# MODE hang: rank 1 sleeps forever at step 3; with LT_DIST_TIMEOUT (set by the test) rank 0's
+#   next collective gives up and rank 0 ends the job, saying which collective timed out.
 set -euo pipefail
 mpiexec="$1" lt_run="$2" mode="$3"
 shift 3
@@ -55,6 +57,11 @@ if [[ "$mode" == exit ]]; then
   # the rank) with its exit code.
   grep -q 'Process name: \[\[[0-9]*,[0-9]*\],1\]' "$dir/out" && grep -q 'Exit code: *3' "$dir/out" ||
     { echo "FAIL: the message does not name rank 1 and its exit code"; exit 1; }
+elif [[ "$mode" == hang ]]; then
+  grep -q "lazytensor: rank 0 of 2 aborts the process group: lt-run: error: .* on rank 0 of 2 failed: .*not complete after ${LT_DIST_TIMEOUT:?} s (LT_DIST_TIMEOUT): another rank has not reached this collective" "$dir/out" ||
+    { echo "FAIL: no timeout error from rank 0"; exit 1; }
+  echo "OK: rank 1 hung -> rank 0 gave up after LT_DIST_TIMEOUT=$LT_DIST_TIMEOUT s; the job stopped in ${took} s with status $rc"
+  exit 0
 else
   grep -q 'lazytensor: rank 1 of 2 aborts the process group: lt-run: error: injected fault at step 3' "$dir/out" ||
     { echo "FAIL: no error naming rank 1"; exit 1; }

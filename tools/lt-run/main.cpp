@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "lazytensor/autograd.hpp"
 #include "lazytensor/data.hpp"
@@ -43,16 +44,19 @@ struct Options {
 }  // namespace
 
 // --inject-fault RANK:STEP:MODE (tests/dist): on that rank at that step, exit(3) without a
-// word ("exit": a process that dies) or throw an lt::Error ("error": a rank that fails).
+// word ("exit": a process that dies), throw an lt::Error ("error": a rank that fails), or
+// sleep forever ("hang": a rank that is stuck; the others stop after LT_DIST_TIMEOUT).
 void lt_run::maybe_fault(const std::string& spec, int64_t step) {
   if (spec.empty()) return;
   long long r = -1, s = -1;
   char mode[16] = {0};
   if (std::sscanf(spec.c_str(), "%lld:%lld:%15s", &r, &s, mode) != 3)
     throw lt::Error(LT_STATUS_INVALID_ARGUMENT,
-                    "--inject-fault '" + spec + "' is not RANK:STEP:exit|error");
+                    "--inject-fault '" + spec + "' is not RANK:STEP:exit|error|hang");
   if (r != lt::dist::rank() || s != step) return;
   if (std::string(mode) == "exit") std::_Exit(3);
+  if (std::string(mode) == "hang")
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
   throw lt::Error(LT_STATUS_INTERNAL, "injected fault at step " + std::to_string(step));
 }
 
@@ -401,7 +405,7 @@ int main(int argc, char** argv) {
   app.add_option("--loss-log", o.loss_log,
                  "write each epoch's training loss (gpt: each evaluation's step, train and "
                  "validation loss) here, full precision");
-  app.add_option("--inject-fault", o.fault, "test hook: RANK:STEP:exit|error")->group("");
+  app.add_option("--inject-fault", o.fault, "test hook: RANK:STEP:exit|error|hang")->group("");
   auto* gg = app.add_option_group("gpt", "--model gpt");
   gg->add_option("--corpus", g.corpus, "text file or directory of fortune files")
       ->capture_default_str();
@@ -482,6 +486,7 @@ int main(int argc, char** argv) {
     if (o.distributed && lt::dist::world_size() > 1) {
       // The others wait in their next collective: end the whole group, naming this rank.
       std::string what = std::string("lt-run: error: ") + e.what();
+      std::fputs("\n", stderr);  // off the progress bar's line
       lt::dist::abort(1, what);
     }
     std::fprintf(stderr, "\nlt-run: error: %s\n", e.what());
