@@ -513,6 +513,20 @@ LT_API lt_error* lt_log_softmax(lt_tensor* a, int64_t axis, lt_tensor** out) {
   return apply_id(nullptr, kOpLogSoftmax, &a, 1, &at, 1, out);
 }
 
+// ---- collectives ----
+
+LT_API lt_error* lt_all_reduce(lt_tensor* a, lt_reduce_op op, lt_tensor** out) {
+  lt_attr at = attr_int("reduce", static_cast<int64_t>(op));
+  return apply_id(nullptr, kOpAllReduce, &a, 1, &at, 1, out);
+}
+LT_API lt_error* lt_broadcast(lt_tensor* a, int64_t root, lt_tensor** out) {
+  lt_attr at = attr_int("root", root);
+  return apply_id(nullptr, kOpBroadcast, &a, 1, &at, 1, out);
+}
+LT_API lt_error* lt_all_gather(lt_tensor* a, lt_tensor** out) {
+  return apply_id(nullptr, kOpAllGather, &a, 1, nullptr, 0, out);
+}
+
 // ---- metrics ----
 
 LT_API lt_error* lt_metrics_report(lt_runtime* runtime, int json, char** out) {

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "custom_ops.h"
+#include "dist.h"
 #include "error.h"
 #include "lazytensor/lower/decompose.hpp"
 #include "ops.h"
@@ -226,6 +227,11 @@ bool is_input_node(const lt_graph_node& n) {
   return std::strcmp(n.op, "input") == 0;
 }
 
+bool is_collective(const lt_graph_node& n) {
+  const lower::OpInfo* op = lower::find_op(n.op);
+  return op && op->category == lower::Category::kCollective;
+}
+
 // True if the decompose pass could help a node the backend declined: a built-in composite, or
 // an elementwise op whose operands broadcast, or arithmetic on bf16/f16 (computed in f32).
 bool rewritable(const lt_graph& g, size_t i) {
@@ -383,6 +389,11 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& full_g, const Pl
     if (i < origin.size() && origin[i] >= 0)
       desc += fmt::format(", from the decomposition of '{}'",
                           lower::op_info(static_cast<OpId>(origin[i])).name);
+    if (is_collective(node)) {  // declined by the backend: the core runs it over MPI
+      on_host[i] = 1;
+      ++plan->collectives;
+      continue;
+    }
     const CustomOp* custom = find_custom_op(op);
     if (custom && !(fb_dev && ask_supports(fb_dev, &g, i))) {
       if (rt->policy == FallbackPolicy::kError)
@@ -429,13 +440,14 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& full_g, const Pl
   for (size_t i = 0; i < n; ++i) {
     const lt_graph_node& node = g.nodes[i];
     if (is_input_node(node)) continue;
-    if (on_host[i]) {  // custom op on host: a region of its own
+    if (on_host[i]) {  // custom op or collective on host: a region of its own
       region_of[i] = static_cast<int32_t>(region_dev.size());
       region_dev.push_back(nullptr);
       region_host.push_back(static_cast<int32_t>(plan->host_nodes.size()));
       members.push_back({static_cast<int32_t>(i)});
       HostNode& h = plan->host_nodes.emplace_back();
       h.op = find_custom_op(node.op);
+      h.collective = is_collective(node);
       h.node = static_cast<int32_t>(i);
       h.name = node.op;
       h.dtype = node.dtype;
@@ -672,6 +684,18 @@ std::string miss_reason(Device* dev, const Collected& c) {
   return why;
 }
 
+// The host address of a buffer of a host-addressable device, else nullptr.
+void* host_ptr(const Buffer* b) {
+  Device* d = b->device;
+  if (!d->host_addressable || !b->nbytes || !LT_PLUGIN_HAS(d->plugin, buffer_host_ptr))
+    return nullptr;
+  lt_plugin_buffer_args a{};
+  a.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
+  a.context = d->plugin->ctx, a.device = d->index, a.buffer = b->handle;
+  d->plugin->call("buffer_host_ptr", [&] { return d->plugin->api->buffer_host_ptr(&a); });
+  return a.host_ptr;
+}
+
 BufferPtr transfer(Runtime* rt, const Buffer* src, Device* to) {
   BufferPtr dst = to->allocator->allocate(src->nbytes);
   Device* from = src->device;
@@ -715,6 +739,7 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
     BufferPtr buf;
   };
   std::vector<Moved> moved;
+  size_t collective_bytes = 0;
 
   for (size_t k = 0; k < c.inputs.size(); ++k) {
     Node* in = c.nodes[c.inputs[k]];
@@ -737,6 +762,13 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
     return moved.back().buf->handle;
   };
 
+  // Collectives: every rank checks that the others are about to run the same ones.
+  if (plan.collectives) {
+    std::vector<const HostNode*> coll;
+    for (const HostNode& h : plan.host_nodes)
+      if (h.collective) coll.push_back(&h);
+    dist_check_collectives(coll);
+  }
   std::vector<lt_plugin_buffer*> ins, outs;
   for (size_t ri = 0; ri < plan.regions.size(); ++ri) {
     const Region& r = plan.regions[ri];
@@ -748,6 +780,39 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
                   .count()),
           std::memory_order_relaxed);
     };
+    if (!r.dev && plan.host_nodes[r.host_node].collective) {
+      // Operand to host memory, the collective over MPI, the result onto the graph's device;
+      // both copies count as host<->device bytes when the device's memory is not the host's.
+      // Host-addressable buffers (cpu_eager, cpu_jit, tpu_sim) are used in place: MPI reads the
+      // operand's memory and writes the result's, no copies.
+      const HostNode& h = plan.host_nodes[r.host_node];
+      const Buffer* b = home[h.operands[0]];
+      const size_t in_bytes = b->nbytes, out_bytes = dist_output_bytes(h, in_bytes);
+      produced[h.node] = dev->allocator->allocate(out_bytes);
+      home[h.node] = produced[h.node].get();
+      const void* in = host_ptr(b);
+      void* out = host_ptr(produced[h.node].get());
+      thread_local std::vector<unsigned char> in_copy, out_copy;  // reused: no fresh pages
+      if (!in) {
+        in_copy.resize(in_bytes);
+        download_from(b->device, b, in_copy.data(), in_bytes);
+        rt->metrics.bytes_from_device.fetch_add(in_bytes, std::memory_order_relaxed);
+        in = in_copy.data();
+      }
+      const bool upload = out == nullptr;
+      if (upload) {
+        out_copy.resize(out_bytes);
+        out = out_copy.data();
+      }
+      dist_run(h, in, in_bytes, out);
+      if (upload) {
+        upload_to(dev, produced[h.node].get(), out, out_bytes);
+        rt->metrics.bytes_to_device.fetch_add(out_bytes, std::memory_order_relaxed);
+      }
+      collective_bytes += in_bytes;
+      region_done();
+      continue;
+    }
     if (!r.dev) {
       // Custom op: operands copied to host, the CPU kernel, the result onto the graph's device.
       const HostNode& h = plan.host_nodes[r.host_node];
@@ -826,6 +891,11 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
     std::lock_guard lk(rt->metrics.mu);
     rt->metrics.named[plan.background ? "background_compile.compiled_steps"
                                       : "background_compile.eager_steps"] += 1;
+  }
+  if (plan.collectives) {
+    std::lock_guard lk(rt->metrics.mu);
+    rt->metrics.named["collective.calls"] += static_cast<double>(plan.collectives);
+    rt->metrics.named["collective.bytes"] += static_cast<double>(collective_bytes);
   }
   rt->metrics.graphs_executed.fetch_add(1, std::memory_order_relaxed);
   const auto ns = static_cast<uint64_t>(

@@ -35,9 +35,11 @@ struct Region {
   int32_t host_node = -1;            // index into Plan::host_nodes (dev == nullptr)
 };
 
-// A custom-op node no backend claims: what the core needs to run its CPU kernel.
+// A custom-op node no backend claims, or a collective (dist.cpp): what the core needs to run
+// it on host memory.
 struct HostNode {
-  const struct CustomOp* op = nullptr;
+  const struct CustomOp* op = nullptr;  // nullptr for a collective
+  bool collective = false;
   int32_t node = -1;  // its lowered-graph index
   std::string name;
   lt_dtype dtype = LT_DTYPE_INVALID;
@@ -77,6 +79,8 @@ struct Plan {
   std::vector<std::vector<std::pair<std::string, double>>> region_stats;
   mutable std::atomic<uint64_t> compile_ns{0}, runs{0}, run_ns{0};
   std::unique_ptr<std::atomic<uint64_t>[]> region_ns;  // one per region: execute-call time
+
+  uint64_t collectives = 0;  // host_nodes that are collectives, run by the core over MPI
   ~Plan();
 };
 

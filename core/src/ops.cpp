@@ -10,6 +10,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "dist.h"
 #include "error.h"
 #include "lazytensor/lower/error.hpp"
 #include "lazytensor/lower/graph.hpp"
@@ -670,6 +671,44 @@ NodeRef build_softmax(const OpCall& c) {
   if (a->shape.empty()) fail(LT_STATUS_SHAPE_MISMATCH, "{}: input is rank 0", op);
   int64_t axis = norm_axis(op, c.attr_int("axis"), a->shape.size(), a->shape);
   return make_node(c.device, c.op, {a}, a->dtype, a->shape, AttrBuilder().i("axis", axis).done());
+}
+
+// ---- collectives (run across the lt_dist_init group; dist.cpp) -------------------------------
+
+// all_reduce (reduce: 0 sum, 1 mean, 2 max) and broadcast (root): the output is the input's
+// description. The group must exist at trace time: broadcast's root is checked against it.
+NodeRef build_collective(const OpCall& c) {
+  const char* op = name_of(c);
+  Node* a = c.inputs[0].get();
+  expect_class(c, a->dtype);
+  const int size = dist_world_size(op);
+  if (c.op == kOpAllReduce) {
+    int64_t r = c.attr_int("reduce");
+    if (r < 0 || r > 2)
+      fail(LT_STATUS_INVALID_ARGUMENT, "all_reduce: reduce {} is not 0 (sum), 1 (mean), 2 (max)",
+           r);
+    if (a->dtype != LT_DTYPE_F32 && a->dtype != LT_DTYPE_F64 && a->dtype != LT_DTYPE_I32 &&
+        a->dtype != LT_DTYPE_I64)
+      fail(LT_STATUS_DTYPE_MISMATCH, "all_reduce: dtype {} cannot be reduced (f32 f64 i32 i64)",
+           lt_dtype_name(a->dtype));
+    return make_node(c.device, c.op, {a}, a->dtype, a->shape, AttrBuilder().i("reduce", r).done());
+  }
+  int64_t root = c.attr_int("root");
+  if (root < 0 || root >= size)
+    fail(LT_STATUS_INVALID_ARGUMENT, "broadcast: root {} is not a rank of the group of {}", root,
+         size);
+  return make_node(c.device, c.op, {a}, a->dtype, a->shape, AttrBuilder().i("root", root).done());
+}
+
+NodeRef build_all_gather(const OpCall& c) {
+  Node* a = c.inputs[0].get();
+  expect_class(c, a->dtype);
+  const int size = dist_world_size("all_gather");
+  if (a->shape.empty())
+    fail(LT_STATUS_SHAPE_MISMATCH, "all_gather: input is rank 0 (it is stacked along dim 0)");
+  Dims out = a->shape;
+  out[0] *= size;
+  return make_node(c.device, c.op, {a}, a->dtype, out);
 }
 
 NodeRef build_input(const OpCall&) {

@@ -93,4 +93,41 @@ TEST(DigitsData, SplitShuffleAndBatchAreSeeded) {
   EXPECT_EQ(b.batches(), tr1.rows() / 100);  // the last partial batch is dropped
 }
 
+// Data parallelism: the ranks' shards of a global batch are its rows, contiguous, in rank
+// order, the first (rows % world) ranks taking one more; N processes see what one sees.
+TEST(DigitsData, ShardsOfABatchAreItsRowsInRankOrder) {
+  const int64_t firsts[] = {0, 4, 7}, counts[] = {4, 3, 3};
+  for (int64_t r = 0; r < 3; ++r) {
+    EXPECT_EQ((lt::data::Shard{r, 3}.first(10)), firsts[r]);
+    EXPECT_EQ((lt::data::Shard{r, 3}.count(10)), counts[r]);
+  }
+  auto d = lt::data::load_digits(LT_TEST_DIGITS);
+  lt::Runtime rt = lt::Runtime::create();
+  lt::Device dev = rt.find_device("cpu_eager");
+  lt::data::Batcher whole(d, 10, 7);
+  whole.shuffle(2);
+  std::vector<float> x = whole.batch_one_hot(dev, 3).first.to_vector<float>(), joined;
+  for (int64_t r = 0; r < 3; ++r) {
+    lt::data::Batcher part(d, 10, 7);
+    part.set_shard({r, 3});
+    part.shuffle(2);
+    EXPECT_EQ(part.local_batch(), counts[r]);
+    auto [px, py] = part.batch_one_hot(dev, 3);
+    EXPECT_EQ(px.shape(), (std::vector<int64_t>{counts[r], 64}));
+    EXPECT_EQ(py.shape(), (std::vector<int64_t>{counts[r], 10}));
+    auto v = px.to_vector<float>();
+    joined.insert(joined.end(), v.begin(), v.end());
+  }
+  EXPECT_EQ(joined, x);
+  lt::data::Batcher small(d, 2, 1);
+  try {
+    small.set_shard({0, 3});
+    FAIL() << "3 shards of a batch of 2 accepted";
+  } catch (const lt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shard 0 of 3 does not fit batch size 2"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace

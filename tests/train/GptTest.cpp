@@ -105,6 +105,35 @@ TEST(Text, BatchesAreSeededWindowsWithShiftedTargets) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(t[i], (a[i] + 1) % 97) << i;
 }
 
+TEST(Text, ShardsAreTheRowsOfTheGlobalBatch) {
+  std::vector<int64_t> tokens(1000);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int64_t>(i % 97);
+  lt::Device dev = runtime().find_device("cpu_eager");
+  std::vector<int64_t> whole =
+      lt::text::sample_batch(dev, tokens, 5, 8, 3, 5).first.to_vector<int64_t>();
+  std::vector<int64_t> joined;
+  for (int64_t r = 0; r < 2; ++r) {
+    auto [x, y] = lt::text::sample_batch(dev, tokens, 5, 8, 3, 5, lt::data::Shard{r, 2});
+    EXPECT_EQ(x.dim(0), r == 0 ? 3 : 2);
+    EXPECT_EQ(y.dim(0), x.dim(0) * 8);
+    auto v = x.to_vector<int64_t>();
+    joined.insert(joined.end(), v.begin(), v.end());
+  }
+  EXPECT_EQ(joined, whole);
+}
+
+// A shard's dropout mask is its rows of the mask of the global batch (counter-based random
+// numbers from the shard's first element), so dropout does not break data-parallel runs.
+TEST(Dropout, AShardsMaskIsItsRowsOfTheGlobalBatchsMask) {
+  lt::Device dev = runtime().find_device("cpu_eager");
+  lt::nn::Dropout whole(0.5, 11), part(0.5, 11);
+  std::vector<float> all = whole(lt::ones(dev, {6, 5})).to_vector<float>();
+  part.set_shard(2);
+  std::vector<float> rows = part(lt::ones(dev, {4, 5})).to_vector<float>();
+  EXPECT_EQ(rows, std::vector<float>(all.begin() + 10, all.end()));
+  EXPECT_NE(std::vector<float>(all.begin(), all.begin() + 20), rows);  // not the first rows
+}
+
 // Logits of a full forward pass over `tokens` [1, T].
 std::vector<float> full_logits(lt::models::Gpt& m, const lt::Device& dev,
                                const std::vector<int64_t>& tokens) {

@@ -19,6 +19,7 @@
 #include "lazytensor/amp.hpp"
 #include "lazytensor/autograd.hpp"
 #include "lazytensor/checkpoint.hpp"
+#include "lazytensor/distributed.hpp"
 #include "lazytensor/lazytensor.hpp"
 #include "lazytensor/models/gpt.hpp"
 #include "lazytensor/optim.hpp"
@@ -78,10 +79,14 @@ double evaluate(lt::models::Gpt& model, const lt::Device& dev, const std::vector
   lt::NoGradGuard no_grad;
   model.eval();
   double sum = 0;
+  const lt::data::Shard shard = o.distributed ? lt::dist::shard() : lt::data::Shard{};
+  const double share = static_cast<double>(shard.count(o.batch)) / static_cast<double>(o.batch);
   for (int64_t i = 0; i < batches; ++i) {
     auto [x, y] = lt::text::sample_batch(dev, tokens, o.batch, model.config().context,
-                                         o.seed ^ 0xE7A1u, static_cast<uint64_t>(i));
-    sum += model.loss(x, y).item<float>();
+                                         o.seed ^ 0xE7A1u, static_cast<uint64_t>(i), shard);
+    lt::Tensor l = model.loss(x, y);
+    if (o.distributed) l = (l * share).all_reduce(LT_REDUCE_SUM);  // the global batch's mean
+    sum += l.item<float>();
   }
   model.train();
   return sum / static_cast<double>(batches);
@@ -194,6 +199,13 @@ int run_gpt(const GptOptions& o, lt::Runtime& rt, const lt::Device& dev) {
 
   lt::models::Gpt model(dev, cfg);
   model.materialize();
+  const bool dist = o.distributed, rank0 = lt::dist::rank() == 0;
+  const lt::data::Shard shard = dist ? lt::dist::shard() : lt::data::Shard{};
+  const size_t bucket = o.bucket_bytes ? o.bucket_bytes : lt::dist::kDefaultBucketBytes;
+  if (dist) {
+    lt::dist::broadcast_parameters(model.parameters());
+    model.set_shard(shard.first(o.batch));
+  }
   lt::optim::AdamW opt(model.parameters(), o.lr, o.weight_decay, 0.9, 0.95);
   if (ck) {
     lt::load_checkpoint(o.load, model, &opt);
@@ -216,7 +228,15 @@ int run_gpt(const GptOptions& o, lt::Runtime& rt, const lt::Device& dev) {
       dev.name().c_str(), (long long)cfg.layers, (long long)cfg.dim, (long long)cfg.heads,
       (long long)cfg.context, (long long)cfg.vocab, (long long)model.num_parameters(),
       o.precision.c_str(), data);
+  if (dist)
+    std::printf(
+        "distributed: world size %lld (MPI), global batch %lld = %lld rows on rank 0, "
+        "gradients all-reduced in buckets of %zu bytes\n",
+        (long long)shard.world, (long long)o.batch, (long long)shard.count(o.batch), bucket);
   std::fflush(stdout);
+  std::FILE* loss_log = nullptr;
+  if (!o.loss_log.empty() && rank0 && !(loss_log = std::fopen(o.loss_log.c_str(), "w")))
+    throw lt::Error(LT_STATUS_IO_ERROR, o.loss_log + ": cannot write");
 
   // A run shorter than the warm-up warms up over the whole run.
   lt::optim::WarmupCosine schedule{o.lr, std::min(o.warmup, o.steps), o.steps, o.lr * 0.1};
@@ -236,10 +256,20 @@ int run_gpt(const GptOptions& o, lt::Runtime& rt, const lt::Device& dev) {
     const double lr = schedule(step);
     opt.set_lr(lr);
     model.set_step(static_cast<uint64_t>(step));
+    maybe_fault(o.fault, step);
     auto [x, y] = lt::text::sample_batch(dev, corpus.train, o.batch, cfg.context, o.seed,
-                                         static_cast<uint64_t>(step));
+                                         static_cast<uint64_t>(step), shard);
     lt::Tensor loss = model.loss(x, y);
-    lt::backward(scaler ? scaler->scale(loss) : loss);
+    if (dist) {
+      // This rank's share of the global batch's mean (see main.cpp): gradients then sum.
+      loss = loss * (static_cast<double>(shard.count(o.batch)) / static_cast<double>(o.batch));
+      lt::backward(scaler ? scaler->scale(loss) : loss);
+      lt::dist::all_reduce_gradients(params, LT_REDUCE_SUM, bucket);
+      lt::NoGradGuard no_grad;
+      loss = loss.all_reduce(LT_REDUCE_SUM);
+    } else {
+      lt::backward(scaler ? scaler->scale(loss) : loss);
+    }
     if (scaler) scaler->unscale(opt);
     lt::Tensor norm = lt::optim::clip_grad_norm(params, o.clip);
     if (scaler)
@@ -267,10 +297,14 @@ int run_gpt(const GptOptions& o, lt::Runtime& rt, const lt::Device& dev) {
           "grad norm %.3f  %.0f tokens/s",
           (long long)(step + 1), interval_sum / static_cast<double>(interval_n), val,
           val / std::log(2.0), lr, norm.item<float>(), tok_s);
+      if (loss_log)
+        std::fprintf(loss_log, "%lld %.9g %.9g\n", (long long)(step + 1),
+                     interval_sum / static_cast<double>(interval_n), val);
       interval_sum = 0;
       interval_n = 0;
     }
   }
+  if (loss_log) std::fclose(loss_log);
   if (train) {
     const double flops = model.train_flops(o.batch, cfg.context);
     std::printf(
@@ -281,7 +315,7 @@ int run_gpt(const GptOptions& o, lt::Runtime& rt, const lt::Device& dev) {
         timed_steps ? flops * timed_steps / train_s / 1e9 : 0.0,
         rt.metric("compiles") - compiles_before);
   }
-  if (!o.save.empty()) {
+  if (!o.save.empty() && rank0) {  // rank 0 alone writes checkpoints
     lt::save_checkpoint(o.save, model, &opt, metadata(cfg, vocab, std::max(end, start_step)));
     std::printf("saved %s (step %lld)\n", o.save.c_str(), (long long)std::max(end, start_step));
   }

@@ -17,7 +17,14 @@ struct GptOptions {
   int64_t generate = 0, top_k = 20, stop_after = 0;
   double lr = 1e-3, weight_decay = 0.1, clip = 1.0, dropout = 0.1, temperature = 0.8;
   uint64_t seed = 42;
+  std::string loss_log;      // "step train val" per evaluation, full precision (tests)
+  bool distributed = false;  // data-parallel over the lt_dist_init group (docs/distributed.md)
+  size_t bucket_bytes = 0;   // gradient all-reduce bucket; 0: lt::dist::kDefaultBucketBytes
+  std::string fault;         // test hook "RANK:STEP:exit|error" (main.cpp)
 };
+
+// --inject-fault (main.cpp): exits or throws on that rank at that step.
+void maybe_fault(const std::string& spec, int64_t step);
 
 // Trains (steps beyond the loaded checkpoint's), saves, and samples, as `o` says.
 int run_gpt(const GptOptions& o, lt::Runtime& rt, const lt::Device& dev);

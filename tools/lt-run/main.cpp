@@ -15,10 +15,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "lazytensor/amp.hpp"
 #include "lazytensor/autograd.hpp"
 #include "lazytensor/data.hpp"
+#include "lazytensor/distributed.hpp"
 #include "lazytensor/lazytensor.hpp"
 #include "lazytensor/nn.hpp"
 #include "lazytensor/models/resnet.hpp"
@@ -36,13 +38,38 @@ struct Options {
   int64_t epochs = 20, batch = 32, hidden = 128;
   double lr = 0.003, test_fraction = 0.2;
   uint64_t seed = 42;
-  bool metrics = false;  // --metrics: the full text report at the end
+  bool metrics = false;      // --metrics: the full text report at the end
+  std::string loss_log;      // per-epoch training loss, one line each, full precision (tests)
+  bool distributed = false;  // data-parallel over `mpirun -np N` (docs/distributed.md)
+  size_t bucket_bytes = 0;   // gradient all-reduce bucket; 0: lt::dist::kDefaultBucketBytes
+  std::string fault;         // test hook "RANK:STEP:exit|error" (tests/dist)
 };
 
 // --metrics: the runtime's whole text report (per-graph timing, top graphs, regions, counters).
 void print_metrics_report(lt::Runtime& rt) {
   std::printf("\n%s", rt.metrics_report(false).c_str());
 }
+
+}  // namespace
+
+// --inject-fault RANK:STEP:MODE (tests/dist): on that rank at that step, exit(3) without a
+// word ("exit": a process that dies), throw an lt::Error ("error": a rank that fails), or
+// sleep forever ("hang": a rank that is stuck; the others stop after LT_DIST_TIMEOUT).
+void lt_run::maybe_fault(const std::string& spec, int64_t step) {
+  if (spec.empty()) return;
+  long long r = -1, s = -1;
+  char mode[16] = {0};
+  if (std::sscanf(spec.c_str(), "%lld:%lld:%15s", &r, &s, mode) != 3)
+    throw lt::Error(LT_STATUS_INVALID_ARGUMENT,
+                    "--inject-fault '" + spec + "' is not RANK:STEP:exit|error|hang");
+  if (r != lt::dist::rank() || s != step) return;
+  if (std::string(mode) == "exit") std::_Exit(3);
+  if (std::string(mode) == "hang")
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  throw lt::Error(LT_STATUS_INTERNAL, "injected fault at step " + std::to_string(step));
+}
+
+namespace {
 
 // Both models map a [B, 64] batch to [B, 10] logits.
 class Model : public lt::nn::Module {
@@ -157,9 +184,11 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
   ro.plugin_path = o.plugin_path;
   lt::Runtime rt = lt::Runtime::create(ro);
   lt::Device dev = o.device.empty() ? rt.default_device() : rt.find_device(o.device);
+  const bool dist = o.distributed;
+  const bool rank0 = lt::dist::rank() == 0;
   if (o.model == "gpt") {
     int rc = lt_run::run_gpt(gpt, rt, dev);
-    if (rc == 0 && o.metrics) print_metrics_report(rt);
+    if (rc == 0 && o.metrics && rank0) print_metrics_report(rt);
     return rc;
   }
 
@@ -182,6 +211,7 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
                     "unknown --model '" + o.model + "' (mlp, cnn, resnet, gpt)");
   }
   model->materialize();
+  if (dist) lt::dist::broadcast_parameters(model->parameters());
   std::unique_ptr<lt::optim::Optimizer> opt;
   if (o.optimizer == "adam") {
     opt = std::make_unique<lt::optim::Adam>(model->parameters(), o.lr);
@@ -200,7 +230,9 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
   if (precision == lt::f16) scaler.emplace(dev);
 
   lt::data::Batcher batches(train, o.batch, o.seed);
+  if (dist) batches.set_shard(lt::dist::shard());
   const int64_t steps = batches.batches();
+  const size_t bucket = o.bucket_bytes ? o.bucket_bytes : lt::dist::kDefaultBucketBytes;
   std::printf(
       "lt-run: %s on %s | %s: train %lld rows, test %lld | %s, %lld parameters, %s | "
       "batch %lld (last partial batch of each epoch dropped: static shapes), %lld "
@@ -209,6 +241,15 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
       static_cast<long long>(test.rows()), o.optimizer.c_str(),
       static_cast<long long>(model->num_parameters()), o.precision.c_str(),
       static_cast<long long>(o.batch), static_cast<long long>(steps));
+  if (dist)
+    std::printf(
+        "distributed: world size %lld (MPI), global batch %lld = %lld rows on rank 0, "
+        "gradients all-reduced in buckets of %zu bytes\n",
+        static_cast<long long>(lt::dist::world_size()), static_cast<long long>(o.batch),
+        static_cast<long long>(batches.local_batch()), bucket);
+  std::FILE* loss_log = nullptr;
+  if (!o.loss_log.empty() && rank0 && !(loss_log = std::fopen(o.loss_log.c_str(), "w")))
+    throw lt::Error(LT_STATUS_IO_ERROR, o.loss_log + ": cannot write");
   rt.reset_metrics();
   const std::string backend = dev.backend();
   const auto sim_before = plugin_totals(rt, backend);
@@ -221,21 +262,34 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
     batches.shuffle(epoch);
     double loss_sum = 0;
     for (int64_t s = 0; s < steps; ++s) {
+      lt_run::maybe_fault(o.fault, (epoch - 1) * steps + s);
       auto [x, y] = batches.batch_one_hot(dev, s);
       lt::Tensor loss = lt::nn::cross_entropy(model->forward(x), y);
-      lt::backward(scaler ? scaler->scale(loss) : loss);
+      if (dist) {
+        // This rank's mean times its share of the global batch: the gradients' sum over the
+        // ranks is the gradient of the global batch's mean, whatever the split.
+        loss = loss * (static_cast<double>(batches.local_batch()) / static_cast<double>(o.batch));
+        lt::backward(scaler ? scaler->scale(loss) : loss);
+        lt::dist::all_reduce_gradients(model->parameters(), LT_REDUCE_SUM, bucket);
+        lt::NoGradGuard no_grad;
+        loss = loss.all_reduce(LT_REDUCE_SUM);
+      } else {
+        lt::backward(scaler ? scaler->scale(loss) : loss);
+      }
       if (scaler)
         scaler->step(*opt);
       else
         opt->step();
-      lt::sync(dev);  // forward + backward + update: one graph, cached after step 1
+      lt::sync(dev);  // forward + backward + reduction + update: one graph, cached after step 1
       loss_sum += loss.item<float>();
       progress.step(epoch, s, loss_sum / static_cast<double>(s + 1));
     }
     last_loss = loss_sum / static_cast<double>(steps);
+    if (loss_log) std::fprintf(loss_log, "%lld %.9g\n", static_cast<long long>(epoch), last_loss);
     progress.epoch_done(epoch, last_loss, std::chrono::duration<double>(Clock::now() - te).count());
   }
   double train_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (loss_log) std::fclose(loss_log);
   // A simulated backend (tpu_sim) prices each program it runs; the delta over the training
   // loop is the simulated time of the training steps (host wall time says nothing about it).
   nlohmann::json simulated;
@@ -266,6 +320,7 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
                   delta("executions") / total_steps, 100.0 * util);
   }
 
+  if (!rank0) return 0;  // rank 0 alone evaluates and reports
   int64_t correct = 0;
   {
     lt::NoGradGuard no_grad;
@@ -373,6 +428,17 @@ int main(int argc, char** argv) {
                  "f32 accumulation and master weights; f16 with loss scaling)")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "bf16", "f16"}));
+  app.add_flag("--distributed", o.distributed,
+               "data-parallel training over the MPI processes this was started with (mpirun "
+               "-np N lt-run --distributed ...): --batch is the global batch, split by rank; "
+               "rank 0 alone prints and saves");
+  app.add_option("--bucket-bytes", o.bucket_bytes,
+                 "--distributed: gradient all-reduce bucket size in bytes (default 25 MiB)")
+      ->check(whole_at_least(1));
+  app.add_option("--loss-log", o.loss_log,
+                 "write each epoch's training loss (gpt: each evaluation's step, train and "
+                 "validation loss) here, full precision");
+  app.add_option("--inject-fault", o.fault, "test hook: RANK:STEP:exit|error|hang")->group("");
   auto* gg = app.add_option_group("gpt", "--model gpt");
   gg->add_option("--corpus", g.corpus, "text file or directory of fortune files")
       ->capture_default_str();
@@ -431,10 +497,32 @@ int main(int argc, char** argv) {
   g.batch = o.batch;
   g.precision = o.precision;
   g.seed = o.seed;
+  g.loss_log = o.loss_log;
+  g.distributed = o.distributed;
+  g.bucket_bytes = o.bucket_bytes;
+  g.fault = o.fault;
   if (app.count("--lr")) g.lr = o.lr;
+  if (o.distributed) {
+    try {
+      lt::dist::init();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "lt-run: --distributed: %s\n", e.what());
+      return 1;
+    }
+    // Rank 0 alone prints progress and results; every rank still reports its errors.
+    if (lt::dist::rank() != 0 && !std::freopen("/dev/null", "w", stdout)) return 1;
+  }
   try {
-    return run(o, g);
+    int rc = run(o, g);
+    if (o.distributed) lt::dist::finalize();
+    return rc;
   } catch (const std::exception& e) {
+    if (o.distributed && lt::dist::world_size() > 1) {
+      // The others wait in their next collective: end the whole group, naming this rank.
+      std::string what = std::string("lt-run: error: ") + e.what();
+      std::fputs("\n", stderr);  // off the progress bar's line
+      lt::dist::abort(1, what);
+    }
     std::fprintf(stderr, "\nlt-run: error: %s\n", e.what());
     return 1;
   }

@@ -9,6 +9,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -187,6 +188,17 @@ struct Standardizer {
 
 // Fixed-size batches over a data set, reshuffled per epoch. The last partial batch is
 // dropped so every step has the same shapes (and hits the compile cache).
+// Data-parallel training: process `rank` of `world` takes a contiguous share of every global
+// batch, rows [first, first + count); the first (rows % world) ranks take one row more.
+// lt::dist::shard() gives the current process's (lazytensor/distributed.hpp).
+struct Shard {
+  int64_t rank = 0, world = 1;
+  int64_t first(int64_t rows) const { return rank * (rows / world) + std::min(rank, rows % world); }
+  int64_t count(int64_t rows) const { return rows / world + (rank < rows % world ? 1 : 0); }
+};
+
+// Global batches of a shuffled set; with a Shard (set_shard) each batch is this process's rows
+// of the global batch, so N processes together see exactly what one process would.
 class Batcher {
  public:
   Batcher(const Dataset& d, int64_t batch, uint64_t seed) : d_(d), batch_(batch), seed_(seed) {
@@ -198,6 +210,19 @@ class Batcher {
     order_ = permutation(d.rows(), seed_);
   }
   int64_t batches() const { return d_.rows() / batch_; }
+  void set_shard(const Shard& s) {
+    if (s.world < 1 || s.rank < 0 || s.rank >= s.world || s.world > batch_) {
+      throw Error(LT_STATUS_INVALID_ARGUMENT,
+                  "Batcher: shard " + std::to_string(s.rank) + " of " + std::to_string(s.world) +
+                      " does not fit batch size " + std::to_string(batch_) +
+                      " (every process needs at least one row)");
+    }
+    shard_ = s;
+  }
+  const Shard& shard() const { return shard_; }
+  int64_t global_batch() const { return batch_; }
+  // Rows of this process's share of a batch.
+  int64_t local_batch() const { return shard_.count(batch_); }
   // Reshuffles for epoch `epoch` (same seed and epoch: same order).
   void shuffle(int64_t epoch) {
     order_ = permutation(d_.rows(), detail::mix(seed_, static_cast<uint64_t>(epoch)));
@@ -207,20 +232,20 @@ class Batcher {
     std::vector<float> x;
     std::vector<int64_t> y;
     gather_rows(b, x, y);
-    return {Tensor::from(device, x, {batch_, d_.features}).set_name("x"),
-            Tensor::from(device, y, {batch_}).set_name("y")};
+    return {Tensor::from(device, x, {local_batch(), d_.features}).set_name("x"),
+            Tensor::from(device, y, {local_batch()}).set_name("y")};
   }
   // Batch b with one-hot f32 labels [batch, classes] (for nn::cross_entropy: keeps the
   // training step free of integer ops).
   std::pair<Tensor, Tensor> batch_one_hot(const Device& device, int64_t b) const {
-    std::vector<float> x, onehot(static_cast<size_t>(batch_ * d_.classes), 0.0f);
+    std::vector<float> x, onehot(static_cast<size_t>(local_batch() * d_.classes), 0.0f);
     std::vector<int64_t> y;
     gather_rows(b, x, y);
     for (size_t i = 0; i < y.size(); ++i) {
       onehot[i * static_cast<size_t>(d_.classes) + static_cast<size_t>(y[i])] = 1.0f;
     }
-    return {Tensor::from(device, x, {batch_, d_.features}).set_name("x"),
-            Tensor::from(device, onehot, {batch_, d_.classes}).set_name("y")};
+    return {Tensor::from(device, x, {local_batch(), d_.features}).set_name("x"),
+            Tensor::from(device, onehot, {local_batch(), d_.classes}).set_name("y")};
   }
 
  private:
@@ -232,7 +257,8 @@ class Batcher {
     }
     x.reserve(static_cast<size_t>(batch_ * d_.features));
     y.reserve(static_cast<size_t>(batch_));
-    for (int64_t i = b * batch_; i < (b + 1) * batch_; ++i) {
+    const int64_t first = b * batch_ + shard_.first(batch_);
+    for (int64_t i = first; i < first + local_batch(); ++i) {
       int64_t r = order_[static_cast<size_t>(i)];
       auto first = d_.x.begin() + r * d_.features;
       x.insert(x.end(), first, first + d_.features);
@@ -243,6 +269,7 @@ class Batcher {
   int64_t batch_;
   uint64_t seed_;
   std::vector<int64_t> order_;
+  Shard shard_;
 };
 
 // A whole set as tensors (x [rows, features] f32, y [rows] i64).

@@ -667,6 +667,23 @@ class Tensor {
     DType low = detail::autocast_dtype();
     return low != LT_DTYPE_INVALID && defined() && dtype() == f32 ? cast(low) : *this;
   }
+  // Collectives over the lt_dist_init process group (lazytensor/distributed.hpp): lazy ops like
+  // any other, run when the graph runs. Every rank must call the same ones in the same order.
+  Tensor all_reduce(lt_reduce_op op = LT_REDUCE_SUM) const {
+    lt_tensor* out = nullptr;
+    check(lt_all_reduce(req("all_reduce"), op, &out));
+    return Tensor(out);
+  }
+  Tensor broadcast(int64_t root = 0) const {
+    lt_tensor* out = nullptr;
+    check(lt_broadcast(req("broadcast"), root, &out));
+    return Tensor(out);
+  }
+  Tensor all_gather() const {
+    lt_tensor* out = nullptr;
+    check(lt_all_gather(req("all_gather"), &out));
+    return Tensor(out);
+  }
 
   // Throws when null; used by every op so a null tensor gives a clear error, not a crash.
   lt_tensor* req(const char* what) const {
@@ -800,6 +817,15 @@ inline Tensor softmax(const Tensor& a, int64_t axis) {
 }
 inline Tensor log_softmax(const Tensor& a, int64_t axis) {
   return a.log_softmax(axis);
+}
+inline Tensor all_reduce(const Tensor& a, lt_reduce_op op = LT_REDUCE_SUM) {
+  return a.all_reduce(op);
+}
+inline Tensor broadcast(const Tensor& a, int64_t root = 0) {
+  return a.broadcast(root);
+}
+inline Tensor all_gather(const Tensor& a) {
+  return a.all_gather();
 }
 
 inline Tensor concat(const std::vector<Tensor>& inputs, int64_t axis) {

@@ -287,7 +287,19 @@ class Dropout : public Module {
   }
   Tensor forward(const Tensor& x) {
     if (!is_training() || p_ == 0.0) return x;
-    Tensor u = random_uniform(x.device(), x.shape(), seed_ + calls_++, 0.0, 1.0, x.dtype());
+    const uint64_t seed = seed_ + calls_++;
+    Tensor u;
+    if (first_row_ == 0) {
+      u = random_uniform(x.device(), x.shape(), seed, 0.0, 1.0, x.dtype());
+    } else {
+      // This process's rows of the global batch's mask: the same counter-based stream from
+      // the shard's first element (random_uniform(0, 1) is random_unit itself).
+      const int64_t rows = x.rank() ? x.dim(0) : 1, inner = rows ? x.numel() / rows : 0;
+      Tensor s = Tensor::from(x.device(), std::vector<int64_t>{static_cast<int64_t>(seed)}, {});
+      u = apply("random_unit", {s},
+                {Attr::Ints("shape", x.shape_span()), Attr::Int("offset", first_row_ * inner),
+                 Attr::Int("dtype", static_cast<int64_t>(x.dtype()))});
+    }
     Tensor keep = (u >= p_).cast(x.dtype());
     return x * keep * (1.0 / (1.0 - p_));
   }
@@ -295,10 +307,14 @@ class Dropout : public Module {
   // The mask of call n is a function of (seed, n) alone: a training loop that sets n from its
   // step number draws the same masks when resumed from a checkpoint.
   void set_calls(uint64_t n) { calls_ = n; }
+  // Data-parallel training: x holds rows first_row.. of the global batch, and its mask is
+  // those rows of the mask one process would draw for the whole batch (docs/distributed.md).
+  void set_shard(int64_t first_row) { first_row_ = first_row; }
 
  private:
   double p_;
   uint64_t seed_, calls_ = 0;
+  int64_t first_row_ = 0;
 };
 
 class ReLU : public Module {

@@ -5,6 +5,7 @@
 #ifndef LAZYTENSOR_TEXT_HPP
 #define LAZYTENSOR_TEXT_HPP
 
+#include "lazytensor/data.hpp"
 #include "lazytensor/lazytensor.hpp"
 
 #include <algorithm>
@@ -153,26 +154,34 @@ struct Corpus {
 // `batch` windows of `context` + 1 tokens from `tokens`: inputs [batch, context] and the
 // next-token targets [batch * context], both i64. Window starts come from (seed, step), so a
 // run resumed at step s sees the batches an uninterrupted run would.
+// With a Shard (lazytensor/data.hpp): this process's rows of that global batch.
 inline std::pair<Tensor, Tensor> sample_batch(const Device& dev, const std::vector<int64_t>& tokens,
                                               int64_t batch, int64_t context, uint64_t seed,
-                                              uint64_t step) {
+                                              uint64_t step, const data::Shard& shard = {}) {
   if (static_cast<int64_t>(tokens.size()) <= context + 1) {
     throw Error(LT_STATUS_INVALID_ARGUMENT, "text: " + std::to_string(tokens.size()) +
                                                 " tokens are too few for context " +
                                                 std::to_string(context));
   }
   const uint64_t span = tokens.size() - static_cast<uint64_t>(context) - 1;
-  std::vector<int64_t> x(static_cast<size_t>(batch * context)), y(x.size());
-  for (int64_t b = 0; b < batch; ++b) {
+  if (shard.world < 1 || shard.rank < 0 || shard.rank >= shard.world || shard.world > batch) {
+    throw Error(LT_STATUS_INVALID_ARGUMENT,
+                "text: shard " + std::to_string(shard.rank) + " of " + std::to_string(shard.world) +
+                    " does not fit batch size " + std::to_string(batch));
+  }
+  const int64_t first = shard.first(batch), rows = shard.count(batch);
+  std::vector<int64_t> x(static_cast<size_t>(rows * context)), y(x.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t b = first + r;
     uint64_t start =
         mix(seed, step * static_cast<uint64_t>(batch) + static_cast<uint64_t>(b)) % span;
     for (int64_t t = 0; t < context; ++t) {
-      x[static_cast<size_t>(b * context + t)] = tokens[start + static_cast<uint64_t>(t)];
-      y[static_cast<size_t>(b * context + t)] = tokens[start + static_cast<uint64_t>(t) + 1];
+      x[static_cast<size_t>(r * context + t)] = tokens[start + static_cast<uint64_t>(t)];
+      y[static_cast<size_t>(r * context + t)] = tokens[start + static_cast<uint64_t>(t) + 1];
     }
   }
-  return {Tensor::from(dev, x, {batch, context}).set_name("x"),
-          Tensor::from(dev, y, {batch * context}).set_name("y")};
+  return {Tensor::from(dev, x, {rows, context}).set_name("x"),
+          Tensor::from(dev, y, {rows * context}).set_name("y")};
 }
 
 }  // namespace lt::text

@@ -474,6 +474,45 @@ LT_API lt_error* lt_tensor_to_dlpack(lt_tensor* tensor, struct DLManagedTensor**
 LT_API lt_error* lt_tensor_from_dlpack(lt_device* device, struct DLManagedTensor* managed,
                                        lt_tensor** out);
 
+/* ---- data-parallel training across processes (appended in 0.1; docs/distributed.md) ---- */
+
+/* One process group per process, over MPI: started under `mpirun -np N`, each process is one
+ * rank of N (a program started without mpirun is a group of one). liblazytensor does not
+ * link MPI: lt_dist_init opens the MPI transport (liblazytensor_mpi.so, beside liblazytensor)
+ * and fails with LT_STATUS_UNSUPPORTED, saying so, in a build without MPI. */
+
+/* Initialises MPI (unless the application did) and the group; rank and world_size out (either
+ * may be NULL). Calling it again returns the same values. */
+LT_API lt_error* lt_dist_init(int64_t* rank, int64_t* world_size);
+/* Finalises MPI (if lt_dist_init initialised it). The group cannot be started again. */
+LT_API lt_error* lt_dist_finalize(void);
+LT_API int lt_dist_is_initialized(void);
+/* This process's rank, and the group's size; 0 and 1 before lt_dist_init. */
+LT_API int64_t lt_dist_rank(void);
+LT_API int64_t lt_dist_world_size(void);
+/* Prints `message` (may be NULL) naming this rank to stderr and ends every process of the
+ * group (MPI_Abort) with exit status `code` (1 if 0). Never returns. For an error that only
+ * this rank has seen: the others would otherwise wait in their next collective. */
+LT_API void lt_dist_abort(int code, const char* message);
+
+/* Collectives: ops of the lazy graph (category "collective" of the op table), run by the
+ * core on host memory between the regions that produce and consume them, unless the backend
+ * claims them. Every rank must trace the same collectives in the same order with the same
+ * dtypes and shapes: before a graph's first collective the ranks compare them and a mismatch
+ * is LT_STATUS_DISTRIBUTED naming each rank's collectives. An MPI failure (a peer that died)
+ * is LT_STATUS_DISTRIBUTED too. */
+typedef enum lt_reduce_op {
+  LT_REDUCE_SUM = 0,
+  LT_REDUCE_MEAN = 1, /* the sum divided by the world size */
+  LT_REDUCE_MAX = 2
+} lt_reduce_op;
+/* Element-wise reduction over every rank's `a` (numeric dtypes); the result on every rank. */
+LT_API lt_error* lt_all_reduce(lt_tensor* a, lt_reduce_op op, lt_tensor** out);
+/* Rank `root`'s `a` on every rank (every rank passes a tensor of the same dtype and shape). */
+LT_API lt_error* lt_broadcast(lt_tensor* a, int64_t root, lt_tensor** out);
+/* Every rank's `a` (rank >= 1), concatenated along dim 0 in rank order: [world * d0, ...]. */
+LT_API lt_error* lt_all_gather(lt_tensor* a, lt_tensor** out);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

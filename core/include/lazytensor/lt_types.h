@@ -41,7 +41,8 @@ typedef enum lt_status_code {
   LT_STATUS_OUT_OF_MEMORY = 9,
   LT_STATUS_IO_ERROR = 10, /* file could not be read or parsed */
   LT_STATUS_INTERNAL = 11, /* a bug: please report */
-  LT_STATUS_ABI_MISMATCH = 12
+  LT_STATUS_ABI_MISMATCH = 12,
+  LT_STATUS_DISTRIBUTED = 13 /* a collective failed: MPI error, or ranks traced different graphs */
 } lt_status_code;
 
 /* Kinds of op attribute. Values are fixed forever. */

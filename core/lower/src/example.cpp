@@ -127,6 +127,13 @@ OwnedGraph example_graph(OpId op) {
     case Rule::softmax:
       out = node(g, op, {input(dt, sq)}, {dt, sq}, {{"axis", LT_ATTR_INT, 1}});
       break;
+    case Rule::collective:
+      out = node(g, op, {input(dt, sq)}, {dt, sq},
+                 {{op == kOpAllReduce ? "reduce" : "root", LT_ATTR_INT, 0}});
+      break;
+    case Rule::all_gather:
+      out = node(g, op, {input(dt, sq)}, {dt, {8, 4}});
+      break;
     case Rule::input:
       break;
   }

@@ -29,6 +29,7 @@ struct Row {
 #define LT_CAT_CONTRACTION Category::kContraction
 #define LT_CAT_LAYOUT Category::kLayout
 #define LT_CAT_NN Category::kNn
+#define LT_CAT_COLLECTIVE Category::kCollective
 #define LT_DT_FLOAT DTypes::kFloat
 #define LT_DT_NUMERIC DTypes::kNumeric
 #define LT_DT_BOOL DTypes::kBool
@@ -220,7 +221,7 @@ const char* dtypes_name(DTypes c) {
 
 const char* category_name(Category c) {
   static const char* const kNames[] = {"input",       "elementwise", "creation", "reduction",
-                                       "contraction", "layout",      "nn"};
+                                       "contraction", "layout",      "nn",       "collective"};
   return kNames[static_cast<int>(c)];
 }
 

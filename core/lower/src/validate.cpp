@@ -316,6 +316,31 @@ void check_rule(const Check& c) {
       c.axis("axis", c.in[0].rank);
       c.output_is(c.dims(0));
       return;
+    case Rule::collective:  // all_reduce (reduce: 0 sum, 1 mean, 2 max), broadcast (root)
+      c.data(0);
+      if (op.id == kOpAllReduce) {
+        int64_t r = c.a.i("reduce");
+        LT_REQUIRE(
+            c, LT_STATUS_INVALID_ARGUMENT, r >= 0 && r <= 2,
+            "attribute 'reduce' " + std::to_string(r) + " is not 0 (sum), 1 (mean), 2 (max)");
+      } else {
+        LT_REQUIRE(c, LT_STATUS_INVALID_ARGUMENT, c.a.i("root") >= 0,
+                   "attribute 'root' must be at least 0");
+      }
+      c.output_is(c.dims(0));
+      return;
+    case Rule::all_gather: {  // rows of every process, stacked along dim 0 in rank order
+      c.data(0);
+      auto x = c.dims(0);
+      LT_REQUIRE(c, LT_STATUS_SHAPE_MISMATCH, !x.empty(), "input must have rank at least 1");
+      Shape want(x.begin(), x.end());
+      if (out.rank == x.size() && x[0] > 0) want[0] = out.shape[0];
+      LT_REQUIRE(c, LT_STATUS_SHAPE_MISMATCH, x[0] == 0 || want[0] % x[0] == 0,
+                 "output dim 0 " + std::to_string(want[0]) + " is not a multiple of " +
+                     std::to_string(x[0]));
+      c.output_is(want);
+      return;
+    }
   }
 }
 

@@ -653,6 +653,28 @@ void r_log_softmax(const GradFn& fn, T g, std::vector<Ref>& r) {
   r[0] = sub(g, ps.get());
 }
 
+// ---- collectives: the gradient of a reduction over ranks is the same reduction of the
+// gradients (y = sum_r x_r on every rank, so dL/dx_r = sum_q g_q); all_gather's is this rank's
+// rows of that sum. max has no rule: its winner is on another process.
+void r_all_reduce(const GradFn& fn, T g, std::vector<Ref>& r) {
+  int64_t op = fn.attr_int("reduce", 0);
+  if (op == LT_REDUCE_MAX)
+    fail(LT_STATUS_UNSUPPORTED,
+         "all_reduce(max) has no gradient (the maximum may be another "
+         "rank's)");
+  T o = nullptr;
+  r[0] = wrap(lt_all_reduce(g, static_cast<lt_reduce_op>(op), &o), &o, "all_reduce");
+}
+void r_all_gather(const GradFn& fn, T g, std::vector<Ref>& r) {
+  Shape xs = shape_of(in(fn, 0));
+  T o = nullptr;
+  Ref total = wrap(lt_all_reduce(g, LT_REDUCE_SUM, &o), &o, "all_reduce");
+  std::vector<int64_t> starts(xs.size(), 0), stops(xs.begin(), xs.end()), steps(xs.size(), 1);
+  starts[0] = lt_dist_rank() * xs[0];
+  stops[0] = starts[0] + xs[0];
+  r[0] = slice(total.get(), starts, stops, steps);
+}
+
 // The `grad` column of lt_ops.def: GRAD(r) names r_<r> above; NONDIFF rows have no rule.
 #define LT_GRAD_GRAD(r) &r_##r
 #define LT_GRAD_NONDIFF nullptr

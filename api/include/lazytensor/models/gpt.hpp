@@ -198,6 +198,16 @@ class Gpt : public nn::Module {
     }
   }
 
+  // Data-parallel training: this process's batch is rows first_row.. of the global batch;
+  // every dropout draws those rows of the global batch's masks.
+  void set_shard(int64_t first_row) {
+    drop.set_shard(first_row);
+    for (auto& b : blocks_) {
+      b->drop.set_shard(first_row);
+      b->attn.drop.set_shard(first_row);
+    }
+  }
+
   // tokens [B, T] (i64) at positions pos0.. -> logits [B, T, vocab]. With a cache, the
   // tokens continue the ones cached (pos0 = cache->length) and are appended to it.
   Tensor operator()(const Tensor& tokens, KVCache* cache = nullptr) {

@@ -31,7 +31,8 @@ enum class Category : uint8_t {
   kReduction,
   kContraction,
   kLayout,
-  kNn
+  kNn,
+  kCollective
 };
 
 // Dtypes an op accepts for its data operands (lt_ops.def, column `dtypes`).
@@ -63,6 +64,8 @@ enum class Rule : uint8_t {
   conv2d,
   pool,
   softmax,
+  collective,
+  all_gather,
 };
 
 // One attribute of an op as the table declares it.
