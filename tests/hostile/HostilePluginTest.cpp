@@ -170,3 +170,104 @@ TEST(HostilePlugin, ExceptionsFromFreeAndDestroyAreLoggedAndSwallowed) {
 }
 
 }  // namespace
+
+// ---- the rest of the list: every one reported with path and reason, or a clean
+// error / fallback at the call, and cpu_eager next to it keeps working ----------------------
+
+namespace {
+
+std::string metric_line(Rt& rt, const char* name) {
+  double v = 0;
+  lt_error* e = lt_metric_get(rt.rt, name, &v);
+  if (e) return take(e);
+  return std::to_string(static_cast<long long>(v));
+}
+
+TEST(HostilePlugin, EntryReturningNullIsRefused) {
+  Rt rt("null_table");
+  std::string line = refused_line(rt, "null_table/lt_plugin_null_table.so");
+  EXPECT_NE(line.find("entry symbol returned a NULL function table"), std::string::npos) << line;
+  cpu_eager_still_works(rt);
+}
+
+TEST(HostilePlugin, TableOfVersionFieldsOnlyIsRefused) {
+  Rt rt("short_table");
+  std::string line = refused_line(rt, "short_table/lt_plugin_short_table.so");
+  EXPECT_NE(line.find("is smaller than the required"), std::string::npos) << line;
+  cpu_eager_still_works(rt);
+}
+
+TEST(HostilePlugin, BadNameIsRefused) {
+  Rt rt("bad_name");
+  std::string line = refused_line(rt, "bad_name/lt_plugin_bad_name.so");
+  EXPECT_NE(line.find("plugin name 'Bad Name/../x' is not [a-z0-9_]+"), std::string::npos) << line;
+  cpu_eager_still_works(rt);
+}
+
+// Two plugins of one name: the first on the search path wins (a user's directory comes
+// before the install directory, so a backend can be replaced); the other is reported with
+// both paths.
+TEST(HostilePlugin, DuplicateNameIsReportedWithBothPaths) {
+  Rt rt("duplicate_name");
+  std::string line = refused_line(rt, "liblt_plugin_cpu_eager.so");
+  EXPECT_NE(line.find("a plugin named 'cpu_eager' is already loaded from"), std::string::npos)
+      << line;
+  EXPECT_NE(line.find("duplicate_name/lt_plugin_duplicate_name.so"), std::string::npos) << line;
+  EXPECT_EQ(compute(rt.device("cpu_eager")), "");  // the one that loaded works
+}
+
+TEST(HostilePlugin, FailingDeviceCountIsRefused) {
+  Rt rt("device_count_fails");
+  std::string line = refused_line(rt, "device_count_fails/lt_plugin_device_count_fails.so");
+  EXPECT_NE(line.find("device_count failed: no device answers"), std::string::npos) << line;
+  cpu_eager_still_works(rt);
+}
+
+TEST(HostilePlugin, CreateWithoutContextIsRefused) {
+  Rt rt("null_context");
+  std::string line = refused_line(rt, "null_context/lt_plugin_null_context.so");
+  EXPECT_NE(line.find("create returned no context"), std::string::npos) << line;
+  cpu_eager_still_works(rt);
+}
+
+// A compile that "succeeds" without an executable is a failed compile: the region runs on the
+// fallback (policy silent here; under "error" it is the call's error).
+TEST(HostilePlugin, CompileWithoutExecutableFallsBack) {
+  Rt rt("null_executable");
+  EXPECT_EQ(compute(rt.device("null_executable")), "");
+  EXPECT_EQ(metric_line(rt, "compile_failures"), "1");
+}
+
+// A device that fails mid-training: the steps before it ran, the failing step is an error
+// naming the plugin, the call and its message, the next one fails the same way (no crash, no
+// state left half-done), and other devices carry on. Execution failures are errors, never
+// silently re-run elsewhere (docs/reliability.md).
+TEST(HostilePlugin, ExecuteFailingMidTrainingIsAnErrorAtThatStep) {
+  Rt rt("execute_fails_later");
+  lt_device* dev = rt.device("execute_fails_later");
+  for (int step = 1; step <= 3; ++step) EXPECT_EQ(compute(dev), "") << "step " << step;
+  std::string err = compute(dev);
+  EXPECT_NE(err.find("execute_fails_later"), std::string::npos) << err;
+  EXPECT_NE(err.find("execute failed"), std::string::npos) << err;
+  EXPECT_NE(err.find("device lost at execution 4"), std::string::npos) << err;
+  EXPECT_FALSE(compute(dev).empty());
+  cpu_eager_still_works(rt);
+}
+
+TEST(HostilePlugin, NullBufferWithoutAnErrorIsAnError) {
+  Rt rt("null_buffer");
+  std::string err = compute(rt.device("null_buffer"));
+  EXPECT_NE(err.find("null_buffer"), std::string::npos) << err;
+  EXPECT_NE(err.find("buffer_alloc"), std::string::npos) << err;
+  cpu_eager_still_works(rt);
+}
+
+TEST(HostilePlugin, ErrorWithNullMessageIsReported) {
+  Rt rt("null_error_message");
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(compute(rt.device("null_error_message")), "");  // the failed compile falls back
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(metric_line(rt, "compile_failures"), "1");
+}
+
+}  // namespace

@@ -1,9 +1,13 @@
 // hostile_plugin.cpp — misbehaving test plugins, one per HOSTILE_CASE (see CMakeLists.txt):
 // C++ exceptions thrown out of table functions, NULL required entries, a table too small for
 // its own version fields, zero or 2^40 devices, buffers smaller than asked for, and a compile
-// that takes 400 ms (background compiles run meanwhile on cpu_eager). The core must
+// that takes 400 ms (background compiles run meanwhile on cpu_eager), a NULL table, a table of
+// version fields only, bad and duplicate names, a failing device count, create without a
+// context, compile without an executable, execute failing after three good steps, buffers that
+// are NULL without an error, and errors with a NULL message. The core must
 // report each (plugin path + reason, or an lt_error naming the call) and keep working.
 #include <chrono>
+#include <cstddef>
 #include <stdexcept>
 #include <thread>
 
@@ -22,6 +26,16 @@ namespace {
 #define THROWS_FREE 9
 #define HUGE_DEVICE_COUNT 10
 #define SLOW_COMPILE 11
+#define NULL_TABLE 12
+#define SHORT_TABLE 13
+#define BAD_NAME 14
+#define DUPLICATE_NAME 15
+#define DEVICE_COUNT_FAILS 16
+#define NULL_CONTEXT 17
+#define NULL_EXECUTABLE 18
+#define EXECUTE_FAILS_LATER 19
+#define NULL_BUFFER 20
+#define NULL_ERROR_MESSAGE 21
 
 [[noreturn]] void boom(const char* where) {
   throw std::runtime_error(std::string("hostile plugin threw in ") + where);
@@ -71,6 +85,36 @@ lt_plugin_api make() {
     std::this_thread::sleep_for(std::chrono::milliseconds(400));  // a long LLVM/driver compile
     return mini::compile(a);
   };
+#elif HOSTILE_CASE == SHORT_TABLE
+  t.struct_size = offsetof(lt_plugin_api, create);  // the version fields, no functions
+#elif HOSTILE_CASE == BAD_NAME
+  t.name = "Bad Name/../x";
+#elif HOSTILE_CASE == DUPLICATE_NAME
+  t.name = "cpu_eager";  // a second backend of that name
+#elif HOSTILE_CASE == DEVICE_COUNT_FAILS
+  t.device_count = [](lt_plugin_context*, size_t*) -> lt_plugin_error* {
+    return mini::err(LT_STATUS_PLUGIN_ERROR, "no device answers");
+  };
+#elif HOSTILE_CASE == NULL_CONTEXT
+  t.create = [](lt_plugin_create_args*) -> lt_plugin_error* { return nullptr; };  // no context
+#elif HOSTILE_CASE == NULL_EXECUTABLE
+  t.compile = [](lt_plugin_compile_args*) -> lt_plugin_error* { return nullptr; };  // success?
+#elif HOSTILE_CASE == EXECUTE_FAILS_LATER
+  t.execute = [](lt_plugin_execute_args* a) -> lt_plugin_error* {
+    static int calls = 0;  // a device that fails mid-training, after three good steps
+    if (++calls > 3) return mini::err(LT_STATUS_PLUGIN_ERROR, "device lost at execution 4");
+    return mini::execute(a);
+  };
+#elif HOSTILE_CASE == NULL_BUFFER
+  t.buffer_alloc = [](lt_plugin_buffer_args* a) -> lt_plugin_error* {
+    a->buffer = nullptr;  // and no error
+    return nullptr;
+  };
+#elif HOSTILE_CASE == NULL_ERROR_MESSAGE
+  t.compile = [](lt_plugin_compile_args*) -> lt_plugin_error* {
+    return mini::err(LT_STATUS_PLUGIN_ERROR, "unused");
+  };
+  t.error_message = [](const lt_plugin_error*) -> const char* { return nullptr; };
 #endif
   return t;
 }
@@ -80,5 +124,9 @@ const lt_plugin_api kTable = make();
 }  // namespace
 
 extern "C" LT_PLUGIN_EXPORT const lt_plugin_api* lt_plugin_get_api(void) {
+#if HOSTILE_CASE == NULL_TABLE
+  return nullptr;
+#else
   return &kTable;
+#endif
 }
