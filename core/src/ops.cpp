@@ -205,6 +205,11 @@ NodeRef build_arange(const OpCall& c) {
          "stop {}, step {})",
          start, stop, step);
   double len = std::ceil((stop - start) / step);
+  // Refused before the conversion: a double beyond int64's range does not convert (UB).
+  if (!(len <= static_cast<double>(int64_t{1} << 62)))
+    fail(LT_STATUS_INVALID_ARGUMENT,
+         "arange: {} elements (start {}, stop {}, step {}) are more than any tensor can hold", len,
+         start, stop, step);
   int64_t n = len > 0 ? static_cast<int64_t>(len) : 0;
   lt_dtype dt = c.attr_dtype("dtype");
   expect_class(c, dt);
@@ -845,20 +850,26 @@ NodeRef apply_op(const OpCall& call) {
 // ---- node construction --------------------------------------------------------------------
 
 size_t checked_bytes(const char* what, lt_dtype dtype, const Dims& shape) {
+  // The zero dims aside, the dims must multiply within the limit too: an empty [0, 2^62, 4]
+  // holds nothing, but its row-major strides and every numel computed in order overflow.
   uint64_t numel = 1, bytes = 0;
-  bool overflow = false;
+  bool overflow = false, empty = false;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] < 0)
       fail(LT_STATUS_INVALID_ARGUMENT, "{}: negative dimension in shape {}", what, dims_str(shape));
-    overflow |= __builtin_mul_overflow(numel, static_cast<uint64_t>(shape[i]), &numel);
+    if (shape[i] == 0)
+      empty = true;
+    else
+      overflow |= __builtin_mul_overflow(numel, static_cast<uint64_t>(shape[i]), &numel);
   }
   overflow |= __builtin_mul_overflow(numel, static_cast<uint64_t>(lt_dtype_size(dtype)), &bytes);
   if (overflow || bytes > kMaxTensorBytes)
     fail(LT_STATUS_INVALID_ARGUMENT,
-         "{}: shape {} of {} is {} bytes: more than any tensor can hold (at most 2^46)", what,
+         "{}: shape {} of {} is {} bytes{}: more than any tensor can hold (at most 2^46)", what,
          dims_str(shape), lt_dtype_name(dtype),
-         overflow ? std::string("over 2^64") : std::to_string(bytes));
-  return static_cast<size_t>(bytes);
+         overflow ? std::string("over 2^64") : std::to_string(bytes),
+         empty ? " without its zero dims" : "");
+  return empty ? 0 : static_cast<size_t>(bytes);
 }
 
 NodeRef make_node_n(Device* device, uint16_t op, Node* const* operands, size_t n, lt_dtype dtype,
