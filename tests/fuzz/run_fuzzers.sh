@@ -12,6 +12,15 @@ shift $(($# < 2 ? $# : 2))
 names=("$@")
 ((${#names[@]})) || names=(config checkpoint ops graph)
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}"
+# Symbolised reports: the first llvm-symbolizer found.
+if [ -z "${ASAN_SYMBOLIZER_PATH:-}" ]; then
+  for s in llvm-symbolizer-15 llvm-symbolizer-19 llvm-symbolizer; do
+    if command -v "$s" >/dev/null; then
+      export ASAN_SYMBOLIZER_PATH="$(command -v "$s")"
+      break
+    fi
+  done
+fi
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 status=0
 for name in "${names[@]}"; do
