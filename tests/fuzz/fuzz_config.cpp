@@ -23,8 +23,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lt_runtime_options o{};
   o.struct_size = LT_RUNTIME_OPTIONS_STRUCT_SIZE;
   o.config_path = path.c_str();
-  o.log_level = "off";  // the file's own log_level is still parsed; only printing is off
-  // Plugin directories named by the file are searched; dump_dir is only written on compile.
+  // The options win over the file, whose values are still parsed and checked: nothing is
+  // printed, and graph dumps go to the scratch directory, not to a directory the file names.
+  o.log_level = "off";
+  o.dump_dir = lt::fuzz::scratch_dir().c_str();
   lt_runtime* rt = nullptr;
   if (!lt::fuzz::ok(lt_runtime_create(&o, &rt))) return 0;
   char* report = nullptr;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <string>
 
@@ -80,13 +81,18 @@ class Reader {
 
 // A private directory for files a harness writes (configs, checkpoints); removed at exit.
 inline const std::string& scratch_dir() {
-  static const std::string dir = [] {
+  // Never destroyed, so that the exit handler that removes the directory can still name it.
+  static const std::string* dir = [] {
     const char* tmp = std::getenv("TMPDIR");
-    std::string t = std::string(tmp && *tmp ? tmp : "/tmp") + "/lt_fuzz_XXXXXX";
-    if (!::mkdtemp(t.data())) std::abort();
+    auto* t = new std::string(std::string(tmp && *tmp ? tmp : "/tmp") + "/lt_fuzz_XXXXXX");
+    if (!::mkdtemp(t->data())) std::abort();
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(scratch_dir(), ec);
+    });
     return t;
   }();
-  return dir;
+  return *dir;
 }
 
 inline std::string write_scratch(const char* name, const uint8_t* data, size_t size) {
