@@ -333,8 +333,9 @@ NodeRef build_reshape(const OpCall& c) {
     } else if (s[i] < 0) {
       fail(LT_STATUS_INVALID_ARGUMENT, "reshape: invalid dimension {} in shape {}", s[i],
            dims_str(s.data(), s.size()));
-    } else {
-      known *= s[i];
+    } else if (__builtin_mul_overflow(known, s[i], &known)) {
+      fail(LT_STATUS_INVALID_ARGUMENT, "reshape: shape {} has more elements than any tensor",
+           dims_str(s.data(), s.size()));
     }
   }
   int64_t n = a->shape.numel();
@@ -449,7 +450,8 @@ NodeRef build_concat(const OpCall& c) {
     if (!ok)
       fail(LT_STATUS_SHAPE_MISMATCH, "concat: shapes {} and {} differ outside axis {}",
            dims_str(first->shape), dims_str(s), axis);
-    out[axis] += s[axis];
+    if (__builtin_add_overflow(out[axis], s[axis], &out[axis]))
+      fail(LT_STATUS_INVALID_ARGUMENT, "concat: the inputs' sizes along axis {} overflow", axis);
   }
   if (c.num_inputs == 1) return cast_to(c.device, first, dt);
   std::vector<NodeRef> cast;
@@ -474,7 +476,10 @@ NodeRef build_pad(const OpCall& c) {
   for (size_t i = 0; i < r; ++i) {
     if (before[i] < 0 || after[i] < 0)
       fail(LT_STATUS_INVALID_ARGUMENT, "pad: negative padding on axis {}", i);
-    out[i] += before[i] + after[i];
+    if (__builtin_add_overflow(out[i], before[i], &out[i]) ||
+        __builtin_add_overflow(out[i], after[i], &out[i]))
+      fail(LT_STATUS_INVALID_ARGUMENT, "pad: padding {} + {} of axis {} overflows", before[i],
+           after[i], i);
     identity = identity && before[i] == 0 && after[i] == 0;
   }
   if (identity) return NodeRef::share(a);
@@ -591,10 +596,17 @@ std::vector<int64_t> pair_attr(const OpCall& c, const char* name, int64_t min_va
   if (v.size() != 2)
     fail(LT_STATUS_INVALID_ARGUMENT, "{}: attribute '{}' needs 2 entries, got {}", name_of(c), name,
          v.size());
-  for (int64_t x : v)
+  // The same bound as lt::lower::validate's (2^30): output shapes computed from these values
+  // (2 * padding, dilation * (kernel - 1)) then cannot overflow int64.
+  constexpr int64_t kMaxWindow = int64_t{1} << 30;
+  for (int64_t x : v) {
     if (x < min_value)
       fail(LT_STATUS_INVALID_ARGUMENT, "{}: attribute '{}' value {} is below {}", name_of(c), name,
            x, min_value);
+    if (x > kMaxWindow)
+      fail(LT_STATUS_INVALID_ARGUMENT, "{}: attribute '{}' value {} is above {}", name_of(c), name,
+           x, kMaxWindow);
+  }
   return v;
 }
 

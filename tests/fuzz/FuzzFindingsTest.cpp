@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "fuzz_util.hpp"
@@ -67,6 +68,35 @@ TEST(FuzzFindings, EmptyTensorsReshapeAndCopyOutWithNullPointers) {
       LT_STATUS_OK);
   EXPECT_EQ(take(lt_tensor_to_host(h, nullptr, 0)).first, LT_STATUS_OK);
   for (lt_tensor* t : {a, r, h}) lt_tensor_free(t);
+}
+
+TEST(FuzzFindings, ShapeArithmeticOfReshapePadConcatAndWindowsDoesNotOverflow) {
+  lt_device* dev = lt::fuzz::eager_device();
+  const int64_t shape[] = {2, 3};
+  lt_tensor* a = nullptr;
+  ASSERT_EQ(take(lt_full(dev, shape, 2, 1, LT_DTYPE_F32, &a)).first, LT_STATUS_OK);
+  lt_tensor* out = nullptr;
+  // reshape: the target's element count overflowed int64 before it was compared.
+  const int64_t big[] = {12, int64_t{1} << 62, 4};
+  auto [code, msg] = take(lt_reshape(a, big, 3, &out));
+  EXPECT_EQ(code, LT_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(msg.find("reshape"), std::string::npos) << msg;
+  // pad: dim + before + after overflowed.
+  const int64_t before[] = {0, INT64_MAX}, after[] = {0, INT64_MAX};
+  EXPECT_EQ(take(lt_pad(a, before, after, 2, 0, &out)).first, LT_STATUS_INVALID_ARGUMENT);
+  // pooling and convolution windows: 2 * padding and dilation * (kernel - 1) overflowed.
+  const int64_t x_shape[] = {1, 1, 4, 4};
+  lt_tensor* x = nullptr;
+  ASSERT_EQ(take(lt_full(dev, x_shape, 4, 1, LT_DTYPE_F32, &x)).first, LT_STATUS_OK);
+  const int64_t kernel[] = {int64_t{1} << 62, 2}, stride[] = {1, 1}, pad[] = {0, 0};
+  std::tie(code, msg) = take(lt_max_pool2d(x, kernel, stride, pad, &out));
+  EXPECT_EQ(code, LT_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(msg.find("above"), std::string::npos) << msg;
+  // Ordinary windows still work.
+  const int64_t k2[] = {2, 2};
+  ASSERT_EQ(take(lt_max_pool2d(x, k2, k2, pad, &out)).first, LT_STATUS_OK);
+  EXPECT_EQ(lt_tensor_numel(out), 4);
+  for (lt_tensor* t : {a, x, out}) lt_tensor_free(t);
 }
 
 TEST(FuzzFindings, EveryInt32IsAValueOfTheCEnums) {
