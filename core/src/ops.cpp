@@ -627,7 +627,8 @@ NodeRef build_conv2d(const OpCall& c) {
   if (groups < 1) fail(LT_STATUS_INVALID_ARGUMENT, "conv2d: groups {} < 1", groups);
   const Dims& xs = x0->shape;
   const Dims& ws = w0->shape;
-  if (xs[1] != ws[1] * groups)
+  int64_t in_channels = 0;
+  if (__builtin_mul_overflow(ws[1], groups, &in_channels) || xs[1] != in_channels)
     fail(LT_STATUS_SHAPE_MISMATCH, "conv2d: input channels {} != weight channels {} x groups {}",
          xs[1], ws[1], groups);
   if (ws[0] % groups != 0)
@@ -635,8 +636,14 @@ NodeRef build_conv2d(const OpCall& c) {
          groups);
   if (bias0 && (bias0->shape.size() != 1 || bias0->shape[0] != ws[0]))
     fail(LT_STATUS_SHAPE_MISMATCH, "conv2d: bias shape {} != [{}]", dims_str(bias0->shape), ws[0]);
-  int64_t oh = (xs[2] + 2 * padding[0] - dilation[0] * (ws[2] - 1) - 1),
-          ow = (xs[3] + 2 * padding[1] - dilation[1] * (ws[3] - 1) - 1);
+  // In 128 bits: a dilated kernel dim (up to 2^30 x 2^46, an empty weight's dims are not
+  // bounded by its bytes) overflows int64. A span that is not negative fits int64.
+  auto span = [&](int i) {
+    __int128 v = static_cast<__int128>(xs[2 + i]) + 2 * static_cast<__int128>(padding[i]) -
+                 static_cast<__int128>(dilation[i]) * (ws[2 + i] - 1) - 1;
+    return v < 0 ? int64_t{-1} : static_cast<int64_t>(v);
+  };
+  int64_t oh = span(0), ow = span(1);
   if (oh < 0 || ow < 0)
     fail(LT_STATUS_SHAPE_MISMATCH, "conv2d: kernel {} does not fit input {} with padding {}",
          dims_str(ws), dims_str(xs), dims_str(padding.data(), 2));

@@ -68,6 +68,15 @@ TEST(FuzzFindings, EmptyTensorsReshapeAndCopyOutWithNullPointers) {
       LT_STATUS_OK);
   EXPECT_EQ(take(lt_tensor_to_host(h, nullptr, 0)).first, LT_STATUS_OK);
   for (lt_tensor* t : {a, r, h}) lt_tensor_free(t);
+  // Softmax over an axis of length 0: the kernel offset NULL pointers (outer x inner > 0).
+  const int64_t rows[] = {2, 0};
+  lt_tensor *e = nullptr, *sm = nullptr;
+  ASSERT_EQ(take(lt_full(lt::fuzz::eager_device(), rows, 2, 1, LT_DTYPE_F32, &e)).first,
+            LT_STATUS_OK);
+  ASSERT_EQ(take(lt_softmax(e, 1, &sm)).first, LT_STATUS_OK);
+  EXPECT_EQ(take(lt_tensor_to_host(sm, nullptr, 0)).first, LT_STATUS_OK);
+  lt_tensor_free(sm);
+  lt_tensor_free(e);
 }
 
 TEST(FuzzFindings, ShapeArithmeticOfReshapePadConcatAndWindowsDoesNotOverflow) {
@@ -92,6 +101,13 @@ TEST(FuzzFindings, ShapeArithmeticOfReshapePadConcatAndWindowsDoesNotOverflow) {
   std::tie(code, msg) = take(lt_max_pool2d(x, kernel, stride, pad, &out));
   EXPECT_EQ(code, LT_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(msg.find("above"), std::string::npos) << msg;
+  // conv2d: weight channels x groups overflowed before it was compared with the input's.
+  const int64_t w_shape[] = {1, 1, 2, 2}, one[] = {1, 1}, zero[] = {0, 0};
+  lt_tensor* w = nullptr;
+  ASSERT_EQ(take(lt_full(dev, w_shape, 4, 1, LT_DTYPE_F32, &w)).first, LT_STATUS_OK);
+  EXPECT_EQ(take(lt_conv2d(x, w, nullptr, one, zero, one, INT64_MAX, &out)).first,
+            LT_STATUS_SHAPE_MISMATCH);
+  lt_tensor_free(w);
   // Ordinary windows still work.
   const int64_t k2[] = {2, 2};
   ASSERT_EQ(take(lt_max_pool2d(x, k2, k2, pad, &out)).first, LT_STATUS_OK);

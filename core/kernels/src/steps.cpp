@@ -158,6 +158,9 @@ void StepProgram::run(void* const* inputs, void* const* outputs) const {
   };
   for (const Step& s : steps_) {
     const lt_graph_node* n = s.node >= 0 ? &g.nodes[s.node] : nullptr;
+    // Nothing to compute into an empty output, and its kernels would do pointer arithmetic on
+    // the NULL buffers of empty operands (softmax over [2, 0] did).
+    if (n && s.kind != Kind::kCustom && s.kind != Kind::kReshape && numel_[s.node] == 0) continue;
     if (s.kind == Kind::kCustom) {
       customs_[s.index].run(ptr.data());
     } else if (s.kind == Kind::kReshape) {
