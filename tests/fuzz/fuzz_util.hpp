@@ -113,9 +113,10 @@ inline bool ok(lt_error* e) {
   return false;
 }
 
-// One runtime per process on cpu_eager, quiet, fallback silent.
-inline lt_device* eager_device() {
-  static lt_device* dev = [] {
+// One runtime per process on cpu_eager, quiet, fallback silent; never destroyed (a static
+// keeps it reachable for LeakSanitizer).
+inline lt_runtime* eager_runtime() {
+  static lt_runtime* rt = [] {
     ::unsetenv("LT_CONFIG");
     ::unsetenv("LT_DEVICE");
     lt_runtime_options o{};
@@ -128,9 +129,12 @@ inline lt_device* eager_device() {
       std::fprintf(stderr, "fuzz: cannot create a cpu_eager runtime: %s\n", lt_error_message(e));
       std::abort();
     }
-    return lt_runtime_default_device(rt);  // the runtime lives as long as the process
+    return rt;
   }();
-  return dev;
+  return rt;
+}
+inline lt_device* eager_device() {
+  return lt_runtime_default_device(eager_runtime());
 }
 
 }  // namespace lt::fuzz
