@@ -59,6 +59,8 @@ void AttrSet::finish() {
       case LT_ATTR_STRING:
         h = hash_combine(h, hash_bytes(a.s.data(), a.s.size()));
         break;
+      default:  // never stored: kinds are checked against the op's row first
+        break;
     }
     lt_attr v{};
     v.name = a.name.c_str();

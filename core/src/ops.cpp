@@ -206,6 +206,11 @@ NodeRef build_arange(const OpCall& c) {
          "stop {}, step {})",
          start, stop, step);
   double len = std::ceil((stop - start) / step);
+  // Refused before the conversion: a double beyond int64's range does not convert (UB).
+  if (!(len <= static_cast<double>(int64_t{1} << 62)))
+    fail(LT_STATUS_INVALID_ARGUMENT,
+         "arange: {} elements (start {}, stop {}, step {}) are more than any tensor can hold", len,
+         start, stop, step);
   int64_t n = len > 0 ? static_cast<int64_t>(len) : 0;
   lt_dtype dt = c.attr_dtype("dtype");
   expect_class(c, dt);
@@ -329,8 +334,9 @@ NodeRef build_reshape(const OpCall& c) {
     } else if (s[i] < 0) {
       fail(LT_STATUS_INVALID_ARGUMENT, "reshape: invalid dimension {} in shape {}", s[i],
            dims_str(s.data(), s.size()));
-    } else {
-      known *= s[i];
+    } else if (__builtin_mul_overflow(known, s[i], &known)) {
+      fail(LT_STATUS_INVALID_ARGUMENT, "reshape: shape {} has more elements than any tensor",
+           dims_str(s.data(), s.size()));
     }
   }
   int64_t n = a->shape.numel();
@@ -445,7 +451,8 @@ NodeRef build_concat(const OpCall& c) {
     if (!ok)
       fail(LT_STATUS_SHAPE_MISMATCH, "concat: shapes {} and {} differ outside axis {}",
            dims_str(first->shape), dims_str(s), axis);
-    out[axis] += s[axis];
+    if (__builtin_add_overflow(out[axis], s[axis], &out[axis]))
+      fail(LT_STATUS_INVALID_ARGUMENT, "concat: the inputs' sizes along axis {} overflow", axis);
   }
   if (c.num_inputs == 1) return cast_to(c.device, first, dt);
   std::vector<NodeRef> cast;
@@ -470,7 +477,10 @@ NodeRef build_pad(const OpCall& c) {
   for (size_t i = 0; i < r; ++i) {
     if (before[i] < 0 || after[i] < 0)
       fail(LT_STATUS_INVALID_ARGUMENT, "pad: negative padding on axis {}", i);
-    out[i] += before[i] + after[i];
+    if (__builtin_add_overflow(out[i], before[i], &out[i]) ||
+        __builtin_add_overflow(out[i], after[i], &out[i]))
+      fail(LT_STATUS_INVALID_ARGUMENT, "pad: padding {} + {} of axis {} overflows", before[i],
+           after[i], i);
     identity = identity && before[i] == 0 && after[i] == 0;
   }
   if (identity) return NodeRef::share(a);
@@ -587,10 +597,17 @@ std::vector<int64_t> pair_attr(const OpCall& c, const char* name, int64_t min_va
   if (v.size() != 2)
     fail(LT_STATUS_INVALID_ARGUMENT, "{}: attribute '{}' needs 2 entries, got {}", name_of(c), name,
          v.size());
-  for (int64_t x : v)
+  // The same bound as lt::lower::validate's (2^30): output shapes computed from these values
+  // (2 * padding, dilation * (kernel - 1)) then cannot overflow int64.
+  constexpr int64_t kMaxWindow = int64_t{1} << 30;
+  for (int64_t x : v) {
     if (x < min_value)
       fail(LT_STATUS_INVALID_ARGUMENT, "{}: attribute '{}' value {} is below {}", name_of(c), name,
            x, min_value);
+    if (x > kMaxWindow)
+      fail(LT_STATUS_INVALID_ARGUMENT, "{}: attribute '{}' value {} is above {}", name_of(c), name,
+           x, kMaxWindow);
+  }
   return v;
 }
 
@@ -611,7 +628,8 @@ NodeRef build_conv2d(const OpCall& c) {
   if (groups < 1) fail(LT_STATUS_INVALID_ARGUMENT, "conv2d: groups {} < 1", groups);
   const Dims& xs = x0->shape;
   const Dims& ws = w0->shape;
-  if (xs[1] != ws[1] * groups)
+  int64_t in_channels = 0;
+  if (__builtin_mul_overflow(ws[1], groups, &in_channels) || xs[1] != in_channels)
     fail(LT_STATUS_SHAPE_MISMATCH, "conv2d: input channels {} != weight channels {} x groups {}",
          xs[1], ws[1], groups);
   if (ws[0] % groups != 0)
@@ -619,8 +637,14 @@ NodeRef build_conv2d(const OpCall& c) {
          groups);
   if (bias0 && (bias0->shape.size() != 1 || bias0->shape[0] != ws[0]))
     fail(LT_STATUS_SHAPE_MISMATCH, "conv2d: bias shape {} != [{}]", dims_str(bias0->shape), ws[0]);
-  int64_t oh = (xs[2] + 2 * padding[0] - dilation[0] * (ws[2] - 1) - 1),
-          ow = (xs[3] + 2 * padding[1] - dilation[1] * (ws[3] - 1) - 1);
+  // In 128 bits: a dilated kernel dim (up to 2^30 x 2^46, an empty weight's dims are not
+  // bounded by its bytes) overflows int64. A span that is not negative fits int64.
+  auto span = [&](int i) {
+    __int128 v = static_cast<__int128>(xs[2 + i]) + 2 * static_cast<__int128>(padding[i]) -
+                 static_cast<__int128>(dilation[i]) * (ws[2 + i] - 1) - 1;
+    return v < 0 ? int64_t{-1} : static_cast<int64_t>(v);
+  };
+  int64_t oh = span(0), ow = span(1);
   if (oh < 0 || ow < 0)
     fail(LT_STATUS_SHAPE_MISMATCH, "conv2d: kernel {} does not fit input {} with padding {}",
          dims_str(ws), dims_str(xs), dims_str(padding.data(), 2));
@@ -884,20 +908,26 @@ NodeRef apply_op(const OpCall& call) {
 // ---- node construction --------------------------------------------------------------------
 
 size_t checked_bytes(const char* what, lt_dtype dtype, const Dims& shape) {
+  // The zero dims aside, the dims must multiply within the limit too: an empty [0, 2^62, 4]
+  // holds nothing, but its row-major strides and every numel computed in order overflow.
   uint64_t numel = 1, bytes = 0;
-  bool overflow = false;
+  bool overflow = false, empty = false;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] < 0)
       fail(LT_STATUS_INVALID_ARGUMENT, "{}: negative dimension in shape {}", what, dims_str(shape));
-    overflow |= __builtin_mul_overflow(numel, static_cast<uint64_t>(shape[i]), &numel);
+    if (shape[i] == 0)
+      empty = true;
+    else
+      overflow |= __builtin_mul_overflow(numel, static_cast<uint64_t>(shape[i]), &numel);
   }
   overflow |= __builtin_mul_overflow(numel, static_cast<uint64_t>(lt_dtype_size(dtype)), &bytes);
   if (overflow || bytes > kMaxTensorBytes)
     fail(LT_STATUS_INVALID_ARGUMENT,
-         "{}: shape {} of {} is {} bytes: more than any tensor can hold (at most 2^46)", what,
+         "{}: shape {} of {} is {} bytes{}: more than any tensor can hold (at most 2^46)", what,
          dims_str(shape), lt_dtype_name(dtype),
-         overflow ? std::string("over 2^64") : std::to_string(bytes));
-  return static_cast<size_t>(bytes);
+         overflow ? std::string("over 2^64") : std::to_string(bytes),
+         empty ? " without its zero dims" : "");
+  return empty ? 0 : static_cast<size_t>(bytes);
 }
 
 NodeRef make_node_n(Device* device, uint16_t op, Node* const* operands, size_t n, lt_dtype dtype,

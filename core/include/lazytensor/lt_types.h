@@ -21,10 +21,12 @@ typedef enum lt_dtype {
   LT_DTYPE_BOOL = 5,
   LT_DTYPE_BF16 = 6, /* storage only; backends may compute in f32 */
   LT_DTYPE_F16 = 7,  /* storage only; backends may compute in f32 */
-  /* Not a dtype. It makes every int32 value representable in lt_dtype, so a value that
-   * arrives from a caller or plugin can be checked (and refused) without undefined
-   * behaviour in C++; the same convention as Vulkan's *_MAX_ENUM. */
-  LT_DTYPE_MAX_ENUM_ = 0x7FFFFFFF
+  /* Not dtypes. Together they make every int32 value representable in lt_dtype (the MIN
+   * one the negative values too), so a value that arrives from a caller or plugin can be
+   * checked (and refused) without undefined behaviour in C++; the same convention as
+   * Vulkan's *_MAX_ENUM. */
+  LT_DTYPE_MAX_ENUM_ = 0x7FFFFFFF,
+  LT_DTYPE_MIN_ENUM_ = -0x7FFFFFFF - 1
 } lt_dtype;
 
 /* Error categories carried by every error object. Values are fixed forever. */
@@ -47,10 +49,13 @@ typedef enum lt_status_code {
 
 /* Kinds of op attribute. Values are fixed forever. */
 typedef enum lt_attr_kind {
-  LT_ATTR_INT = 1,   /* field i */
-  LT_ATTR_FLOAT = 2, /* field f */
-  LT_ATTR_INTS = 3,  /* fields ints, ints_len */
-  LT_ATTR_STRING = 4 /* field s (NUL-terminated) */
+  LT_ATTR_INT = 1,    /* field i */
+  LT_ATTR_FLOAT = 2,  /* field f */
+  LT_ATTR_INTS = 3,   /* fields ints, ints_len */
+  LT_ATTR_STRING = 4, /* field s (NUL-terminated) */
+  /* Not kinds: every int32 value is representable (see LT_DTYPE_MAX_ENUM_). */
+  LT_ATTR_KIND_MAX_ENUM_ = 0x7FFFFFFF,
+  LT_ATTR_KIND_MIN_ENUM_ = -0x7FFFFFFF - 1
 } lt_attr_kind;
 
 /* One named op attribute (see docs/ops.md for each op's attributes).

@@ -158,13 +158,18 @@ void StepProgram::run(void* const* inputs, void* const* outputs) const {
   };
   for (const Step& s : steps_) {
     const lt_graph_node* n = s.node >= 0 ? &g.nodes[s.node] : nullptr;
+    // Nothing to compute into an empty output, and its kernels would do pointer arithmetic on
+    // the NULL buffers of empty operands (softmax over [2, 0] did).
+    if (n && s.kind != Kind::kCustom && s.kind != Kind::kReshape && numel_[s.node] == 0) continue;
     if (s.kind == Kind::kCustom) {
       customs_[s.index].run(ptr.data());
     } else if (s.kind == Kind::kReshape) {
       void* src = ptr[source(n->operands[0])];
-      if (ptr[s.node] && ptr[s.node] != src)
-        std::memcpy(ptr[s.node], src, numel_[s.node] * lt_dtype_size(n->dtype));
-      else
+      if (ptr[s.node] && ptr[s.node] != src) {
+        // An empty tensor may have no buffer (src NULL): memcpy of NULL is UB even for 0 bytes.
+        if (numel_[s.node] > 0)
+          std::memcpy(ptr[s.node], src, numel_[s.node] * lt_dtype_size(n->dtype));
+      } else
         ptr[s.node] = src;
     } else if (s.kind == Kind::kGemm) {
       // [B,]M,K x [B,]K,N (the core lowers NumPy matmul to these).
@@ -195,7 +200,7 @@ void StepProgram::run(void* const* inputs, void* const* outputs) const {
   }
   for (size_t k = 0; k < g.num_outputs; ++k) {
     int32_t v = g.outputs[k];
-    if (ptr[v] != outputs[k])
+    if (ptr[v] != outputs[k] && numel_[v] > 0)
       std::memcpy(outputs[k], ptr[v], numel_[v] * lt_dtype_size(g.nodes[v].dtype));
   }
 }

@@ -314,11 +314,13 @@ class Backend {
     pool_.put(b->data, b->capacity);
     delete b;
   }
+  // n == 0: an empty tensor's buffer and the caller's pointer may both be NULL (memcpy of
+  // NULL is undefined even for 0 bytes).
   virtual void upload(Buffer* b, size_t offset, const void* src, size_t n) {
-    std::memcpy(static_cast<char*>(b->data) + offset, src, n);
+    if (n) std::memcpy(static_cast<char*>(b->data) + offset, src, n);
   }
   virtual void download(const Buffer* b, size_t offset, void* dst, size_t n) {
-    std::memcpy(dst, static_cast<const char*>(b->data) + offset, n);
+    if (n) std::memcpy(dst, static_cast<const char*>(b->data) + offset, n);
   }
   virtual void* host_ptr(Buffer* b) { return b->data; }
 
