@@ -108,24 +108,31 @@ class Pass : public Builder {
     for (Value o : node.operands)
       ops.push_back(is_storage(g_.node(o).dtype) ? cast(o, LT_DTYPE_F32) : o);
     const lt_dtype wide = is_storage(node.dtype) ? LT_DTYPE_F32 : node.dtype;
-    for (lt_attr& a : node.attrs)  // full, arange, random_*: the dtype they create
+    std::vector<lt_attr> attrs = node.attrs;  // (the original's stay for restore())
+    for (lt_attr& a : attrs)                  // full, arange, random_*: the dtype they create
       if (std::string_view(a.name) == "dtype" && a.kind == LT_ATTR_INT && a.i == node.dtype)
         a.i = wide;
-    Value r = settle(g_.add(node.op, wide, node.shape, ops, node.attrs.data(), node.attrs.size()));
+    Value r = settle(g_.add(node.op, wide, node.shape, ops, attrs.data(), attrs.size()));
     if (wide != node.dtype) r = cast(r, node.dtype);
     if (--depth_ == 0) origin_ = -1;
     if (natively_ == natively && may_undo) {  // the backend runs none of it: keep the original
-      while (g_.size() > mark) g_.pop();
-      r = g_.add(node.op, node.dtype, node.shape, node.operands, node.attrs.data(),
-                 node.attrs.size());
-      report_.supported.resize(g_.size());
-      report_.origin.resize(g_.size());
-      report_.supported[r] = 0;
-      report_.origin[r] = origin_;
-      return r;
+      return restore(node, mark);
     }
     changed_ = true;
     report_.widened.emplace_back(node.op);
+    return r;
+  }
+
+  // The rewrite of `node` (everything after `mark`) runs nothing natively: it goes, and the
+  // original node comes back as one node for the fallback, which is cheaper.
+  Value restore(const Saved& node, size_t mark) {
+    while (g_.size() > mark) g_.pop();
+    Value r = g_.add(node.op, node.dtype, node.shape, node.operands, node.attrs.data(),
+                     node.attrs.size());
+    report_.supported.resize(g_.size());
+    report_.origin.resize(g_.size());
+    report_.supported[r] = 0;
+    report_.origin[r] = origin_;
     return r;
   }
 
@@ -149,14 +156,7 @@ class Pass : public Builder {
     }
     if (--depth_ == 0) origin_ = -1;
     if (natively_ == natively && may_undo) {  // nothing runs natively: one fallback node is cheaper
-      while (g_.size() > mark) g_.pop();
-      r = g_.add(node.op, node.dtype, node.shape, node.operands, node.attrs.data(),
-                 node.attrs.size());
-      report_.supported.resize(g_.size());
-      report_.origin.resize(g_.size());
-      report_.supported[r] = 0;
-      report_.origin[r] = origin_;
-      return r;
+      return restore(node, mark);
     }
     changed_ = true;
     if (broadcast)
