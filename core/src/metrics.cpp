@@ -107,12 +107,14 @@ std::vector<std::pair<std::string, std::pair<uint64_t, uint64_t>>> off_target(
     const std::vector<GraphRow>& rows) {
   std::vector<std::pair<std::string, std::pair<uint64_t, uint64_t>>> out;
   for (const GraphRow& g : rows)
-    for (const auto& [label, ns] : g.regions) {
+    for (const auto& region : g.regions) {
+      const std::string& label = region.first;  // (not a structured binding: clang 15 cannot
+                                                // capture one in the lambda below)
       if (label.rfind("fallback ", 0) != 0 && label.rfind("core ", 0) != 0) continue;
       auto it =
           std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == label; });
       if (it == out.end()) it = out.insert(out.end(), {label, {0, 0}});
-      it->second.first += ns;
+      it->second.first += region.second;
       it->second.second += g.runs;
     }
   std::stable_sort(out.begin(), out.end(),
