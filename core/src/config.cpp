@@ -137,6 +137,8 @@ void apply_file(Config& c, const std::string& path) {
       c.log_level = str("log_level", v);
     else if (k == "dump_dir")
       c.dump_dir = str("dump_dir", v);
+    else if (k == "dynamic_shapes")
+      c.dynamic_shapes = str("dynamic_shapes", v);
     else if (k == "background_compile") {
       if (!v.is_boolean())
         fail(LT_STATUS_IO_ERROR, "config: '{}': background_compile must be true or false", path);
@@ -190,6 +192,7 @@ Config load_config(const lt_runtime_options* o) {
   over(c.fallback, "LT_FALLBACK", &lt_runtime_options::fallback);
   over(c.log_level, "LT_LOG_LEVEL", &lt_runtime_options::log_level);
   over(c.dump_dir, "LT_DUMP_DIR", &lt_runtime_options::dump_dir);
+  over(c.dynamic_shapes, "LT_DYNAMIC_SHAPES", &lt_runtime_options::dynamic_shapes);
   if (const char* v = env("LT_BACKGROUND_COMPILE")) {
     std::string b = v;
     if (b != "0" && b != "1" && b != "true" && b != "false")
@@ -208,6 +211,9 @@ Config load_config(const lt_runtime_options* o) {
   if (c.fallback != "silent" && c.fallback != "warn" && c.fallback != "error")
     fail(LT_STATUS_INVALID_ARGUMENT, "config: fallback '{}' is not one of silent, warn, error",
          c.fallback);
+  if (c.dynamic_shapes != "auto" && c.dynamic_shapes != "off")
+    fail(LT_STATUS_INVALID_ARGUMENT, "config: dynamic_shapes '{}' is not one of auto, off",
+         c.dynamic_shapes);
   if (spdlog::level::from_str(c.log_level) == spdlog::level::off && c.log_level != "off")
     fail(LT_STATUS_INVALID_ARGUMENT,
          "config: log_level '{}' is not one of trace, debug, info, warn, error, critical, off",

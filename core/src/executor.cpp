@@ -163,7 +163,8 @@ void record_plugin_stats(Runtime* rt, Plugin* p, lt_plugin_executable* exe,
   }
 }
 
-lt_plugin_executable* compile_region(Device* dev, const lt_graph* g) {
+// `dynamic` (a dynamic graph): set to whether the plugin's executable runs every symbol value.
+lt_plugin_executable* compile_region(Device* dev, const lt_graph* g, bool* dynamic = nullptr) {
   Plugin* p = dev->plugin;
   lt_plugin_compile_args a{};
   a.struct_size = LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE;
@@ -172,6 +173,8 @@ lt_plugin_executable* compile_region(Device* dev, const lt_graph* g) {
   a.graph = g;
   p->call("compile", [&] { return p->api->compile(&a); });
   if (!a.executable) fail(LT_STATUS_PLUGIN_ERROR, "{}: compile returned no executable", p->name);
+  // A plugin of ABI 1.0/1.1 never wrote the field: its executables are static.
+  if (dynamic) *dynamic = p->abi_minor >= 2 && a.dynamic == 1;
   return a.executable;
 }
 
@@ -327,7 +330,29 @@ struct PlanSource {
   bool is_input(size_t i) const { return input_flag[i] != 0; }
 };
 
-std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& full_g, const PlanSource& c) {
+// Dynamic shapes: compile_plan at one point of a program's symbols. A dry run stops once the
+// region graphs are built and keeps them; the real run derives each region's expressions from
+// the dry runs with one symbol moved at a time (lower::derive_exprs), checks them against a dry
+// run at other values, and asks each backend for an executable valid at every value.
+struct DynCompile {
+  bool dry = false;
+  std::vector<lower::OwnedGraph> regions;  // dry: each region's graph
+  std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> globals;  // dry: in/out
+  size_t lowered_nodes = 0;                                                    // dry
+  std::vector<int64_t> base, moved;        // real: the values, and symbol k's value in varied[k]
+  std::vector<DynCompile>* varied = nullptr;  // real: per symbol
+  DynCompile* check = nullptr;                // real: a dry run at check_values
+  std::vector<int64_t> check_values;
+  bool dynamic = true;  // real, out: every region's executable runs every value
+  std::string why;      // real, out: why not
+};
+// Thrown when a program's regions are not the same graph at every value: it is compiled static.
+struct NotDynamic : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& full_g, const PlanSource& c,
+                                   DynCompile* dyn = nullptr) {
   Runtime* rt = dev->runtime;
   auto t0 = Clock::now();
   Device* fb_dev =
@@ -503,11 +528,20 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& full_g, const Pl
   }
 
   // 4. Compile each region; a failed compile on the target reruns the region on the fallback.
-  const bool dump = !rt->config.dump_dir.empty();
+  const bool dump = !rt->config.dump_dir.empty() && !(dyn && dyn->dry);
   DotDump dot;
+  if (dyn && dyn->dry) dyn->lowered_nodes = n;
+  if (dyn && !dyn->dry) {
+    if (dyn->check->lowered_nodes != n || dyn->check->regions.size() != members.size())
+      throw NotDynamic("its partition into regions changes with its sizes");
+    for (const DynCompile& d : *dyn->varied)
+      if (d.lowered_nodes != n || d.regions.size() != members.size())
+        throw NotDynamic("its partition into regions changes with its sizes");
+  }
   for (size_t r = 0; r < members.size(); ++r) {
     Region reg;
     reg.dev = region_dev[r];
+    if (!reg.dev && dyn) throw NotDynamic("a custom op or a collective runs on the host");
     if (!reg.dev) {
       reg.host_node = region_host[r];
       plan->regions.push_back(std::move(reg));
@@ -523,9 +557,39 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& full_g, const Pl
     }
     GraphBuf gb;
     region_graph(g, members[r], region_of, static_cast<int32_t>(r), reg, used_outside, gb);
+    if (dyn && dyn->dry) {
+      dyn->regions.push_back(lower::copy_graph(gb.g));
+      dyn->globals.emplace_back(reg.in_globals, reg.out_globals);
+      continue;
+    }
+    std::vector<lt_dim_expr> exprs;  // a dynamic region's expressions (gb.g points at them)
+    bool region_dynamic = false;
+    if (dyn) {
+      std::vector<const lt_graph*> moved;
+      for (DynCompile& d : *dyn->varied) {
+        if (d.globals[r] != std::pair(reg.in_globals, reg.out_globals))
+          throw NotDynamic("its regions' inputs and outputs change with its sizes");
+        moved.push_back(&d.regions[r].view());
+      }
+      std::string why;
+      if (!lower::derive_exprs(gb.g, dyn->base, moved, dyn->moved, &exprs, &why))
+        throw NotDynamic(fmt::format("region {} ({}): {}", r, reg.dev->plugin->name, why));
+      gb.g.num_symbols = dyn->base.size();
+      gb.g.symbol_values = dyn->base.data();
+      gb.g.num_dim_exprs = exprs.size();
+      gb.g.dim_exprs = exprs.data();
+      std::vector<int64_t> at;
+      if (!lower::match(gb.g, dyn->check->regions[r].view(), &at) || at != dyn->check_values)
+        throw NotDynamic(fmt::format("region {} ({}) is not affine in its sizes", r,
+                                     reg.dev->plugin->name));
+      for (int32_t o : std::span(gb.g.outputs, gb.g.num_outputs)) {
+        reg.out_forms.push_back(lower::shape_forms(gb.g, static_cast<size_t>(o)));
+        reg.out_dtypes.push_back(gb.g.nodes[o].dtype);
+      }
+    }
     std::string failed;  // why the target's compile failed, if it did
     try {
-      reg.exe = compile_region(reg.dev, &gb.g);
+      reg.exe = compile_region(reg.dev, &gb.g, &region_dynamic);
     } catch (const Error& e) {
       // Out of device memory is a property of the program (its size), not a capability gap:
       // the user must see it. So must a user who asked for no fallback at all.
@@ -540,11 +604,15 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& full_g, const Pl
                     reg.dev->plugin->name, e.message(), fb_dev->plugin->name);
       failed = e.message();
       reg.dev = fb_dev;
-      reg.exe = compile_region(reg.dev, &gb.g);
+      reg.exe = compile_region(reg.dev, &gb.g, &region_dynamic);
       for (int32_t gi : members[r]) {
         add_count(plan->op_counts, std::string("fallback.") + g.nodes[gi].op);
         ++plan->fallback_nodes;
       }
+    }
+    if (dyn && !region_dynamic && dyn->dynamic) {
+      dyn->dynamic = false;
+      dyn->why = fmt::format("backend '{}' compiles static shapes only", reg.dev->plugin->name);
     }
     plan->regions.push_back(std::move(reg));
     Region& placed = plan->regions.back();
@@ -583,6 +651,7 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& full_g, const Pl
   const auto compile_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
   plan->compile_ns.store(compile_ns);
+  if (dyn && dyn->dry) return plan;
   rt->metrics.compiles.fetch_add(1);
   rt->metrics.compile_ns.fetch_add(compile_ns);
   return plan;
@@ -727,7 +796,8 @@ BufferPtr transfer(Runtime* rt, const Buffer* src, Device* to) {
   return dst;
 }
 
-void run_plan(Device* dev, const Plan& plan, Collected& c) {
+// `symbols`: the values a dynamic plan runs at (empty for a static plan).
+void run_plan(Device* dev, const Plan& plan, Collected& c, std::span<const int64_t> symbols = {}) {
   Runtime* rt = dev->runtime;
   auto t0 = Clock::now();
   const size_t n = plan.graph_nodes;
@@ -850,7 +920,9 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
     for (int32_t g : r.in_globals) ins.push_back(buffer_on(g, r.dev));
     for (size_t k = 0; k < r.out_globals.size(); ++k) {
       int32_t g = r.out_globals[k];
-      produced[g] = r.dev->allocator->allocate(r.out_bytes[k]);
+      produced[g] = r.dev->allocator->allocate(
+          symbols.empty() ? r.out_bytes[k]
+                          : lower::bytes_at(r.out_forms[k], r.out_dtypes[k], symbols));
       home[g] = produced[g].get();
       outs.push_back(produced[g]->handle);
     }
@@ -863,6 +935,8 @@ void run_plan(Device* dev, const Plan& plan, Collected& c) {
     a.inputs = ins.data();
     a.num_outputs = outs.size();
     a.outputs = outs.data();
+    a.num_symbols = symbols.size();
+    a.symbol_values = symbols.empty() ? nullptr : symbols.data();
     region_t0 = Clock::now();  // the execute call only: transfers above are not the region's
     p->call("execute", [&] { return p->api->execute(&a); });
     region_done();
@@ -924,6 +998,7 @@ void collect(const std::vector<Node*>& roots, Collected& c) {
   std::vector<Frame> stack;
   c.op_begin.push_back(0);
   uint64_t h = hash_mix(0x4c54475241504855ULL);
+  uint64_t prog = hash_mix(0x50524f4752414dULL);  // the program: h without the numbers
   for (Node* root : roots) {
     if (root->visit_mark == epoch) {
       c.outputs.push_back(root->visit_index);  // also reached from an earlier root
@@ -947,6 +1022,8 @@ void collect(const std::vector<Node*>& roots, Collected& c) {
       n->visit_index = idx;
       c.nodes.push_back(n);
       c.input_flag.push_back(input ? 1 : 0);
+      prog = hash_combine(prog, (static_cast<uint64_t>(input ? kOpInput : n->op) << 32) ^
+                                    (static_cast<uint64_t>(n->dtype) << 8) ^ n->shape.size());
       if (input) {
         c.inputs.push_back(idx);
         h = hash_combine(h, input_hash(n));
@@ -956,6 +1033,7 @@ void collect(const std::vector<Node*>& roots, Collected& c) {
           int32_t oi = n->operand(k)->visit_index;
           c.operand_idx.push_back(oi);
           h = hash_combine(h, static_cast<uint64_t>(oi));
+          prog = hash_combine(prog, static_cast<uint64_t>(oi));
         }
       }
       c.op_begin.push_back(static_cast<int32_t>(c.operand_idx.size()));
@@ -968,8 +1046,12 @@ void collect(const std::vector<Node*>& roots, Collected& c) {
   for (int32_t o : c.outputs)
     if (std::find(uniq.begin(), uniq.end(), o) == uniq.end()) uniq.push_back(o);
   c.outputs = std::move(uniq);
-  for (int32_t o : c.outputs) h = hash_combine(h, 0x0u + static_cast<uint64_t>(o) + (1ull << 40));
+  for (int32_t o : c.outputs) {
+    h = hash_combine(h, 0x0u + static_cast<uint64_t>(o) + (1ull << 40));
+    prog = hash_combine(prog, 0x0u + static_cast<uint64_t>(o) + (1ull << 40));
+  }
   c.key = h;
+  c.program = prog;
 }
 
 std::shared_ptr<Plan> cache_lookup(Runtime* rt, const Runtime::CacheKey& key, const Collected& c) {
@@ -1076,6 +1158,152 @@ std::shared_ptr<Plan> background_compile(Device* dev, const Runtime::CacheKey& k
   return eager;
 }
 
+namespace {
+
+// ---- dynamic shapes (docs/dynamic-shapes.md) ----------------------------------------------
+
+constexpr size_t kMaxSeenNodes = 100000;
+
+void add_metric(Runtime* rt, const char* name) {
+  std::lock_guard ml(rt->metrics.mu);
+  rt->metrics.named[name] += 1;
+}
+
+// The cached graph `c` is at symbol values `values` of dynamic plan `base`.
+std::shared_ptr<Plan> dynamic_instance(const std::shared_ptr<Plan>& base, const Collected& c,
+                                       std::vector<int64_t> values) {
+  auto p = std::make_shared<Plan>();
+  p->num_nodes = c.nodes.size();
+  p->num_inputs = c.inputs.size();
+  p->outputs = c.outputs;
+  p->key = c.key;
+  p->device = base->device;
+  p->dyn_base = base;
+  p->label = base->label + " (dynamic, at " + dims_str(values.data(), values.size()) + ")";
+  p->symbols = std::move(values);
+  return p;
+}
+
+// A dynamic plan of c's program that c matches, as an instance at c's values; else null.
+std::shared_ptr<Plan> dynamic_lookup(Device* dev, const Collected& c, const lt_graph& full) {
+  Runtime* rt = dev->runtime;
+  std::vector<std::shared_ptr<Plan>> candidates;
+  {
+    std::lock_guard ck(rt->cache_mu);
+    for (auto& [key, plan] : rt->dynamic_plans)
+      if (key.device == dev && key.options_hash == dev->plugin->options_hash &&
+          key.graph_key == c.program)
+        candidates.push_back(plan);
+  }
+  std::vector<int64_t> values;
+  for (auto& cand : candidates)
+    if (lower::match(cand->dyn_graph->view(), full, &values))
+      return dynamic_instance(cand, c, values);
+  return nullptr;
+}
+
+// Compiles c's program for every value of the symbols `generalize` found (c is at `values`):
+// the plan at base values (each at least 2, so no dim is 1 by accident), after dry runs with
+// each symbol moved by one and all at other values. Null (and why) when the program is not the
+// same graph at every value or a backend compiles static shapes only.
+std::shared_ptr<Plan> compile_dynamic(Device* dev, const Collected& c, const lt_graph& full,
+                                      const std::vector<int64_t>& values,
+                                      std::vector<lt_dim_expr> exprs, const std::string& why,
+                                      std::string* not_why) {
+  auto dyn = std::make_shared<lower::OwnedGraph>(lower::copy_graph(full));
+  dyn->set_dynamic(values, std::move(exprs));
+  const lt_graph& dg = dyn->view();
+  std::vector<int64_t> base = values;
+  for (int64_t& v : base) v = std::max<int64_t>(v, 2);
+  try {
+    auto at = [&](const std::vector<int64_t>& vals) {
+      lower::OwnedGraph g = lower::instantiate(dg, vals);
+      lower::validate(g.view());  // every op's shape rule holds at these values too
+      return g;
+    };
+    std::vector<DynCompile> varied(base.size());
+    std::vector<int64_t> moved;
+    for (size_t k = 0; k < base.size(); ++k) {
+      std::vector<int64_t> vals = base;
+      moved.push_back(vals[k] += 1);
+      lower::OwnedGraph g = at(vals);
+      varied[k].dry = true;
+      compile_plan(dev, g.view(), PlanSource(c, why), &varied[k]);
+    }
+    DynCompile check;
+    check.dry = true;
+    for (int64_t v : base) check.check_values.push_back(2 * v + 5);
+    lower::OwnedGraph g3 = at(check.check_values);
+    compile_plan(dev, g3.view(), PlanSource(c, why), &check);
+    DynCompile real;
+    real.base = base;
+    real.moved = moved;
+    real.varied = &varied;
+    real.check = &check;
+    real.check_values = check.check_values;
+    lower::OwnedGraph gb = at(base);
+    std::shared_ptr<Plan> plan = compile_plan(dev, gb.view(), PlanSource(c, why), &real);
+    if (!real.dynamic) {
+      *not_why = real.why;
+      return base == values ? plan : nullptr;  // still the right static plan for c
+    }
+    plan->dyn_graph = std::move(dyn);
+    return plan;
+  } catch (const NotDynamic& e) {
+    *not_why = e.what();
+  } catch (const Error& e) {
+    *not_why = e.message();
+  }
+  return nullptr;
+}
+
+// After a miss: c's program was compiled before at other sizes. Generalises the two graphs and
+// compiles a dynamic plan; null when the program stays static (remembered, with why).
+std::shared_ptr<Plan> try_dynamic(Device* dev, const Collected& c, const lt_graph& full,
+                                  const std::string& why, bool* static_plan) {
+  Runtime* rt = dev->runtime;
+  *static_plan = false;
+  auto& seen = dev->seen_graphs;
+  auto it = std::find_if(seen.begin(), seen.end(), [&](auto& e) { return e.first == c.program; });
+  if (it == seen.end()) return nullptr;
+  std::shared_ptr<lower::OwnedGraph> old = it->second;
+  seen.erase(it);
+  std::vector<int64_t> values;
+  std::vector<lt_dim_expr> exprs;
+  std::string not_why;
+  std::shared_ptr<Plan> plan;
+  if (lower::generalize(old->view(), full, &values, &exprs, &not_why))
+    plan = compile_dynamic(dev, c, full, values, std::move(exprs), why, &not_why);
+  if (plan && plan->dyn_graph) {
+    Runtime::CacheKey key{dev, dev->plugin->options_hash, c.program};
+    std::lock_guard ck(rt->cache_mu);
+    rt->dynamic_plans.emplace_front(key, plan);
+    if (rt->dynamic_plans.size() > 64) rt->dynamic_plans.pop_back();
+    rt->log->info("{}: graph '{}' is now dynamic in {} size(s)", dev->name, plan->label,
+                  plan->dyn_graph->view().num_symbols);
+    add_metric(rt, "dynamic.compiles");
+    return dynamic_instance(plan, c, values);
+  }
+  rt->log->info("{}: graph '{}' stays static: {}", dev->name, graph_label(c), not_why);
+  dev->static_programs.emplace_front(c.program, not_why);
+  if (dev->static_programs.size() > 64) dev->static_programs.pop_back();
+  add_metric(rt, "dynamic.static_programs");
+  *static_plan = plan != nullptr;
+  return plan;
+}
+
+void remember_graph(Device* dev, const Collected& c, const lt_graph& full) {
+  if (c.nodes.size() > kMaxSeenNodes) return;
+  for (auto& [prog, why] : dev->static_programs)
+    if (prog == c.program) return;
+  auto& seen = dev->seen_graphs;
+  std::erase_if(seen, [&](auto& e) { return e.first == c.program; });
+  seen.emplace_front(c.program, std::make_shared<lower::OwnedGraph>(lower::copy_graph(full)));
+  if (seen.size() > 8) seen.pop_back();
+}
+
+}  // namespace
+
 void materialize(Device* dev, std::vector<NodeRef>& roots) {
   Runtime* rt = dev->runtime;
   std::lock_guard lk(dev->exec_mu);
@@ -1089,16 +1317,35 @@ void materialize(Device* dev, std::vector<NodeRef>& roots) {
 
   Runtime::CacheKey key{dev, dev->plugin->options_hash, c.key};
   std::shared_ptr<Plan> plan = cache_lookup(rt, key, c);
+  const bool dynamic = rt->config.dynamic_shapes != "off";
   if (plan) {
     rt->metrics.cache_hits.fetch_add(1, std::memory_order_relaxed);
   } else if (rt->config.background_compile && rt->fallback && rt->fallback != dev->plugin) {
     plan = background_compile(dev, key, c);
   } else {
-    std::string why = count_miss(dev, c);
-    plan = compile_plan(dev, c, why);
-    cache_insert(rt, key, plan);
+    GraphBuf full;
+    if (dynamic) {
+      full_graph(c, full);
+      plan = dynamic_lookup(dev, c, full.g);
+      if (plan) {
+        rt->metrics.cache_hits.fetch_add(1, std::memory_order_relaxed);
+        add_metric(rt, "dynamic.hits");
+        cache_insert(rt, key, plan);
+      }
+    }
+    if (!plan) {
+      std::string why = count_miss(dev, c);
+      bool static_plan = false;
+      if (dynamic) plan = try_dynamic(dev, c, full.g, why, &static_plan);
+      if (!plan) plan = compile_plan(dev, c, why);
+      if (dynamic && !plan->dyn_base) remember_graph(dev, c, full.g);
+      cache_insert(rt, key, plan);
+    }
   }
-  run_plan(dev, *plan, c);
+  if (plan->dyn_base)
+    run_plan(dev, *plan->dyn_base, c, plan->symbols);
+  else
+    run_plan(dev, *plan, c);
 }
 
 void sync_device(Device* dev) {

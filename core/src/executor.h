@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "lazytensor/lower/dynamic.hpp"
 #include "lazytensor/lower/graph.hpp"
 #include "runtime.h"
 
@@ -20,6 +21,7 @@ struct Collected {
   std::vector<int32_t> inputs;      // node index of input k
   std::vector<int32_t> outputs;     // node index of root k (unique)
   uint64_t key = 0;                 // structure + shapes + dtypes + attrs + operand indices
+  uint64_t program = 0;             // the same without shapes and attributes (dynamic shapes)
   std::vector<uint8_t> input_flag;  // 1 if node i is an input of the graph
   bool is_input(size_t i) const { return input_flag[i] != 0; }
 };
@@ -33,6 +35,10 @@ struct Region {
   std::vector<int32_t> out_globals;  // lowered-graph node of local output k
   std::vector<size_t> out_bytes;     // bytes of local output k
   int32_t host_node = -1;            // index into Plan::host_nodes (dev == nullptr)
+  // A dynamic plan's region: the shape of local output k as forms of the symbols, so that a
+  // run at other values allocates outputs of the right size.
+  std::vector<std::vector<lower::DimForm>> out_forms;
+  std::vector<lt_dtype> out_dtypes;
 };
 
 // A custom-op node no backend claims, or a collective (dist.cpp): what the core needs to run
@@ -81,6 +87,14 @@ struct Plan {
   std::unique_ptr<std::atomic<uint64_t>[]> region_ns;  // one per region: execute-call time
 
   uint64_t collectives = 0;  // host_nodes that are collectives, run by the core over MPI
+
+  // Dynamic shapes (docs/dynamic-shapes.md). A dynamic plan runs its program at every value of
+  // its symbols: `dyn_graph` is the collected graph with its expressions, which a new graph must
+  // match (lower::match). Its instances are what the compile cache holds for each concrete
+  // graph: `dyn_base` and the symbol values, and no regions of their own.
+  std::shared_ptr<lower::OwnedGraph> dyn_graph;
+  std::shared_ptr<Plan> dyn_base;
+  std::vector<int64_t> symbols;
   ~Plan();
 };
 

@@ -80,7 +80,9 @@ std::vector<GraphRow> graph_rows(Runtime* rt) {
   std::vector<std::shared_ptr<Plan>> plans;
   {
     std::lock_guard lk(rt->cache_mu);
-    for (auto& [key, plan] : rt->lru) plans.push_back(plan);
+    for (auto& [key, plan] : rt->lru)
+      if (!plan->dyn_base) plans.push_back(plan);
+    for (auto& [key, plan] : rt->dynamic_plans) plans.push_back(plan);  // its instances' runs
   }
   std::vector<GraphRow> rows;
   for (const auto& p : plans) {

@@ -24,6 +24,9 @@
 #include "lazytensor/lt_plugin.h"
 
 namespace lt {
+namespace lower {
+class OwnedGraph;
+}
 
 struct Plan;
 
@@ -38,6 +41,7 @@ struct Config {
       plugin_path;  // explicit/env/config directories (install dir added later)
   size_t cache_capacity = 256;
   bool background_compile = false;  // compile on a thread, run on the fallback meanwhile
+  std::string dynamic_shapes = "auto";  // auto: a size seen with a second value is dynamic; off
   std::string dump_dir;
   std::string config_file;  // the file read, if any
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> plugin_options;
@@ -159,6 +163,12 @@ struct lt_device {
     std::vector<std::string> input_names;
   };
   std::deque<Signature> recent;
+
+  // Dynamic shapes (exec_mu): the last graph compiled static per program (at most 8, none over
+  // 100,000 nodes), to generalise against when the program comes back at other sizes; and the
+  // programs that could not be generalised, with why (at most 64), not tried again.
+  std::list<std::pair<uint64_t, std::shared_ptr<lt::lower::OwnedGraph>>> seen_graphs;
+  std::list<std::pair<uint64_t, std::string>> static_programs;
 };
 
 struct lt_tensor {
@@ -205,6 +215,8 @@ struct lt_runtime {
   };
   std::list<std::pair<CacheKey, std::shared_ptr<lt::Plan>>> lru;
   std::unordered_map<CacheKey, decltype(lru)::iterator, CacheKeyHash> cache;
+  // Dynamic plans by program (cache_mu); graph_key of the key is the program hash. At most 64.
+  std::list<std::pair<CacheKey, std::shared_ptr<lt::Plan>>> dynamic_plans;
 
   // Config background_compile: the compile running for each cache key (bg_mu).
   std::mutex bg_mu;

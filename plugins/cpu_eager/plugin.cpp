@@ -38,7 +38,10 @@ class CpuEager : public lt::kit::Backend {
   }
 
   std::unique_ptr<lt::kit::Executable> compile(const lt_graph& g, size_t) override {
-    return std::make_unique<lt::eager::Executable>(g);
+    auto steps = [](const lt_graph& at) { return std::make_unique<lt::eager::Executable>(at); };
+    // Dynamic shapes: host steps prepared per size (microseconds), one executable for all.
+    if (!lt::lower::dynamic_of(g).empty()) return std::make_unique<lt::kit::PerValue>(g, steps);
+    return steps(g);
   }
 
  private:

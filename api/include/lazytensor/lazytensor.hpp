@@ -242,6 +242,7 @@ struct RuntimeOptions {
   std::string fallback;
   std::string log_level;
   std::string dump_dir;
+  std::string dynamic_shapes;  // "auto" (default) or "off"
 };
 
 // Owns the application's reference to a runtime. Tensors keep the runtime's internals
@@ -272,6 +273,7 @@ class Runtime {
     o.fallback = opt(options.fallback);
     o.log_level = opt(options.log_level);
     o.dump_dir = opt(options.dump_dir);
+    o.dynamic_shapes = opt(options.dynamic_shapes);
     lt_runtime* r = nullptr;
     check(lt_runtime_create(&o, &r));
     return Runtime(r);

@@ -76,9 +76,11 @@ typedef struct lt_runtime_options {
   const char* fallback;    /* "silent" | "warn" | "error"; else $LT_FALLBACK; else "warn" */
   const char* log_level;   /* "trace".."off"; else $LT_LOG_LEVEL; else "warn" */
   const char* dump_dir;    /* where compiled graphs are dumped; else $LT_DUMP_DIR */
+  const char* dynamic_shapes; /* "auto" | "off"; else $LT_DYNAMIC_SHAPES; else config; else
+                                 "auto" (docs/dynamic-shapes.md) */
 } lt_runtime_options;
 #define LT_RUNTIME_OPTIONS_STRUCT_SIZE \
-  (offsetof(lt_runtime_options, dump_dir) + sizeof(const char*))
+  (offsetof(lt_runtime_options, dynamic_shapes) + sizeof(const char*))
 
 /* Creates a runtime: reads config, loads plugins, creates devices. `options` may be NULL.
  * Plugins that fail to load are reported in lt_runtime_plugin_report and skipped; the

@@ -39,7 +39,7 @@ extern "C" {
 #endif
 
 #define LT_PLUGIN_ABI_MAJOR 1
-#define LT_PLUGIN_ABI_MINOR 1
+#define LT_PLUGIN_ABI_MINOR 2
 
 #define LT_PLUGIN_ENTRY_SYMBOL "lt_plugin_get_api"
 
@@ -75,6 +75,21 @@ typedef struct lt_graph_node {
   const lt_attr* attrs;
 } lt_graph_node;
 
+/* Dynamic dimensions (appended in 1.2). In a dynamic graph some numbers are affine functions
+ * of symbols, one symbol per dynamic size (a batch, a sequence length): a dim of a node's shape,
+ * or an entry of an INT/INTS attribute that carries one (reshape's shape, a slice bound). The
+ * graph's own shapes and attributes are those at `symbol_values`; each lt_dim_expr says that
+ * one of those numbers is `scale * symbol + offset` at every value of its symbol. Numbers no
+ * expression names are the same at every value. Element struct (frozen for the major). */
+typedef struct lt_dim_expr {
+  int32_t node;   /* node index */
+  int32_t attr;   /* -1: dim `index` of the node's shape; else attribute `attr` of the node */
+  int32_t index;  /* the dim, or the element of an INTS attribute (0 for an INT attribute) */
+  int32_t symbol; /* 0..num_symbols-1 */
+  int64_t scale;  /* non-zero */
+  int64_t offset;
+} lt_dim_expr;
+
 /* A graph region in topological order (operands precede users). All pointers are borrowed
  * for the duration of the call that receives the graph. Buffers are dense row-major. */
 typedef struct lt_graph {
@@ -86,8 +101,16 @@ typedef struct lt_graph {
   size_t num_outputs;
   const int32_t* outputs; /* node index of output k; a node may appear more than once */
   uint64_t hash;          /* the core's structural hash of this region */
+  /* appended in 1.2: dynamic dimensions (num_symbols == 0: a static graph). Read them only
+   * when struct_size covers them (LT_GRAPH_HAS_DYNAMIC). */
+  size_t num_symbols;
+  const int64_t* symbol_values; /* the values the graph's numbers are given at */
+  size_t num_dim_exprs;
+  const lt_dim_expr* dim_exprs;
 } lt_graph;
-#define LT_GRAPH_STRUCT_SIZE LT_STRUCT_SIZE(lt_graph, hash)
+#define LT_GRAPH_STRUCT_SIZE LT_STRUCT_SIZE(lt_graph, dim_exprs)
+#define LT_GRAPH_STRUCT_SIZE_1_0 LT_STRUCT_SIZE(lt_graph, hash)
+#define LT_GRAPH_HAS_DYNAMIC(g) ((g)->struct_size >= LT_GRAPH_STRUCT_SIZE && (g)->num_symbols > 0)
 
 /* ---- argument structs -------------------------------------------------------------- */
 
@@ -155,8 +178,12 @@ typedef struct lt_plugin_compile_args {
   size_t device;
   const lt_graph* graph;            /* borrowed: copy what the executable needs */
   lt_plugin_executable* executable; /* out */
+  /* appended in 1.2 (out, the core sets 0): for a dynamic graph, 1 if the executable runs the
+   * graph at every value of its symbols (execute then passes them); left 0, the executable
+   * runs the graph at its own symbol_values only, and the core pads to buckets instead. */
+  int dynamic;
 } lt_plugin_compile_args;
-#define LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE LT_STRUCT_SIZE(lt_plugin_compile_args, executable)
+#define LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE LT_STRUCT_SIZE(lt_plugin_compile_args, dynamic)
 
 /* Inputs and outputs are buffers of this plugin on the executable's device, each at least
  * as large as its graph node needs (the core's caching allocator rounds sizes up to a size
@@ -170,8 +197,12 @@ typedef struct lt_plugin_execute_args {
   lt_plugin_buffer* const* inputs;
   size_t num_outputs;
   lt_plugin_buffer* const* outputs;
+  /* appended in 1.2: for an executable compiled dynamic, the symbol values of this run (every
+   * shape and attribute at these values; buffers sized for them); else 0 / NULL. */
+  size_t num_symbols;
+  const int64_t* symbol_values;
 } lt_plugin_execute_args;
-#define LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE LT_STRUCT_SIZE(lt_plugin_execute_args, outputs)
+#define LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE LT_STRUCT_SIZE(lt_plugin_execute_args, symbol_values)
 
 /* Receives one named statistic: "kernels", "compile_ms", "simulated_ns", ... */
 typedef void (*lt_plugin_stat_fn)(void* user, const char* name, double value);

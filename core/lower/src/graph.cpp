@@ -182,6 +182,8 @@ struct OwnedGraph::Impl {
   std::vector<lt_graph_node> views;
   std::vector<int32_t> inputs, outputs;
   uint64_t hash = 0;
+  std::vector<int64_t> symbol_values;
+  std::vector<lt_dim_expr> exprs;
   lt_graph graph{};
 };
 
@@ -245,6 +247,10 @@ void OwnedGraph::set_outputs(std::vector<int32_t> outputs) {
 void OwnedGraph::set_hash(uint64_t hash) {
   impl_->hash = hash;
 }
+void OwnedGraph::set_dynamic(std::vector<int64_t> values, std::vector<lt_dim_expr> exprs) {
+  impl_->symbol_values = std::move(values);
+  impl_->exprs = std::move(exprs);
+}
 
 const lt_graph& OwnedGraph::view() {
   Impl& m = *impl_;
@@ -256,6 +262,10 @@ const lt_graph& OwnedGraph::view() {
   m.graph.num_outputs = m.outputs.size();
   m.graph.outputs = m.outputs.data();
   m.graph.hash = m.hash;
+  m.graph.num_symbols = m.symbol_values.size();
+  m.graph.symbol_values = m.symbol_values.data();
+  m.graph.num_dim_exprs = m.symbol_values.empty() ? 0 : m.exprs.size();
+  m.graph.dim_exprs = m.exprs.data();
   return m.graph;
 }
 
@@ -268,6 +278,9 @@ OwnedGraph copy_graph(const lt_graph& g) {
   og.set_inputs(std::vector<int32_t>(g.inputs, g.inputs + g.num_inputs));
   og.set_outputs(std::vector<int32_t>(g.outputs, g.outputs + g.num_outputs));
   og.set_hash(g.hash);
+  if (g.struct_size >= LT_GRAPH_STRUCT_SIZE && g.num_symbols)
+    og.set_dynamic(std::vector<int64_t>(g.symbol_values, g.symbol_values + g.num_symbols),
+                   std::vector<lt_dim_expr>(g.dim_exprs, g.dim_exprs + g.num_dim_exprs));
   return og;
 }
 

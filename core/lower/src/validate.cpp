@@ -4,6 +4,7 @@
 #include <string>
 
 #include "lazytensor/lower/error.hpp"
+#include "lazytensor/lower/dynamic.hpp"
 #include "lazytensor/lower/graph.hpp"
 
 namespace lt::lower {
@@ -409,9 +410,10 @@ void check_semantics(const lt_graph& g, size_t i) {
 }
 
 void check_header(const lt_graph& g) {
-  if (g.struct_size < LT_GRAPH_STRUCT_SIZE)
+  if (g.struct_size < LT_GRAPH_STRUCT_SIZE_1_0)
     fail(LT_STATUS_ABI_MISMATCH, "graph struct_size " + std::to_string(g.struct_size) +
-                                     " is smaller than " + std::to_string(LT_GRAPH_STRUCT_SIZE));
+                                     " is smaller than " +
+                                     std::to_string(LT_GRAPH_STRUCT_SIZE_1_0));
   if (g.num_nodes && !g.nodes) fail(LT_STATUS_INVALID_ARGUMENT, "graph: nodes is NULL");
   if (g.num_nodes >= (size_t{1} << 31)) fail(LT_STATUS_INVALID_ARGUMENT, "graph: too many nodes");
   if (g.num_inputs && !g.inputs) fail(LT_STATUS_INVALID_ARGUMENT, "graph: inputs is NULL");
@@ -458,6 +460,7 @@ void validate(const lt_graph& g) {
     }
     check_semantics(g, i);
   }
+  validate_dynamic(g);
 }
 
 void validate_node(const lt_graph& g, size_t i) {

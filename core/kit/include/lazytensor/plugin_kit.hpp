@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "lazytensor/lower/disk_cache.hpp"
+#include "lazytensor/lower/dynamic.hpp"
 #include "lazytensor/lower/error.hpp"
 #include "lazytensor/lower/graph.hpp"
 #include "lazytensor/lt_plugin.h"
@@ -161,6 +163,14 @@ class Executable {
   virtual ~Executable() = default;
   virtual void run(std::span<Buffer* const> inputs, std::span<Buffer* const> outputs) = 0;
   virtual void stats(const Stats&) const {}
+  // Dynamic shapes (plugin ABI 1.2): an executable compiled from a dynamic graph that runs it
+  // at every value of its symbols says so, and run_at() gets the values of each run (the
+  // buffers are checked against the graph's sizes at those values).
+  virtual bool dynamic() const { return false; }
+  virtual void run_at(std::span<const int64_t> /*values*/, std::span<Buffer* const> inputs,
+                      std::span<Buffer* const> outputs) {
+    run(inputs, outputs);
+  }
 };
 
 // 64-byte aligned host memory; freed blocks are kept by size class (multiples of 64 below
@@ -270,6 +280,54 @@ class LruCache {
   std::map<K, typename std::list<std::pair<K, V>>::iterator> index_;
 };
 
+// A dynamic executable for a backend whose compile is cheap (an interpreter): it compiles the
+// graph at each run's values with `compile` (lower::instantiate), keeping the last `keep`.
+class PerValue : public Executable {
+ public:
+  using Compile = std::function<std::unique_ptr<Executable>(const lt_graph&)>;
+  PerValue(const lt_graph& g, Compile compile, size_t keep = 8)
+      : graph_(lower::copy_graph(g)), compile_(std::move(compile)), keep_(keep) {}
+  bool dynamic() const override { return true; }
+  void run(std::span<Buffer* const> in, std::span<Buffer* const> out) override {
+    const lt_graph& g = graph_.view();
+    run_at({g.symbol_values, g.num_symbols}, in, out);
+  }
+  void run_at(std::span<const int64_t> values, std::span<Buffer* const> in,
+              std::span<Buffer* const> out) override {
+    std::vector<int64_t> key(values.begin(), values.end());
+    std::shared_ptr<Executable> exe;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto it = cache_.begin(); it != cache_.end(); ++it)
+        if (it->first == key) {
+          cache_.splice(cache_.begin(), cache_, it);
+          exe = it->second;
+          break;
+        }
+    }
+    if (!exe) {
+      lower::OwnedGraph at = lower::instantiate(graph_.view(), values);
+      exe = compile_(at.view());
+      std::lock_guard<std::mutex> lock(mu_);
+      cache_.emplace_front(key, exe);
+      if (cache_.size() > keep_) cache_.pop_back();
+      ++instances_;
+    }
+    exe->run(in, out);
+  }
+  void stats(const Stats& emit) const override {
+    emit("instances", static_cast<double>(instances_));
+  }
+
+ private:
+  lower::OwnedGraph graph_;
+  Compile compile_;
+  size_t keep_;
+  std::mutex mu_;
+  std::list<std::pair<std::vector<int64_t>, std::shared_ptr<Executable>>> cache_;
+  size_t instances_ = 0;
+};
+
 // The host pointers of `buffers` (for backends whose buffers are host memory).
 inline std::vector<void*> data_of(std::span<lt_plugin_buffer* const> buffers) {
   std::vector<void*> out(buffers.size());
@@ -342,6 +400,11 @@ namespace detail {
 struct Compiled {
   std::unique_ptr<Executable> exe;
   std::vector<size_t> in_bytes, out_bytes;
+  // A dynamic executable: the symbols it was compiled at and its inputs' and outputs' shapes as
+  // forms of them, for the buffer checks of a run at other values.
+  std::vector<int64_t> symbols;
+  std::vector<std::vector<lower::DimForm>> in_forms, out_forms;
+  std::vector<lt_dtype> in_dtypes, out_dtypes;
 };
 
 inline size_t node_bytes(const lt_graph_node& n) {
@@ -588,6 +651,21 @@ struct Table {
         exe->compiled.in_bytes.push_back(node_bytes(g.nodes[g.inputs[k]]));
       for (size_t k = 0; k < g.num_outputs; ++k)
         exe->compiled.out_bytes.push_back(node_bytes(g.nodes[g.outputs[k]]));
+      lower::DynamicView dv = lower::dynamic_of(g);
+      if (!dv.empty() && exe->compiled.exe->dynamic() &&
+          a->struct_size >= LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE) {
+        Compiled& c = exe->compiled;
+        c.symbols.assign(dv.values.begin(), dv.values.end());
+        for (size_t k = 0; k < g.num_inputs; ++k) {
+          c.in_forms.push_back(lower::shape_forms(g, static_cast<size_t>(g.inputs[k])));
+          c.in_dtypes.push_back(g.nodes[g.inputs[k]].dtype);
+        }
+        for (size_t k = 0; k < g.num_outputs; ++k) {
+          c.out_forms.push_back(lower::shape_forms(g, static_cast<size_t>(g.outputs[k])));
+          c.out_dtypes.push_back(g.nodes[g.outputs[k]].dtype);
+        }
+        a->dynamic = 1;
+      }
       a->executable = exe.release();
     });
   }
@@ -614,9 +692,32 @@ struct Table {
       ctx(a->context, "execute");
       if (!a->executable) fail(LT_STATUS_INVALID_ARGUMENT, "execute: executable is NULL");
       const Compiled& c = a->executable->compiled;
-      buffers(a->inputs, a->num_inputs, c.in_bytes, "input");
-      buffers(a->outputs, a->num_outputs, c.out_bytes, "output");
-      c.exe->run({a->inputs, a->num_inputs}, {a->outputs, a->num_outputs});
+      std::span<const int64_t> values;
+      if (a->struct_size >= LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE && a->num_symbols) {
+        if (c.symbols.size() != a->num_symbols || !a->symbol_values)
+          fail(LT_STATUS_INVALID_ARGUMENT,
+               "execute: " + std::to_string(a->num_symbols) + " symbol values for an executable " +
+                   (c.symbols.empty() ? std::string("compiled static")
+                                      : "of " + std::to_string(c.symbols.size()) + " symbols"));
+        values = {a->symbol_values, a->num_symbols};
+        for (int64_t v : values)
+          if (v < 0) fail(LT_STATUS_INVALID_ARGUMENT, "execute: a negative symbol value");
+      }
+      if (values.empty()) {
+        buffers(a->inputs, a->num_inputs, c.in_bytes, "input");
+        buffers(a->outputs, a->num_outputs, c.out_bytes, "output");
+        c.exe->run({a->inputs, a->num_inputs}, {a->outputs, a->num_outputs});
+        return;
+      }
+      auto need = [&](const auto& forms, const auto& dtypes) {
+        std::vector<size_t> bytes;
+        for (size_t k = 0; k < forms.size(); ++k)
+          bytes.push_back(lower::bytes_at(forms[k], dtypes[k], values));
+        return bytes;
+      };
+      buffers(a->inputs, a->num_inputs, need(c.in_forms, c.in_dtypes), "input");
+      buffers(a->outputs, a->num_outputs, need(c.out_forms, c.out_dtypes), "output");
+      c.exe->run_at(values, {a->inputs, a->num_inputs}, {a->outputs, a->num_outputs});
     });
   }
   static void executable_destroy(lt_plugin_context*, lt_plugin_executable* e) { delete e; }

@@ -125,6 +125,9 @@ class OwnedGraph {
   void set_inputs(std::vector<int32_t> inputs);
   void set_outputs(std::vector<int32_t> outputs);
   void set_hash(uint64_t hash);
+  // Makes the graph dynamic (plugin ABI 1.2): its numbers are given at `values`; `exprs` say
+  // which are affine in which symbol (lazytensor/lower/dynamic.hpp). Empty values: static.
+  void set_dynamic(std::vector<int64_t> values, std::vector<lt_dim_expr> exprs);
   // The borrowed view; valid until the next add()/copy()/pop()/set_*() or destruction.
   const lt_graph& view();
 
@@ -133,7 +136,7 @@ class OwnedGraph {
   std::unique_ptr<Impl> impl_;
 };
 
-// A copy of `g` as an OwnedGraph.
+// A copy of `g` as an OwnedGraph (its dynamic dimensions included).
 OwnedGraph copy_graph(const lt_graph& g);
 
 // A small canonical region of one node of built-in op `op` fed by "input" nodes (f32 data, or

@@ -1,0 +1,74 @@
+// dynamic.hpp — dynamic dimensions of an lt_graph (plugin ABI 1.2): a graph's numbers (shape
+// dims and INT/INTS attribute entries) that are affine functions `scale * symbol + offset` of a
+// few symbols (a batch size, a sequence length). Shared by the core (which finds them by
+// comparing two graphs of one program, and pads to buckets for static backends) and by the
+// backends (which instantiate a graph at the values of a run).
+//
+// A "position" is one number of a node: dim `index` of its shape (attr == -1), or entry `index`
+// of its attribute number `attr` (0 for an INT). Positions are enumerated node by node, shape
+// before attributes, in order; expressions produced here are sorted in that order.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lazytensor/lower/graph.hpp"
+
+namespace lt::lower {
+
+// The dynamic part of a graph: empty for a static graph or a 1.0/1.1-sized struct.
+struct DynamicView {
+  std::span<const int64_t> values;
+  std::span<const lt_dim_expr> exprs;
+  bool empty() const { return values.empty(); }
+};
+DynamicView dynamic_of(const lt_graph& g);
+
+// One number as an affine form of the symbol values (symbol -1: the constant `offset`).
+struct DimForm {
+  int32_t symbol = -1;
+  int64_t scale = 0, offset = 0;
+  int64_t at(std::span<const int64_t> values) const {
+    return symbol < 0 ? offset : scale * values[static_cast<size_t>(symbol)] + offset;
+  }
+};
+// The forms of node `node`'s shape dims in `g` (constants for a static graph).
+std::vector<DimForm> shape_forms(const lt_graph& g, size_t node);
+// Bytes of a node whose dims have these forms, at `values` (dtype size × element count).
+size_t bytes_at(std::span<const DimForm> dims, lt_dtype dtype, std::span<const int64_t> values);
+
+// Checks the dynamic part: symbol count (<= 16), expressions in range and sorted, non-zero
+// scales, and that each named number equals its expression at symbol_values. Throws Error.
+void validate_dynamic(const lt_graph& g);
+
+// A copy of `g` (a dynamic graph) at other symbol values, keeping its expressions. Throws
+// Error(SHAPE_MISMATCH) when a number would become negative.
+OwnedGraph instantiate(const lt_graph& g, std::span<const int64_t> values);
+
+// True if `a` and `b` differ at most in their numbers: same ops, dtypes, ranks, operands,
+// attribute names, kinds, INTS lengths, floats and strings, inputs and outputs.
+bool same_structure(const lt_graph& a, const lt_graph& b);
+
+// Expressions of `base` (at `base_values`, one per symbol) from `varied[k]`, the same graph
+// with symbol k alone moved to `varied_values[k]`. False (and why) when a number moves with two
+// symbols or not by a whole multiple of its symbol's step, or a structure differs.
+bool derive_exprs(const lt_graph& base, std::span<const int64_t> base_values,
+                  std::span<const lt_graph* const> varied, std::span<const int64_t> varied_values,
+                  std::vector<lt_dim_expr>* exprs, std::string* why);
+
+// Generalises two graphs of one program seen at different sizes: every number that differs
+// between `seen` and `now` becomes an expression of a symbol, one symbol per distinct pair of
+// values (seen, now) of the graph inputs' dims that changed (or, if none did, of the first
+// numbers that changed), fitted through both graphs. Writes the symbols' values in `now` and the
+// expressions; false (and why) when a number cannot be fitted or nothing differs.
+bool generalize(const lt_graph& seen, const lt_graph& now, std::vector<int64_t>* values,
+                std::vector<lt_dim_expr>* exprs, std::string* why);
+
+// True if `concrete` (a static graph) is `base` (a dynamic graph) at some symbol values, written
+// to `values`: same structure, every number an expression names equal to it at those values,
+// every other number equal. Linear in the graph.
+bool match(const lt_graph& base, const lt_graph& concrete, std::vector<int64_t>* values);
+
+}  // namespace lt::lower

