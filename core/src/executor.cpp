@@ -339,7 +339,7 @@ struct DynCompile {
   std::vector<lower::OwnedGraph> regions;  // dry: each region's graph
   std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> globals;  // dry: in/out
   size_t lowered_nodes = 0;                                                    // dry
-  std::vector<int64_t> base, moved;        // real: the values, and symbol k's value in varied[k]
+  std::vector<int64_t> base, moved;           // real: the values, and symbol k's value in varied[k]
   std::vector<DynCompile>* varied = nullptr;  // real: per symbol
   DynCompile* check = nullptr;                // real: a dry run at check_values
   std::vector<int64_t> check_values;
@@ -580,8 +580,8 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& full_g, const Pl
       gb.g.dim_exprs = exprs.data();
       std::vector<int64_t> at;
       if (!lower::match(gb.g, dyn->check->regions[r].view(), &at) || at != dyn->check_values)
-        throw NotDynamic(fmt::format("region {} ({}) is not affine in its sizes", r,
-                                     reg.dev->plugin->name));
+        throw NotDynamic(
+            fmt::format("region {} ({}) is not affine in its sizes", r, reg.dev->plugin->name));
       for (int32_t o : std::span(gb.g.outputs, gb.g.num_outputs)) {
         reg.out_forms.push_back(lower::shape_forms(gb.g, static_cast<size_t>(o)));
         reg.out_dtypes.push_back(gb.g.nodes[o].dtype);

@@ -37,7 +37,9 @@ struct Mlp {
                      b2 = randn(10, 4);
   // log_softmax(relu(x W1 + b1) W2 + b2) for x [batch, 32].
   std::vector<float> forward(const lt::Device& dev, const std::vector<float>& x, int64_t batch) {
-    auto t = [&](const std::vector<float>& v, lt::IntList s) { return lt::Tensor::from(dev, v, s); };
+    auto t = [&](const std::vector<float>& v, lt::IntList s) {
+      return lt::Tensor::from(dev, v, s);
+    };
     lt::Tensor h = (t(x, {batch, 32}).matmul(t(w1, {32, 64})) + t(b1, {64})).relu();
     return (h.matmul(t(w2, {64, 10})) + t(b2, {10})).log_softmax(1).to_vector<float>();
   }

@@ -67,15 +67,15 @@ LT_API void lt_string_free(char* s);
  * explicit field > environment variable > config file > built-in default. */
 typedef struct lt_runtime_options {
   size_t struct_size;
-  const char* config_path; /* TOML or JSON file; else $LT_CONFIG; else none */
-  const char* device;      /* "cpu_jit", "cpu_jit:0"; else $LT_DEVICE; else config;
-                              else the first of cpu_jit, gpu_opencl, tpu_sim, cpu_eager
-                              that loaded */
-  const char* plugin_path; /* ':'-separated directories; else $LT_PLUGIN_PATH, config,
-                              and always the install plugin directory */
-  const char* fallback;    /* "silent" | "warn" | "error"; else $LT_FALLBACK; else "warn" */
-  const char* log_level;   /* "trace".."off"; else $LT_LOG_LEVEL; else "warn" */
-  const char* dump_dir;    /* where compiled graphs are dumped; else $LT_DUMP_DIR */
+  const char* config_path;    /* TOML or JSON file; else $LT_CONFIG; else none */
+  const char* device;         /* "cpu_jit", "cpu_jit:0"; else $LT_DEVICE; else config;
+                                 else the first of cpu_jit, gpu_opencl, tpu_sim, cpu_eager
+                                 that loaded */
+  const char* plugin_path;    /* ':'-separated directories; else $LT_PLUGIN_PATH, config,
+                                 and always the install plugin directory */
+  const char* fallback;       /* "silent" | "warn" | "error"; else $LT_FALLBACK; else "warn" */
+  const char* log_level;      /* "trace".."off"; else $LT_LOG_LEVEL; else "warn" */
+  const char* dump_dir;       /* where compiled graphs are dumped; else $LT_DUMP_DIR */
   const char* dynamic_shapes; /* "auto" | "off"; else $LT_DYNAMIC_SHAPES; else config; else
                                  "auto" (docs/dynamic-shapes.md) */
 } lt_runtime_options;

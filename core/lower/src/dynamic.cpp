@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "lazytensor/lower/error.hpp"
@@ -47,8 +48,7 @@ bool same_node(const lt_graph_node& a, const lt_graph_node& b) {
   if (std::strcmp(a.op, b.op) != 0 || a.dtype != b.dtype || a.rank != b.rank ||
       a.num_operands != b.num_operands || a.num_attrs != b.num_attrs)
     return false;
-  if (a.num_operands &&
-      std::memcmp(a.operands, b.operands, a.num_operands * sizeof(int32_t)) != 0)
+  if (a.num_operands && std::memcmp(a.operands, b.operands, a.num_operands * sizeof(int32_t)) != 0)
     return false;
   for (size_t k = 0; k < a.num_attrs; ++k) {
     const lt_attr &x = a.attrs[k], &y = b.attrs[k];
@@ -56,8 +56,7 @@ bool same_node(const lt_graph_node& a, const lt_graph_node& b) {
       return false;
     if (x.kind == LT_ATTR_FLOAT && std::memcmp(&x.f, &y.f, sizeof(double)) != 0) return false;
     if (x.kind == LT_ATTR_INTS && x.ints_len != y.ints_len) return false;
-    if (x.kind == LT_ATTR_STRING && std::strcmp(x.s ? x.s : "", y.s ? y.s : "") != 0)
-      return false;
+    if (x.kind == LT_ATTR_STRING && std::strcmp(x.s ? x.s : "", y.s ? y.s : "") != 0) return false;
   }
   return true;
 }
@@ -116,18 +115,18 @@ void validate_dynamic(const lt_graph& g) {
                                (n.attrs[e.attr].kind == LT_ATTR_INT
                                     ? e.index == 0
                                     : static_cast<size_t>(e.index) < n.attrs[e.attr].ints_len);
-    if (!ok) fail(LT_STATUS_INVALID_ARGUMENT, at + " names no number of node " +
-                                                  std::to_string(e.node));
+    if (!ok)
+      fail(LT_STATUS_INVALID_ARGUMENT, at + " names no number of node " + std::to_string(e.node));
     if (e.symbol < 0 || static_cast<size_t>(e.symbol) >= dv.values.size() || e.scale == 0)
       fail(LT_STATUS_INVALID_ARGUMENT, at + ": bad symbol or zero scale");
     if (k && !(position(dv.exprs[k - 1]) < position(e)))
       fail(LT_STATUS_INVALID_ARGUMENT, at + ": expressions are not sorted by position");
     if (number_at(g, e) != e.scale * dv.values[static_cast<size_t>(e.symbol)] + e.offset)
-      fail(LT_STATUS_SHAPE_MISMATCH,
-           at + ": " + where(e, g) + " is " + std::to_string(number_at(g, e)) + ", not " +
-               std::to_string(e.scale) + " * " +
-               std::to_string(dv.values[static_cast<size_t>(e.symbol)]) + " + " +
-               std::to_string(e.offset));
+      fail(LT_STATUS_SHAPE_MISMATCH, at + ": " + where(e, g) + " is " +
+                                         std::to_string(number_at(g, e)) + ", not " +
+                                         std::to_string(e.scale) + " * " +
+                                         std::to_string(dv.values[static_cast<size_t>(e.symbol)]) +
+                                         " + " + std::to_string(e.offset));
   }
 }
 
@@ -179,8 +178,7 @@ OwnedGraph instantiate(const lt_graph& g, std::span<const int64_t> values) {
 }
 
 bool same_structure(const lt_graph& a, const lt_graph& b) {
-  if (a.num_nodes != b.num_nodes || a.num_inputs != b.num_inputs ||
-      a.num_outputs != b.num_outputs)
+  if (a.num_nodes != b.num_nodes || a.num_inputs != b.num_inputs || a.num_outputs != b.num_outputs)
     return false;
   if (a.num_inputs && std::memcmp(a.inputs, b.inputs, a.num_inputs * sizeof(int32_t)) != 0)
     return false;
@@ -295,15 +293,58 @@ bool generalize(const lt_graph& seen, const lt_graph& now, std::vector<int64_t>*
       }
     }
     if (s < 0) {
-      *why = where({c.node, c.attr, c.index, 0, 1, 0}, now) + " changed " +
-             std::to_string(c.was) + " -> " + std::to_string(c.is) +
-             ", which no dynamic size explains";
+      *why = where({c.node, c.attr, c.index, 0, 1, 0}, now) + " changed " + std::to_string(c.was) +
+             " -> " + std::to_string(c.is) + ", which no dynamic size explains";
       return false;
     }
     exprs->push_back(
         {c.node, c.attr, c.index, s, scale, c.is - scale * symbols[static_cast<size_t>(s)].second});
   }
   for (const auto& [was, is] : symbols) values->push_back(is);
+  return true;
+}
+
+bool fit_build(const lt_graph& g, const Build& at_base,
+               const std::function<Build(const lt_graph&)>& build, std::vector<DimForm>* forms,
+               std::string* why) {
+  DynamicView dv = dynamic_of(g);
+  const std::vector<int64_t> base(dv.values.begin(), dv.values.end());
+  forms->assign(at_base.numbers.size(), DimForm{});
+  for (size_t i = 0; i < forms->size(); ++i) (*forms)[i].offset = at_base.numbers[i];
+  auto at = [&](const std::vector<int64_t>& values, const char* what) {
+    OwnedGraph moved = instantiate(g, values);
+    Build b = build(moved.view());
+    if (b.code != at_base.code || b.numbers.size() != at_base.numbers.size()) {
+      *why = std::string("its code changes with ") + what;
+      return std::optional<Build>();
+    }
+    return std::optional<Build>(std::move(b));
+  };
+  for (size_t k = 0; k < base.size(); ++k) {
+    std::vector<int64_t> values = base;
+    values[k] += 1;
+    std::optional<Build> b = at(values, "a size");
+    if (!b) return false;
+    for (size_t i = 0; i < forms->size(); ++i) {
+      const int64_t diff = b->numbers[i] - at_base.numbers[i];
+      if (!diff) continue;
+      DimForm& f = (*forms)[i];
+      if (f.symbol >= 0) {
+        *why = "a launch number moves with two sizes";
+        return false;
+      }
+      f = {static_cast<int32_t>(k), diff, at_base.numbers[i] - diff * base[k]};
+    }
+  }
+  std::vector<int64_t> check = base;
+  for (int64_t& v : check) v = 2 * v + 5;
+  std::optional<Build> b = at(check, "other sizes");
+  if (!b) return false;
+  for (size_t i = 0; i < forms->size(); ++i)
+    if ((*forms)[i].at(check) != b->numbers[i]) {
+      *why = "a launch number is not affine in its size";
+      return false;
+    }
   return true;
 }
 

@@ -340,6 +340,10 @@ uint64_t structural_hash(const lt_graph& g) {
   h.bytes(g.inputs, g.num_inputs * sizeof(int32_t));
   h.pod(g.num_outputs);
   h.bytes(g.outputs, g.num_outputs * sizeof(int32_t));
+  if (LT_GRAPH_HAS_DYNAMIC(&g)) {  // a dynamic graph is not its static instance
+    h.pod(g.num_symbols);
+    h.bytes(g.dim_exprs, g.num_dim_exprs * sizeof(lt_dim_expr));
+  }
   return h.h;
 }
 

@@ -80,6 +80,19 @@ class OrcCompiler final : public Compiler {
                    (mvec_ ? ", libmvec" : "");
   }
 
+  std::string ir(std::vector<KernelDesc>& kernels) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    llvm::LLVMContext ctx;
+    llvm::Module mod("lt_cpu_jit", ctx);
+    std::vector<std::string> names;
+    for (size_t k = 0; k < kernels.size(); ++k) names.push_back("lt_k" + std::to_string(k));
+    if (auto e = emit_kernels(mod, kernels, names, math_))
+      lower::fail(LT_STATUS_INTERNAL, "codegen: " + llvm::toString(std::move(e)));
+    std::string text;
+    llvm::raw_string_ostream(text) << mod;
+    return text;
+  }
+
   std::vector<KernelFn> compile(std::vector<KernelDesc>& kernels,
                                 std::shared_ptr<void>* code) override {
     // ORC is thread-safe but compiles stay serial so kernel names and the TargetMachine used

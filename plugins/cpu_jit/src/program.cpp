@@ -23,22 +23,13 @@ bool program_supports(const lt_graph& g, size_t node) {
   return host::prepare(g, node, &params) != nullptr;
 }
 
-Program::Program(const lt_graph& graph, Compiler& compiler) {
-  auto t0 = std::chrono::steady_clock::now();
-  // Own a copy of the region (what supports() declines decomposed, as the core does) so the
-  // executable outlives the call.
-  if (!lower::decompose(graph, program_supports, &owned_)) owned_ = lower::copy_graph(graph);
-  g_ = &owned_.view();
-  const lt_graph& g = *g_;
-  for (size_t i = 0; i < g.num_nodes; ++i) {
-    const lt_graph_node& n = g.nodes[i];
-    if (std::string_view(n.op) != "input" && !program_supports(g, i))
-      lower::fail(LT_STATUS_UNSUPPORTED, "node " + std::to_string(i) + " (" + n.op + ", " +
-                                             lower::desc_str(n) + ") is not supported");
-  }
+namespace {
+
+// The fusion plan of `g` as steps: `order` lists a node the host kernels run, or ~k for
+// generated kernel k of `kernels`.
+void plan_steps(const lt_graph& g, std::vector<int64_t>& order, std::vector<KernelDesc>& kernels) {
   fusion::Options opts;
-  opts.index_maps = true;      // slices become strided loads inside the consuming kernel
-  std::vector<int64_t> order;  // the steps: a node the host kernels run, or ~kernel index
+  opts.index_maps = true;  // slices become strided loads inside the consuming kernel
   for (const fusion::Group& gr : fusion::plan(g, opts).groups) {
     std::vector<int32_t> nodes = gr.nodes, outs = gr.outputs;
     if (gr.kind == fusion::GroupKind::kOpaque && !codegen_supports(g, gr.anchor)) {
@@ -55,14 +46,65 @@ Program::Program(const lt_graph& graph, Compiler& compiler) {
       order.insert(order.end(), nodes.begin(), nodes.end());
       continue;
     }
-    order.push_back(~static_cast<int64_t>(kernels_.size()));
-    kernels_.push_back({&g, std::move(nodes), std::move(outs), gr.domain, gr.reduce_axes});
+    order.push_back(~static_cast<int64_t>(kernels.size()));
+    kernels.push_back({&g, std::move(nodes), std::move(outs), gr.domain, gr.reduce_axes});
   }
+}
+
+}  // namespace
+
+Program::Program(const lt_graph& graph, Compiler& compiler) {
+  auto t0 = std::chrono::steady_clock::now();
+  // Own a copy of the region (what supports() declines decomposed, as the core does) so the
+  // executable outlives the call.
+  if (!lower::decompose(graph, program_supports, &owned_)) owned_ = lower::copy_graph(graph);
+  g_ = &owned_.view();
+  const lt_graph& g = *g_;
+  for (size_t i = 0; i < g.num_nodes; ++i) {
+    const lt_graph_node& n = g.nodes[i];
+    if (std::string_view(n.op) != "input" && !program_supports(g, i))
+      lower::fail(LT_STATUS_UNSUPPORTED, "node " + std::to_string(i) + " (" + n.op + ", " +
+                                             lower::desc_str(n) + ") is not supported");
+  }
+  plan_steps(g, order_, kernels_);
   if (!kernels_.empty()) fns_ = compiler.compile(kernels_, &code_);
+  if (!lower::dynamic_of(g).empty()) {  // one Program for every size if none changes the code
+    auto build = [&](const lt_graph& at) {
+      std::vector<int64_t> order;
+      std::vector<KernelDesc> ks;
+      plan_steps(at, order, ks);
+      lower::Build b{compiler.ir(ks), {}};
+      for (int64_t o : order) b.code += " " + std::to_string(o);
+      for (const KernelDesc& k : ks)
+        b.code += " " + std::to_string(k.work_per_index), b.numbers.push_back(k.parallel_extent);
+      return b;
+    };
+    std::string why;
+    dynamic_ = lower::fit_build(g, build(g), build, &extents_, &why);
+  }
   for (KernelDesc& k : kernels_) k.graph = nullptr;  // use g_
+  add_steps();
+  compile_ms_ =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+Program::Program(const lt_graph& at, std::shared_ptr<const Program> dynamic)
+    : owned_(lower::copy_graph(at)),
+      order_(dynamic->order_),
+      kernels_(dynamic->kernels_),
+      base_(dynamic),
+      fns_(dynamic->fns_),
+      code_(dynamic->code_) {
+  g_ = &owned_.view();
+  for (size_t k = 0; k < kernels_.size(); ++k)
+    kernels_[k].parallel_extent = dynamic->extents_[k].at({g_->symbol_values, g_->num_symbols});
+  add_steps();
+}
+
+void Program::add_steps() {
   // A generated kernel writes its outputs and reads its slots (both filled by codegen).
-  steps_ = std::make_unique<host::StepProgram>(g);
-  for (int64_t a : order) {
+  steps_ = std::make_unique<host::StepProgram>(*g_);
+  for (int64_t a : order_) {
     if (a >= 0) {
       steps_->add_node(static_cast<int32_t>(a));
       continue;
@@ -79,8 +121,6 @@ Program::Program(const lt_graph& graph, Compiler& compiler) {
     });
   }
   steps_->finish();
-  compile_ms_ =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace lt::cpujit

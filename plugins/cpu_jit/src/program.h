@@ -11,6 +11,7 @@
 
 #include "lazytensor/host/steps.hpp"
 #include "lazytensor/lower/disk_cache.hpp"
+#include "lazytensor/lower/dynamic.hpp"
 #include "lazytensor/lower/graph.hpp"
 
 namespace lt::cpujit {
@@ -40,6 +41,8 @@ class Compiler {
   // machine code is freed when the last copy of *code is released.
   virtual std::vector<KernelFn> compile(std::vector<KernelDesc>& kernels,
                                         std::shared_ptr<void>* code) = 0;
+  // The unoptimised IR of those kernels, as text (fills the descs as compile does).
+  virtual std::string ir(std::vector<KernelDesc>& kernels) = 0;
   virtual const std::string& host_description() const = 0;
 };
 
@@ -60,8 +63,14 @@ class Program {
   // Plans and compiles a validated region (decomposing what supports() declines, as the
   // core does); throws lower::Error (UNSUPPORTED naming a node it cannot run).
   Program(const lt_graph& graph, Compiler& compiler);
+  // A dynamic program at the values of `at` (an instance of its graph): its kernels, host steps
+  // prepared for those sizes.
+  Program(const lt_graph& at, std::shared_ptr<const Program> dynamic);
   // Host pointers of the region's input/output buffers, in graph order.
   void run(void* const* inputs, void* const* outputs) const { steps_->run(inputs, outputs); }
+  // Compiled from a dynamic graph into kernels whose code no size changes (only their outer
+  // extents): one Program for every value. Else static, at the graph's own values.
+  bool dynamic() const { return dynamic_; }
 
   size_t num_kernels() const { return kernels_.size(); }
   double compile_ms() const { return compile_ms_; }
@@ -69,7 +78,12 @@ class Program {
  private:
   lower::OwnedGraph owned_;
   const lt_graph* g_ = nullptr;
+  void add_steps();             // steps_ from order_ and kernels_
+  std::vector<int64_t> order_;  // the steps: a node the host kernels run, or ~kernel index
   std::vector<KernelDesc> kernels_;
+  std::vector<lower::DimForm> extents_;  // dynamic: kernel k's parallel extent
+  bool dynamic_ = false;
+  std::shared_ptr<const Program> base_;  // an instance: the dynamic program it runs
   std::vector<KernelFn> fns_;
   std::shared_ptr<void> code_;  // keeps fns_'s machine code alive
   std::unique_ptr<host::StepProgram> steps_;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -65,6 +66,19 @@ bool derive_exprs(const lt_graph& base, std::span<const int64_t> base_values,
 // expressions; false (and why) when a number cannot be fitted or nothing differs.
 bool generalize(const lt_graph& seen, const lt_graph& now, std::vector<int64_t>* values,
                 std::vector<lt_dim_expr>* exprs, std::string* why);
+
+// For a backend whose code for a dynamic graph depends on the symbols only through a few
+// launch numbers (loop extents, global sizes): what it builds for one graph.
+struct Build {
+  std::string code;              // its generated code, or anything that must not change
+  std::vector<int64_t> numbers;  // its launch numbers
+};
+// Checks that `build` gives the code of `at_base` (built from dynamic graph `g` at its own
+// values) with each symbol moved and at other values, and fits every number as a form of one
+// symbol. False (and why) otherwise: the backend then compiles `g` static.
+bool fit_build(const lt_graph& g, const Build& at_base,
+               const std::function<Build(const lt_graph&)>& build, std::vector<DimForm>* forms,
+               std::string* why);
 
 // True if `concrete` (a static graph) is `base` (a dynamic graph) at some symbol values, written
 // to `values`: same structure, every number an expression names equal to it at those values,
