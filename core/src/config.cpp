@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -19,11 +20,11 @@
 namespace lt {
 namespace {
 
-std::vector<std::string> split_path(const std::string& s) {
+std::vector<std::string> split_path(const std::string& s, char sep = ':') {
   std::vector<std::string> out;
   std::string cur;
   for (char c : s) {
-    if (c == ':') {
+    if (c == sep) {
       if (!cur.empty()) out.push_back(cur);
       cur.clear();
     } else {
@@ -120,6 +121,22 @@ nlohmann::json read_file(const std::string& path) {
   return nlohmann::json::parse(js.str());
 }
 
+// dynamic_buckets: an array of positive sizes (the file) or "8,16,32" (LT_DYNAMIC_BUCKETS),
+// kept sorted.
+std::vector<int64_t> parse_buckets(const nlohmann::json& v, const std::string& where) {
+  std::vector<int64_t> out;
+  if (!v.is_array())
+    fail(LT_STATUS_IO_ERROR, "config: '{}': dynamic_buckets must be an array of sizes", where);
+  for (auto& e : v) {
+    if (!e.is_number_integer() || e.get<int64_t>() < 1 || e.get<int64_t>() > (int64_t{1} << 40))
+      fail(LT_STATUS_IO_ERROR, "config: '{}': dynamic_buckets holds {}, not a size in 1..2^40",
+           where, e.dump());
+    out.push_back(e.get<int64_t>());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 void apply_file(Config& c, const std::string& path) {
   nlohmann::json j = read_file(path);
   if (!j.is_object()) fail(LT_STATUS_IO_ERROR, "config: '{}' is not a table/object", path);
@@ -139,6 +156,8 @@ void apply_file(Config& c, const std::string& path) {
       c.dump_dir = str("dump_dir", v);
     else if (k == "dynamic_shapes")
       c.dynamic_shapes = str("dynamic_shapes", v);
+    else if (k == "dynamic_buckets")
+      c.dynamic_buckets = parse_buckets(v, path);
     else if (k == "background_compile") {
       if (!v.is_boolean())
         fail(LT_STATUS_IO_ERROR, "config: '{}': background_compile must be true or false", path);
@@ -193,6 +212,17 @@ Config load_config(const lt_runtime_options* o) {
   over(c.log_level, "LT_LOG_LEVEL", &lt_runtime_options::log_level);
   over(c.dump_dir, "LT_DUMP_DIR", &lt_runtime_options::dump_dir);
   over(c.dynamic_shapes, "LT_DYNAMIC_SHAPES", &lt_runtime_options::dynamic_shapes);
+  if (const char* v = env("LT_DYNAMIC_BUCKETS")) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const std::string& item : split_path(std::string(v), ',')) {
+      char* end = nullptr;
+      long long n = std::strtoll(item.c_str(), &end, 10);
+      if (item.empty() || *end)
+        fail(LT_STATUS_INVALID_ARGUMENT, "LT_DYNAMIC_BUCKETS='{}': '{}' is not a size", v, item);
+      list.push_back(n);
+    }
+    c.dynamic_buckets = parse_buckets(list, "LT_DYNAMIC_BUCKETS");
+  }
   if (const char* v = env("LT_BACKGROUND_COMPILE")) {
     std::string b = v;
     if (b != "0" && b != "1" && b != "true" && b != "false")

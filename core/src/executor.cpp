@@ -327,6 +327,20 @@ struct PlanSource {
     for (int32_t k : c.inputs)
       input_names.push_back(c.nodes[k]->name ? *c.nodes[k]->name : std::string());
   }
+  // A graph the core built from c (padded to buckets): its own nodes, c's identity.
+  PlanSource(const lt_graph& g, const Collected& c, std::string reason)
+      : num_nodes(g.num_nodes),
+        num_inputs(g.num_inputs),
+        outputs(g.outputs, g.outputs + g.num_outputs),
+        input_flag(g.num_nodes, 0),
+        key(c.key),
+        label(graph_label(c)),
+        why(std::move(reason)) {
+    for (size_t k = 0; k < g.num_inputs; ++k) input_flag[g.inputs[k]] = 1;
+    for (int32_t k : c.inputs)
+      input_names.push_back(c.nodes[k]->name ? *c.nodes[k]->name : std::string());
+    input_names.resize(g.num_inputs, "(size)");
+  }
   bool is_input(size_t i) const { return input_flag[i] != 0; }
 };
 
@@ -796,8 +810,53 @@ BufferPtr transfer(Runtime* rt, const Buffer* src, Device* to) {
   return dst;
 }
 
-// `symbols`: the values a dynamic plan runs at (empty for a static plan).
-void run_plan(Device* dev, const Plan& plan, Collected& c, std::span<const int64_t> symbols = {}) {
+// A run of a plan compiled for bucket sizes (lower::mask_padding): the padded copies of c's
+// inputs with dynamic dims, the sizes as inputs, and the roots' padded and valid shapes.
+struct Padding {
+  std::vector<BufferPtr> inputs;  // per graph input: its buffer, or null for the node's own
+  std::vector<lower::Shape> root_padded, root_valid;
+};
+
+// Copies the box both shapes share from `src` (shape `from`) to `dst` (shape `to`, zeroed
+// first), row-major, elements of `esize` bytes.
+void copy_box(const char* src, const lower::Shape& from, char* dst, const lower::Shape& to,
+              size_t esize) {
+  size_t dst_bytes = esize;
+  for (int64_t d : to) dst_bytes *= static_cast<size_t>(d);
+  std::memset(dst, 0, dst_bytes);
+  const size_t rank = from.size();
+  if (rank == 0) return std::memcpy(dst, src, esize), void();
+  std::vector<int64_t> box(rank), idx(rank, 0);
+  for (size_t d = 0; d < rank; ++d) box[d] = std::min(from[d], to[d]);
+  if (std::find(box.begin(), box.end(), 0) != box.end()) return;
+  const size_t row = static_cast<size_t>(box[rank - 1]) * esize;
+  for (;;) {
+    int64_t so = 0, doff = 0;
+    for (size_t d = 0; d + 1 < rank; ++d) so = so * from[d] + idx[d], doff = doff * to[d] + idx[d];
+    std::memcpy(dst + static_cast<size_t>(doff * to[rank - 1]) * esize,
+                src + static_cast<size_t>(so * from[rank - 1]) * esize, row);
+    size_t d = rank - 1;
+    while (d-- > 0 && ++idx[d] == box[d]) idx[d] = 0;
+    if (d == SIZE_MAX) return;
+  }
+}
+
+// `b` (shape `from`, on `dev`) as a new buffer of shape `to`: the shared box copied, the rest 0.
+BufferPtr reshape_box(Device* dev, const Buffer* b, const lower::Shape& from,
+                      const lower::Shape& to, size_t esize) {
+  size_t bytes = esize;
+  for (int64_t d : to) bytes *= static_cast<size_t>(d);
+  BufferPtr out = dev->allocator->allocate(bytes);
+  std::vector<char> in(b->nbytes), tmp(bytes);
+  download_from(b->device, b, in.data(), in.size());
+  copy_box(in.data(), from, tmp.data(), to, esize);
+  upload_to(dev, out.get(), tmp.data(), bytes);
+  return out;
+}
+
+// `symbols`: the values a dynamic plan runs at (empty for a static plan); `pad`: a bucket run.
+void run_plan(Device* dev, const Plan& plan, Collected& c, std::span<const int64_t> symbols = {},
+              Padding* pad = nullptr) {
   Runtime* rt = dev->runtime;
   auto t0 = Clock::now();
   const size_t n = plan.graph_nodes;
@@ -821,8 +880,12 @@ void run_plan(Device* dev, const Plan& plan, Collected& c, std::span<const int64
     }
     if (!in->buffer)
       fail(LT_STATUS_INTERNAL, "graph input {} ({}) has no buffer", k, node_desc(in));
-    home[plan.graph_inputs[k]] = in->buffer.get();
+    home[plan.graph_inputs[k]] =
+        pad && pad->inputs[k] ? pad->inputs[k].get() : in->buffer.get();
   }
+  if (pad)  // the sizes, after c's inputs
+    for (size_t k = c.inputs.size(); k < plan.graph_inputs.size(); ++k)
+      home[plan.graph_inputs[k]] = pad->inputs[k].get();
   auto buffer_on = [&](int32_t g, Device* d) -> lt_plugin_buffer* {
     const Buffer* b = home[g];
     if (b->device == d) return b->handle;
@@ -951,6 +1014,9 @@ void run_plan(Device* dev, const Plan& plan, Collected& c, std::span<const int64
   }
   for (size_t k = 0; k < c.outputs.size(); ++k) {
     Node* root = c.nodes[c.outputs[k]];
+    if (pad && pad->root_padded[k] != pad->root_valid[k])
+      root_bufs[k] = reshape_box(dev, root_bufs[k].get(), pad->root_padded[k],
+                                 pad->root_valid[k], lt_dtype_size(root->dtype));
     root->buffer = std::move(root_bufs[k]);
     root->materialized.store(true, std::memory_order_release);
   }
@@ -1169,6 +1235,66 @@ void add_metric(Runtime* rt, const char* name) {
   rt->metrics.named[name] += 1;
 }
 
+// The bucket of each size: the first configured bucket at least as large, else the next power
+// of two.
+std::vector<int64_t> bucket_of(const Config& cfg, const std::vector<int64_t>& values) {
+  std::vector<int64_t> out;
+  for (int64_t v : values) {
+    auto it = std::lower_bound(cfg.dynamic_buckets.begin(), cfg.dynamic_buckets.end(), v);
+    int64_t b = 1;
+    while (b < v) b <<= 1;
+    out.push_back(it != cfg.dynamic_buckets.end() ? *it : b);
+  }
+  return out;
+}
+
+// Runs c (at `values`) with the plan of its bucket: inputs padded, the sizes as inputs, roots
+// cut back to their own shapes.
+void run_bucketed(Device* dev, Plan& entry, Collected& c, const std::vector<int64_t>& values) {
+  Runtime* rt = dev->runtime;
+  const std::vector<int64_t> bucket = bucket_of(rt->config, values);
+  const lt_graph& dg = entry.dyn_graph->view();
+  std::shared_ptr<Plan>& plan = entry.buckets[bucket];
+  if (!plan) {
+    lower::OwnedGraph at = lower::instantiate(dg, bucket), padded;
+    std::string why;
+    if (!lower::mask_padding(at.view(), &padded, &why))
+      fail(LT_STATUS_INTERNAL, "padding to bucket {} failed: {}", dims_str(bucket.data(), bucket.size()),
+           why);
+    rt->metrics.cache_misses.fetch_add(1, std::memory_order_relaxed);
+    plan = compile_plan(
+        dev, padded.view(),
+        PlanSource(padded.view(), c, "sizes padded to bucket " + dims_str(bucket.data(), bucket.size())));
+    add_metric(rt, "dynamic.bucket_compiles");
+  }
+  Padding pad;
+  pad.inputs.resize(plan->graph_inputs.size());
+  for (size_t k = 0; k < c.inputs.size(); ++k) {
+    Node* in = c.nodes[c.inputs[k]];
+    lower::Shape want;
+    for (const lower::DimForm& f : lower::shape_forms(dg, static_cast<size_t>(c.inputs[k])))
+      want.push_back(f.at(bucket));
+    lower::Shape have(in->shape.begin(), in->shape.end());
+    if (want != have && in->buffer)
+      pad.inputs[k] = reshape_box(dev, in->buffer.get(), have, want, lt_dtype_size(in->dtype));
+  }
+  for (size_t k = c.inputs.size(); k < pad.inputs.size(); ++k) {
+    const float size = static_cast<float>(values[k - c.inputs.size()]);
+    pad.inputs[k] = dev->allocator->allocate(sizeof(float));
+    upload_to(dev, pad.inputs[k].get(), &size, sizeof(float));
+  }
+  for (int32_t o : c.outputs) {
+    Node* root = c.nodes[o];
+    lower::Shape padded;
+    for (const lower::DimForm& f : lower::shape_forms(dg, static_cast<size_t>(o)))
+      padded.push_back(f.at(bucket));
+    pad.root_padded.push_back(padded);
+    pad.root_valid.emplace_back(root->shape.begin(), root->shape.end());
+  }
+  add_metric(rt, "dynamic.padded_runs");
+  run_plan(dev, *plan, c, {}, &pad);
+}
+
 // The cached graph `c` is at symbol values `values` of dynamic plan `base`.
 std::shared_ptr<Plan> dynamic_instance(const std::shared_ptr<Plan>& base, const Collected& c,
                                        std::vector<int64_t> values) {
@@ -1206,12 +1332,10 @@ std::shared_ptr<Plan> dynamic_lookup(Device* dev, const Collected& c, const lt_g
 // the plan at base values (each at least 2, so no dim is 1 by accident), after dry runs with
 // each symbol moved by one and all at other values. Null (and why) when the program is not the
 // same graph at every value or a backend compiles static shapes only.
-std::shared_ptr<Plan> compile_dynamic(Device* dev, const Collected& c, const lt_graph& full,
-                                      const std::vector<int64_t>& values,
-                                      std::vector<lt_dim_expr> exprs, const std::string& why,
+std::shared_ptr<Plan> compile_dynamic(Device* dev, const Collected& c,
+                                      std::shared_ptr<lower::OwnedGraph> dyn,
+                                      const std::vector<int64_t>& values, const std::string& why,
                                       std::string* not_why) {
-  auto dyn = std::make_shared<lower::OwnedGraph>(lower::copy_graph(full));
-  dyn->set_dynamic(values, std::move(exprs));
   const lt_graph& dg = dyn->view();
   std::vector<int64_t> base = values;
   for (int64_t& v : base) v = std::max<int64_t>(v, 2);
@@ -1272,17 +1396,49 @@ std::shared_ptr<Plan> try_dynamic(Device* dev, const Collected& c, const lt_grap
   std::vector<lt_dim_expr> exprs;
   std::string not_why;
   std::shared_ptr<Plan> plan;
-  if (lower::generalize(old->view(), full, &values, &exprs, &not_why))
-    plan = compile_dynamic(dev, c, full, values, std::move(exprs), why, &not_why);
-  if (plan && plan->dyn_graph) {
+  std::shared_ptr<lower::OwnedGraph> dyn;
+  if (lower::generalize(old->view(), full, &values, &exprs, &not_why)) {
+    dyn = std::make_shared<lower::OwnedGraph>(lower::copy_graph(full));
+    dyn->set_dynamic(values, std::move(exprs));
+    plan = compile_dynamic(dev, c, dyn, values, why, &not_why);
+  }
+  auto enter = [&](const std::shared_ptr<Plan>& entry) {
     Runtime::CacheKey key{dev, dev->plugin->options_hash, c.program};
     std::lock_guard ck(rt->cache_mu);
-    rt->dynamic_plans.emplace_front(key, plan);
+    rt->dynamic_plans.emplace_front(key, entry);
     if (rt->dynamic_plans.size() > 64) rt->dynamic_plans.pop_back();
+  };
+  if (plan && plan->dyn_graph) {
+    enter(plan);
     rt->log->info("{}: graph '{}' is now dynamic in {} size(s)", dev->name, plan->label,
                   plan->dyn_graph->view().num_symbols);
     add_metric(rt, "dynamic.compiles");
     return dynamic_instance(plan, c, values);
+  }
+  // Static shapes only: pad to buckets if masks make the padded run exact.
+  std::string pad_why;
+  if (dyn) {
+    lower::OwnedGraph padded;
+    try {
+      lower::OwnedGraph at = lower::instantiate(dyn->view(), bucket_of(rt->config, values));
+      if (lower::mask_padding(at.view(), &padded, &pad_why)) {
+        auto entry = std::make_shared<Plan>();
+        entry->dyn_graph = dyn;
+        entry->bucketed = true;
+        entry->device = dev->name;
+        entry->key = c.key;
+        entry->label = graph_label(c) + " (padded to buckets)";
+        enter(entry);
+        rt->log->info("{}: graph '{}' runs padded to buckets ({})", dev->name, entry->label,
+                      not_why);
+        add_metric(rt, "dynamic.bucketed_programs");
+        *static_plan = plan != nullptr;
+        return plan ? plan : dynamic_instance(entry, c, values);
+      }
+    } catch (const Error& e) {
+      pad_why = e.message();
+    }
+    not_why += "; padding: " + pad_why;
   }
   rt->log->info("{}: graph '{}' stays static: {}", dev->name, graph_label(c), not_why);
   dev->static_programs.emplace_front(c.program, not_why);
@@ -1342,7 +1498,9 @@ void materialize(Device* dev, std::vector<NodeRef>& roots) {
       cache_insert(rt, key, plan);
     }
   }
-  if (plan->dyn_base)
+  if (plan->dyn_base && plan->dyn_base->bucketed)
+    run_bucketed(dev, *plan->dyn_base, c, plan->symbols);
+  else if (plan->dyn_base)
     run_plan(dev, *plan->dyn_base, c, plan->symbols);
   else
     run_plan(dev, *plan, c);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -95,6 +96,11 @@ struct Plan {
   std::shared_ptr<lower::OwnedGraph> dyn_graph;
   std::shared_ptr<Plan> dyn_base;
   std::vector<int64_t> symbols;
+  // A dynamic plan for a backend that needs static shapes: no regions of its own, but a plan
+  // per bucket (its sizes rounded up), compiled from lower::mask_padding on first use (under
+  // the device's exec mutex).
+  bool bucketed = false;
+  std::map<std::vector<int64_t>, std::shared_ptr<Plan>> buckets;
   ~Plan();
 };
 

@@ -53,12 +53,25 @@ lt::Runtime runtime(const std::string& backend, const char* dynamic = "auto") {
   return lt::Runtime::create(o);
 }
 
+// Relative error norm-wise (‖got − want‖ / ‖want‖): a padded matmul may take another BLAS
+// kernel than the unpadded one and round a few elements differently in the last bit.
 void expect_close(const std::vector<float>& got, const std::vector<float>& want, double rel,
                   const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i)
-    ASSERT_NEAR(got[i], want[i], rel * std::max(1.0, std::fabs(double(want[i]))))
-        << what << " element " << i;
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(std::isfinite(got[i]), std::isfinite(want[i])) << what << " element " << i;
+    if (!std::isfinite(want[i])) continue;
+    err += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+    norm += double(want[i]) * want[i];
+  }
+  EXPECT_LE(std::sqrt(err), rel * std::sqrt(norm)) << what;
+}
+
+// The static reference compiles once per size: on PoCL that is seconds each on a cold cache, so
+// gpu_opencl compares a spread of sizes (every size still runs through the dynamic path).
+bool compare_at(const std::string& backend, int64_t b, int64_t last) {
+  return backend != "gpu_opencl" || b <= 3 || b % 7 == 0 || b == last;
 }
 
 class Dynamic : public ::testing::TestWithParam<std::string> {};
@@ -71,13 +84,16 @@ TEST_P(Dynamic, MlpForwardOverBatchSizes) {
   Mlp mlp;
   lt::Runtime rt = runtime(backend), fixed = runtime(backend, "off");
   lt::Device dev = rt.default_device(), ref = fixed.default_device();
+  int64_t compared = 0;
   for (int64_t b = 1; b <= 64; ++b) {
     std::vector<float> x = randn(static_cast<size_t>(b) * 32, 100 + uint32_t(b));
-    expect_close(mlp.forward(dev, x, b), mlp.forward(ref, x, b), 1e-6,
-                 backend + " batch " + std::to_string(b));
+    std::vector<float> got = mlp.forward(dev, x, b);
+    if (!compare_at(backend, b, 64)) continue;
+    expect_close(got, mlp.forward(ref, x, b), 1e-6, backend + " batch " + std::to_string(b));
+    ++compared;
   }
   const double compiles = rt.metric("compiles");
-  EXPECT_EQ(fixed.metric("compiles"), 64);  // the static reference: one per size
+  EXPECT_EQ(fixed.metric("compiles"), compared);  // the static reference: one per size
   if (backend == "tpu_sim") {
     EXPECT_LE(compiles, 8) << rt.metrics_report();
   } else {
@@ -85,6 +101,35 @@ TEST_P(Dynamic, MlpForwardOverBatchSizes) {
     EXPECT_EQ(metric(rt, "dynamic.compiles"), 1);
     EXPECT_EQ(metric(rt, "dynamic.hits"), 62);  // sizes 3..64 (size 2 is the dynamic compile)
   }
+}
+
+// Reductions, softmax and contractions over the dynamic dim: a backend that cannot run the
+// program at every size runs it padded to buckets, masked so that the values are those of the
+// unpadded computation (summation order aside: 1e-5 relative).
+TEST_P(Dynamic, ReductionsOverTheDynamicDimPadExactly) {
+  const std::string backend = GetParam();
+  std::vector<float> w = randn(16 * 1024, 7);  // rows of 1024: cpu_jit generates kernels
+  auto program = [&](const lt::Device& dev, const std::vector<float>& xv, int64_t b) {
+    lt::Tensor x = lt::Tensor::from(dev, xv, {b, 16});
+    lt::Tensor a = x.matmul(lt::Tensor::from(dev, w, {16, 1024}));
+    lt::Tensor s = a.softmax(0);                    // over the batch
+    lt::Tensor m = (s * a).mean({0});               // a mean over the batch
+    lt::Tensor c = x.t().matmul(x).reshape({256});  // contracts over the batch
+    lt::Tensor mx = a.max({0}), mn = (a * -1.0).min({0});
+    return lt::concat({m, c, mx, mn}, 0).to_vector<float>();
+  };
+  lt::Runtime rt = runtime(backend), fixed = runtime(backend, "off");
+  for (int64_t b = 1; b <= 40; ++b) {
+    std::vector<float> x = randn(static_cast<size_t>(b) * 16, 300 + uint32_t(b));
+    std::vector<float> got = program(rt.default_device(), x, b);
+    if (compare_at(backend, b, 40))
+      expect_close(got, program(fixed.default_device(), x, b), 1e-5,
+                   backend + " batch " + std::to_string(b));
+  }
+  // 1 and 2 static (the first size, then the dynamic attempt), then buckets 4, 8, 16, 32, 64
+  // where the backend pads; one dynamic executable where it runs every size.
+  EXPECT_LE(rt.metric("compiles"), 7) << rt.metrics_report();
+  EXPECT_GE(metric(rt, "dynamic.compiles") + metric(rt, "dynamic.bucketed_programs"), 1);
 }
 
 // "off" keeps every size static; so does a program that changes in a way no size explains.

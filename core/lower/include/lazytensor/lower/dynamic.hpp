@@ -80,6 +80,16 @@ bool fit_build(const lt_graph& g, const Build& at_base,
                const std::function<Build(const lt_graph&)>& build, std::vector<DimForm>* forms,
                std::string* why);
 
+// For backends that need static shapes: `g` (a dynamic graph, its numbers at the bucket sizes
+// its inputs are padded to) as a static graph that computes, at every valid index, what `g`
+// computes at the run's sizes, which it takes as extra inputs: one f32 scalar per symbol, after
+// g's inputs. The padded part of an input may hold anything; of an output, it is unspecified.
+// Reductions, softmax and matmul contractions over a padded dim read it masked to their
+// identity; a mean divides by the valid count. False (and why) where no mask makes the padded
+// run exact: concat, pad or a slice into a padded dim, a reshape moving it off the leading
+// position, scatter_add or random values over it, custom ops.
+bool mask_padding(const lt_graph& g, OwnedGraph* out, std::string* why);
+
 // True if `concrete` (a static graph) is `base` (a dynamic graph) at some symbol values, written
 // to `values`: same structure, every number an expression names equal to it at those values,
 // every other number equal. Linear in the graph.
