@@ -880,8 +880,7 @@ void run_plan(Device* dev, const Plan& plan, Collected& c, std::span<const int64
     }
     if (!in->buffer)
       fail(LT_STATUS_INTERNAL, "graph input {} ({}) has no buffer", k, node_desc(in));
-    home[plan.graph_inputs[k]] =
-        pad && pad->inputs[k] ? pad->inputs[k].get() : in->buffer.get();
+    home[plan.graph_inputs[k]] = pad && pad->inputs[k] ? pad->inputs[k].get() : in->buffer.get();
   }
   if (pad)  // the sizes, after c's inputs
     for (size_t k = c.inputs.size(); k < plan.graph_inputs.size(); ++k)
@@ -1015,8 +1014,8 @@ void run_plan(Device* dev, const Plan& plan, Collected& c, std::span<const int64
   for (size_t k = 0; k < c.outputs.size(); ++k) {
     Node* root = c.nodes[c.outputs[k]];
     if (pad && pad->root_padded[k] != pad->root_valid[k])
-      root_bufs[k] = reshape_box(dev, root_bufs[k].get(), pad->root_padded[k],
-                                 pad->root_valid[k], lt_dtype_size(root->dtype));
+      root_bufs[k] = reshape_box(dev, root_bufs[k].get(), pad->root_padded[k], pad->root_valid[k],
+                                 lt_dtype_size(root->dtype));
     root->buffer = std::move(root_bufs[k]);
     root->materialized.store(true, std::memory_order_release);
   }
@@ -1259,12 +1258,13 @@ void run_bucketed(Device* dev, Plan& entry, Collected& c, const std::vector<int6
     lower::OwnedGraph at = lower::instantiate(dg, bucket), padded;
     std::string why;
     if (!lower::mask_padding(at.view(), &padded, &why))
-      fail(LT_STATUS_INTERNAL, "padding to bucket {} failed: {}", dims_str(bucket.data(), bucket.size()),
-           why);
+      fail(LT_STATUS_INTERNAL, "padding to bucket {} failed: {}",
+           dims_str(bucket.data(), bucket.size()), why);
     rt->metrics.cache_misses.fetch_add(1, std::memory_order_relaxed);
     plan = compile_plan(
         dev, padded.view(),
-        PlanSource(padded.view(), c, "sizes padded to bucket " + dims_str(bucket.data(), bucket.size())));
+        PlanSource(padded.view(), c,
+                   "sizes padded to bucket " + dims_str(bucket.data(), bucket.size())));
     add_metric(rt, "dynamic.bucket_compiles");
   }
   Padding pad;

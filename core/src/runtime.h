@@ -40,8 +40,8 @@ struct Config {
   std::vector<std::string>
       plugin_path;  // explicit/env/config directories (install dir added later)
   size_t cache_capacity = 256;
-  bool background_compile = false;      // compile on a thread, run on the fallback meanwhile
-  std::string dynamic_shapes = "auto";  // auto: a size seen with a second value is dynamic; off
+  bool background_compile = false;       // compile on a thread, run on the fallback meanwhile
+  std::string dynamic_shapes = "auto";   // auto: a size seen with a second value is dynamic; off
   std::vector<int64_t> dynamic_buckets;  // static backends' bucket sizes; beyond: powers of two
   std::string dump_dir;
   std::string config_file;  // the file read, if any

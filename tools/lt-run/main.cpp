@@ -231,16 +231,17 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
 
   lt::data::Batcher batches(train, o.batch, o.seed);
   if (dist) batches.set_shard(lt::dist::shard());
+  batches.keep_last_partial(true);  // a dynamic step (docs/dynamic-shapes.md), not a recompile
   const int64_t steps = batches.batches();
   const size_t bucket = o.bucket_bytes ? o.bucket_bytes : lt::dist::kDefaultBucketBytes;
   std::printf(
       "lt-run: %s on %s | %s: train %lld rows, test %lld | %s, %lld parameters, %s | "
-      "batch %lld (last partial batch of each epoch dropped: static shapes), %lld "
-      "steps/epoch\n",
+      "batch %lld (last batch of each epoch %lld rows), %lld steps/epoch\n",
       o.model.c_str(), dev.name().c_str(), data.c_str(), static_cast<long long>(train.rows()),
       static_cast<long long>(test.rows()), o.optimizer.c_str(),
       static_cast<long long>(model->num_parameters()), o.precision.c_str(),
-      static_cast<long long>(o.batch), static_cast<long long>(steps));
+      static_cast<long long>(o.batch), static_cast<long long>(batches.batch_rows(steps - 1)),
+      static_cast<long long>(steps));
   if (dist)
     std::printf(
         "distributed: world size %lld (MPI), global batch %lld = %lld rows on rank 0, "
@@ -268,7 +269,8 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
       if (dist) {
         // This rank's mean times its share of the global batch: the gradients' sum over the
         // ranks is the gradient of the global batch's mean, whatever the split.
-        loss = loss * (static_cast<double>(batches.local_batch()) / static_cast<double>(o.batch));
+        loss = loss * (static_cast<double>(batches.local_batch(s)) /
+                       static_cast<double>(batches.batch_rows(s)));
         lt::backward(scaler ? scaler->scale(loss) : loss);
         lt::dist::all_reduce_gradients(model->parameters(), LT_REDUCE_SUM, bucket);
         lt::NoGradGuard no_grad;

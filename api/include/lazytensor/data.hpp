@@ -186,8 +186,9 @@ struct Standardizer {
   }
 };
 
-// Fixed-size batches over a data set, reshuffled per epoch. The last partial batch is
-// dropped so every step has the same shapes (and hits the compile cache).
+// Fixed-size batches over a data set, reshuffled per epoch. The last partial batch is dropped
+// unless keep_last_partial(true): with dynamic shapes (docs/dynamic-shapes.md) a step at its
+// size reuses the training step's dynamic executable or bucket instead of a compile per epoch.
 // Data-parallel training: process `rank` of `world` takes a contiguous share of every global
 // batch, rows [first, first + count); the first (rows % world) ranks take one row more.
 // lt::dist::shard() gives the current process's (lazytensor/distributed.hpp).
@@ -209,7 +210,15 @@ class Batcher {
     }
     order_ = permutation(d.rows(), seed_);
   }
-  int64_t batches() const { return d_.rows() / batch_; }
+  int64_t batches() const {
+    const int64_t full = d_.rows() / batch_, rest = d_.rows() % batch_;
+    return full + (keep_last_ && rest >= shard_.world ? 1 : 0);  // every process needs a row
+  }
+  void keep_last_partial(bool keep) { keep_last_ = keep; }
+  // Rows of global batch b (batch_ but for a kept last partial batch).
+  int64_t batch_rows(int64_t b) const { return std::min(batch_, d_.rows() - b * batch_); }
+  // Rows of this process's share of batch b.
+  int64_t local_batch(int64_t b) const { return shard_.count(batch_rows(b)); }
   void set_shard(const Shard& s) {
     if (s.world < 1 || s.rank < 0 || s.rank >= s.world || s.world > batch_) {
       throw Error(LT_STATUS_INVALID_ARGUMENT,
@@ -232,20 +241,21 @@ class Batcher {
     std::vector<float> x;
     std::vector<int64_t> y;
     gather_rows(b, x, y);
-    return {Tensor::from(device, x, {local_batch(), d_.features}).set_name("x"),
-            Tensor::from(device, y, {local_batch()}).set_name("y")};
+    return {Tensor::from(device, x, {local_batch(b), d_.features}).set_name("x"),
+            Tensor::from(device, y, {local_batch(b)}).set_name("y")};
   }
   // Batch b with one-hot f32 labels [batch, classes] (for nn::cross_entropy: keeps the
   // training step free of integer ops).
   std::pair<Tensor, Tensor> batch_one_hot(const Device& device, int64_t b) const {
-    std::vector<float> x, onehot(static_cast<size_t>(local_batch() * d_.classes), 0.0f);
+    std::vector<float> x;
     std::vector<int64_t> y;
     gather_rows(b, x, y);
+    std::vector<float> onehot(static_cast<size_t>(local_batch(b) * d_.classes), 0.0f);
     for (size_t i = 0; i < y.size(); ++i) {
       onehot[i * static_cast<size_t>(d_.classes) + static_cast<size_t>(y[i])] = 1.0f;
     }
-    return {Tensor::from(device, x, {local_batch(), d_.features}).set_name("x"),
-            Tensor::from(device, onehot, {local_batch(), d_.classes}).set_name("y")};
+    return {Tensor::from(device, x, {local_batch(b), d_.features}).set_name("x"),
+            Tensor::from(device, onehot, {local_batch(b), d_.classes}).set_name("y")};
   }
 
  private:
@@ -257,8 +267,8 @@ class Batcher {
     }
     x.reserve(static_cast<size_t>(batch_ * d_.features));
     y.reserve(static_cast<size_t>(batch_));
-    const int64_t first = b * batch_ + shard_.first(batch_);
-    for (int64_t i = first; i < first + local_batch(); ++i) {
+    const int64_t first = b * batch_ + shard_.first(batch_rows(b));
+    for (int64_t i = first; i < first + local_batch(b); ++i) {
       int64_t r = order_[static_cast<size_t>(i)];
       auto first = d_.x.begin() + r * d_.features;
       x.insert(x.end(), first, first + d_.features);
@@ -270,6 +280,7 @@ class Batcher {
   uint64_t seed_;
   std::vector<int64_t> order_;
   Shard shard_;
+  bool keep_last_ = false;
 };
 
 // A whole set as tensors (x [rows, features] f32, y [rows] i64).

@@ -17,9 +17,9 @@ struct Padder {
   const lt_graph& g;
   DynamicView dv;
   OwnedGraph& out;
-  std::vector<int32_t> map;           // old node -> new node
+  std::vector<int32_t> map;                 // old node -> new node
   std::vector<std::vector<DimForm>> forms;  // per old node: its dims
-  std::vector<int32_t> sym_input;     // per symbol: the new f32 scalar input node
+  std::vector<int32_t> sym_input;           // per symbol: the new f32 scalar input node
   std::string why;
 
   lt_attr ints_attr(const char* name, const std::vector<int64_t>& v) {
@@ -176,8 +176,9 @@ struct Padder {
           const double inf = std::numeric_limits<double>::infinity();
           const bool fl = is_float(x.dtype);
           if (!fl && op != "sum") return refuse(i, "reduces integers over a dynamic dim");
-          double fill = op == "max" || op == "argmax" ? -inf : op == "min" || op == "argmin" ? inf
-                                                                                             : 0.0;
+          double fill = op == "max" || op == "argmax"   ? -inf
+                        : op == "min" || op == "argmin" ? inf
+                                                        : 0.0;
           if (op == "prod") fill = 1.0;
           if (op != "sum" && op != "mean" && op != "max" && op != "min" && op != "argmax" &&
               op != "argmin" && op != "prod")

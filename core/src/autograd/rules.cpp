@@ -344,7 +344,12 @@ void r_mean(const GradFn& fn, T g, std::vector<Ref>& r) {
   int64_t count = 1;
   for (int64_t a : axes) count *= xs[static_cast<size_t>(a)];
   Ref gk = keep_dims(fn, g, xs, axes);
-  Ref inv = cst(g, count > 0 ? 1.0 / static_cast<double>(count) : 0.0);
+  // 1/count as data (a scalar leaf, not a `full` attribute): a step at another batch size is
+  // the same program, so it can run dynamic (docs/dynamic-shapes.md).
+  T inv_t = nullptr;
+  Ref inv =
+      wrap(lt_scalar(dev(g), lt_tensor_dtype(g), count > 0 ? 1.0 / double(count) : 0.0, &inv_t),
+           &inv_t, "scalar");
   Ref scaled = mul(gk.get(), inv.get());
   r[0] = broadcast_to(scaled.get(), xs);
 }
