@@ -317,6 +317,22 @@ LT_API lt_error* lt_tensor_set_name(lt_tensor* tensor, const char* name) {
       n->name.reset();
   });
 }
+LT_API lt_error* lt_tensor_mark_dynamic(lt_tensor* tensor, size_t dim, int dynamic) {
+  return guard([&] {
+    need(tensor, "lt_tensor_mark_dynamic", "tensor");
+    Node* n = tensor->node;
+    if (dim >= n->shape.size() || dim >= 32)
+      fail(LT_STATUS_INVALID_ARGUMENT, "lt_tensor_mark_dynamic: dim {} of a tensor of shape {}{}",
+           dim, dims_str(n->shape), dim >= 32 ? " (marks cover dims 0..31)" : "");
+    if (dynamic != 0 && dynamic != 1)
+      fail(LT_STATUS_INVALID_ARGUMENT, "lt_tensor_mark_dynamic: dynamic is {}, not 0 or 1",
+           dynamic);
+    std::lock_guard lk(n->device->exec_mu);  // collection reads marks under it
+    const uint32_t bit = 1u << dim;
+    n->dynamic_dims = dynamic ? n->dynamic_dims | bit : n->dynamic_dims & ~bit;
+    n->static_dims = dynamic ? n->static_dims & ~bit : n->static_dims | bit;
+  });
+}
 LT_API const char* lt_tensor_name(const lt_tensor* tensor) {
   if (!tensor || !tensor->node->name) return "";
   return tensor->node->name->c_str();

@@ -241,8 +241,8 @@ Config load_config(const lt_runtime_options* o) {
   if (c.fallback != "silent" && c.fallback != "warn" && c.fallback != "error")
     fail(LT_STATUS_INVALID_ARGUMENT, "config: fallback '{}' is not one of silent, warn, error",
          c.fallback);
-  if (c.dynamic_shapes != "auto" && c.dynamic_shapes != "off")
-    fail(LT_STATUS_INVALID_ARGUMENT, "config: dynamic_shapes '{}' is not one of auto, off",
+  if (c.dynamic_shapes != "auto" && c.dynamic_shapes != "marked" && c.dynamic_shapes != "off")
+    fail(LT_STATUS_INVALID_ARGUMENT, "config: dynamic_shapes '{}' is not one of auto, marked, off",
          c.dynamic_shapes);
   if (spdlog::level::from_str(c.log_level) == spdlog::level::off && c.log_level != "off")
     fail(LT_STATUS_INVALID_ARGUMENT,

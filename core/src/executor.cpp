@@ -12,6 +12,7 @@
 #include "dist.h"
 #include "error.h"
 #include "lazytensor/lower/decompose.hpp"
+#include "lazytensor/lower/error.hpp"
 #include "ops.h"
 
 namespace lt {
@@ -1377,6 +1378,8 @@ std::shared_ptr<Plan> compile_dynamic(Device* dev, const Collected& c,
     *not_why = e.what();
   } catch (const Error& e) {
     *not_why = e.message();
+  } catch (const lower::Error& e) {  // an instance that breaks an op's shape rule
+    *not_why = e.what();
   }
   return nullptr;
 }
@@ -1397,7 +1400,23 @@ std::shared_ptr<Plan> try_dynamic(Device* dev, const Collected& c, const lt_grap
   std::string not_why;
   std::shared_ptr<Plan> plan;
   std::shared_ptr<lower::OwnedGraph> dyn;
-  if (lower::generalize(old->view(), full, &values, &exprs, &not_why)) {
+  // Marks (lt_tensor_mark_dynamic): a changed input dim marked static, or under "marked" one
+  // not marked dynamic, keeps the program static.
+  const lt_graph& seen_g = old->view();
+  for (size_t k = 0; k < c.inputs.size() && not_why.empty(); ++k) {
+    const Node* in = c.nodes[c.inputs[k]];
+    const lt_graph_node& was = seen_g.nodes[c.inputs[k]];
+    for (size_t d = 0; d < in->shape.size() && d < was.rank && not_why.empty(); ++d) {
+      if (in->shape[d] == was.shape[d]) continue;
+      const uint32_t bit = d < 32 ? 1u << d : 0u;
+      if (in->static_dims & bit)
+        not_why = fmt::format("input {} dim {} is marked static", k, d);
+      else if (rt->config.dynamic_shapes == "marked" && !(in->dynamic_dims & bit))
+        not_why =
+            fmt::format("input {} dim {} is not marked dynamic (dynamic_shapes = marked)", k, d);
+    }
+  }
+  if (not_why.empty() && lower::generalize(seen_g, full, &values, &exprs, &not_why)) {
     dyn = std::make_shared<lower::OwnedGraph>(lower::copy_graph(full));
     dyn->set_dynamic(values, std::move(exprs));
     plan = compile_dynamic(dev, c, dyn, values, why, &not_why);
@@ -1437,6 +1456,8 @@ std::shared_ptr<Plan> try_dynamic(Device* dev, const Collected& c, const lt_grap
       }
     } catch (const Error& e) {
       pad_why = e.message();
+    } catch (const lower::Error& e) {
+      pad_why = e.what();
     }
     not_why += "; padding: " + pad_why;
   }

@@ -154,6 +154,8 @@ struct Node {
   // The user's name for this value (lt_tensor_set_name), shown in recompile reasons; never
   // hashed. Written and read under the device's exec mutex.
   std::unique_ptr<std::string> name;
+  // lt_tensor_mark_dynamic: dims marked dynamic / static (bit d = dim d); never hashed.
+  uint32_t dynamic_dims = 0, static_dims = 0;
 
   // Scalar data leaf (lt_scalar, random seeds): raw bytes in `dtype`, never hashed.
   bool has_scalar = false;

@@ -147,6 +147,36 @@ TEST_P(Dynamic, OffSwitchAndUnexplainedChangesStayStatic) {
   EXPECT_EQ(metric(rt, "dynamic.static_programs"), 1);
 }
 
+// lt_tensor_mark_dynamic: a dim marked static never becomes dynamic; under "marked" only marked
+// dims do; a bad dim is a clear error.
+TEST_P(Dynamic, MarksForceOrForbid) {
+  auto run = [&](const char* mode, int mark) {
+    lt::Runtime rt = runtime(GetParam(), mode);
+    lt::Device dev = rt.default_device();
+    for (int64_t b = 1; b <= 5; ++b) {
+      lt::Tensor x = lt::Tensor::from(dev, randn(size_t(b) * 1024, uint32_t(b)), {b, 1024});
+      if (mark >= 0) x.mark_dynamic(0, mark == 1);
+      EXPECT_EQ((x * 2.0).sum({1}).to_vector<float>().size(), size_t(b));
+    }
+    return std::pair(rt.metric("compiles"),
+                     metric(rt, "dynamic.compiles") + metric(rt, "dynamic.bucketed_programs"));
+  };
+  EXPECT_EQ(run("auto", 0), std::pair(5.0, 0.0));     // marked static: a compile per size
+  EXPECT_EQ(run("marked", -1), std::pair(5.0, 0.0));  // "marked", unmarked: static
+  auto [compiles, dynamic] = run("marked", 1);        // "marked", marked: dynamic or buckets
+  EXPECT_EQ(dynamic, 1);
+  EXPECT_LE(compiles, 4);
+  lt::Runtime rt = runtime(GetParam());
+  lt::Tensor x = lt::Tensor::from(rt.default_device(), std::vector<float>{1, 2}, {2});
+  try {
+    x.mark_dynamic(3);
+    ADD_FAILURE() << "dim 3 of a rank-1 tensor was accepted";
+  } catch (const lt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dim 3 of a tensor of shape [2]"), std::string::npos)
+        << e.what();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Built, Dynamic, ::testing::ValuesIn(lt::test::built_backends()),
                          [](const auto& info) { return info.param; });
 

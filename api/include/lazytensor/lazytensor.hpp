@@ -242,7 +242,7 @@ struct RuntimeOptions {
   std::string fallback;
   std::string log_level;
   std::string dump_dir;
-  std::string dynamic_shapes;  // "auto" (default) or "off"
+  std::string dynamic_shapes;  // "auto" (default), "marked" or "off"
 };
 
 // Owns the application's reference to a runtime. Tensors keep the runtime's internals
@@ -416,6 +416,11 @@ class Tensor {
     return *this;
   }
   std::string name() const { return lt_tensor_name(req("name")); }
+  // Dynamic shapes: dim `dim` may become dynamic (true) or never does (false).
+  Tensor& mark_dynamic(size_t dim, bool dynamic = true) {
+    check(lt_tensor_mark_dynamic(req("mark_dynamic"), dim, dynamic ? 1 : 0));
+    return *this;
+  }
   const Tensor& materialize() const {
     check(lt_tensor_materialize(req("materialize")));
     return *this;

@@ -76,8 +76,8 @@ typedef struct lt_runtime_options {
   const char* fallback;       /* "silent" | "warn" | "error"; else $LT_FALLBACK; else "warn" */
   const char* log_level;      /* "trace".."off"; else $LT_LOG_LEVEL; else "warn" */
   const char* dump_dir;       /* where compiled graphs are dumped; else $LT_DUMP_DIR */
-  const char* dynamic_shapes; /* "auto" | "off"; else $LT_DYNAMIC_SHAPES; else config; else
-                                 "auto" (docs/dynamic-shapes.md) */
+  const char* dynamic_shapes; /* "auto" | "marked" | "off"; else $LT_DYNAMIC_SHAPES; else
+                                 config; else "auto" (docs/dynamic-shapes.md) */
 } lt_runtime_options;
 #define LT_RUNTIME_OPTIONS_STRUCT_SIZE \
   (offsetof(lt_runtime_options, dynamic_shapes) + sizeof(const char*))
@@ -142,6 +142,11 @@ LT_API int lt_tensor_is_materialized(const lt_tensor* tensor);
  * hash. lt_tensor_name returns it, borrowed until the next set, or "" when unnamed. */
 LT_API lt_error* lt_tensor_set_name(lt_tensor* tensor, const char* name);
 LT_API const char* lt_tensor_name(const lt_tensor* tensor);
+/* Dynamic shapes (docs/dynamic-shapes.md): marks dim `dim` (< 32) of the tensor's value.
+ * dynamic = 1: the dim may become dynamic when the program comes back at another size, also
+ * under the config dynamic_shapes = "marked"; dynamic = 0: it never does (a new size of it
+ * compiles static). Marks are read when the tensor is a graph input; never hashed. */
+LT_API lt_error* lt_tensor_mark_dynamic(lt_tensor* tensor, size_t dim, int dynamic);
 
 /* Copies the tensor to another device (lazy on the source side: materialises it first). */
 LT_API lt_error* lt_tensor_to_device(lt_tensor* tensor, lt_device* device, lt_tensor** out);

@@ -77,14 +77,14 @@ typedef struct lt_graph_node {
 
 /* Dynamic dimensions (appended in 1.2). In a dynamic graph some numbers are affine functions
  * of symbols, one symbol per dynamic size (a batch, a sequence length): a dim of a node's shape,
- * or an entry of an INT/INTS attribute that carries one (reshape's shape, a slice bound). The
+ * or an entry of an INTS attribute that carries one (reshape's shape, a slice bound). The
  * graph's own shapes and attributes are those at `symbol_values`; each lt_dim_expr says that
  * one of those numbers is `scale * symbol + offset` at every value of its symbol. Numbers no
  * expression names are the same at every value. Element struct (frozen for the major). */
 typedef struct lt_dim_expr {
   int32_t node;   /* node index */
-  int32_t attr;   /* -1: dim `index` of the node's shape; else attribute `attr` of the node */
-  int32_t index;  /* the dim, or the element of an INTS attribute (0 for an INT attribute) */
+  int32_t attr;   /* -1: dim `index` of the node's shape; else INTS attribute `attr` */
+  int32_t index;  /* the dim, or the element of the INTS attribute */
   int32_t symbol; /* 0..num_symbols-1 */
   int64_t scale;  /* non-zero */
   int64_t offset;

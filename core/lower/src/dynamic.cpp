@@ -15,17 +15,14 @@ namespace {
 
 constexpr size_t kMaxSymbols = 16;
 
-bool is_number_attr(const lt_attr& a) {
-  return a.kind == LT_ATTR_INT || a.kind == LT_ATTR_INTS;
-}
-
-// Calls f(attr, index, value) for every number of a node, in position order.
+// Calls f(attr, index, value) for every number of a node that may follow a size, in position
+// order: its dims and the entries of its INTS attributes (shapes, slice bounds, pads). INT
+// attributes (an axis, a reduce kind, a dtype, a seed) are part of the structure.
 template <class F>
 void for_each_number(const lt_graph_node& n, F&& f) {
   for (size_t d = 0; d < n.rank; ++d) f(-1, static_cast<int32_t>(d), n.shape[d]);
   for (size_t a = 0; a < n.num_attrs; ++a) {
     const lt_attr& at = n.attrs[a];
-    if (at.kind == LT_ATTR_INT) f(static_cast<int32_t>(a), 0, at.i);
     if (at.kind == LT_ATTR_INTS)
       for (size_t j = 0; j < at.ints_len; ++j)
         f(static_cast<int32_t>(a), static_cast<int32_t>(j), at.ints[j]);
@@ -40,8 +37,7 @@ auto position(const lt_dim_expr& e) {
 int64_t number_at(const lt_graph& g, const lt_dim_expr& e) {
   const lt_graph_node& n = g.nodes[e.node];
   if (e.attr < 0) return n.shape[e.index];
-  const lt_attr& a = n.attrs[e.attr];
-  return a.kind == LT_ATTR_INT ? a.i : a.ints[e.index];
+  return n.attrs[e.attr].ints[e.index];
 }
 
 bool same_node(const lt_graph_node& a, const lt_graph_node& b) {
@@ -55,6 +51,7 @@ bool same_node(const lt_graph_node& a, const lt_graph_node& b) {
     if (x.kind != y.kind || std::strcmp(x.name ? x.name : "", y.name ? y.name : "") != 0)
       return false;
     if (x.kind == LT_ATTR_FLOAT && std::memcmp(&x.f, &y.f, sizeof(double)) != 0) return false;
+    if (x.kind == LT_ATTR_INT && x.i != y.i) return false;
     if (x.kind == LT_ATTR_INTS && x.ints_len != y.ints_len) return false;
     if (x.kind == LT_ATTR_STRING && std::strcmp(x.s ? x.s : "", y.s ? y.s : "") != 0) return false;
   }
@@ -111,10 +108,8 @@ void validate_dynamic(const lt_graph& g) {
     const lt_graph_node& n = g.nodes[e.node];
     bool ok = e.attr < 0 ? e.attr == -1 && e.index >= 0 && static_cast<size_t>(e.index) < n.rank
                          : static_cast<size_t>(e.attr) < n.num_attrs &&
-                               is_number_attr(n.attrs[e.attr]) && e.index >= 0 &&
-                               (n.attrs[e.attr].kind == LT_ATTR_INT
-                                    ? e.index == 0
-                                    : static_cast<size_t>(e.index) < n.attrs[e.attr].ints_len);
+                               n.attrs[e.attr].kind == LT_ATTR_INTS && e.index >= 0 &&
+                               static_cast<size_t>(e.index) < n.attrs[e.attr].ints_len;
     if (!ok)
       fail(LT_STATUS_INVALID_ARGUMENT, at + " names no number of node " + std::to_string(e.node));
     if (e.symbol < 0 || static_cast<size_t>(e.symbol) >= dv.values.size() || e.scale == 0)
@@ -157,10 +152,6 @@ OwnedGraph instantiate(const lt_graph& g, std::span<const int64_t> values) {
         continue;
       }
       lt_attr& a = attrs[static_cast<size_t>(x.attr)];
-      if (a.kind == LT_ATTR_INT) {
-        a.i = v;
-        continue;
-      }
       auto& store = ints[static_cast<size_t>(x.attr)];
       if (store.empty()) store.assign(a.ints, a.ints + a.ints_len);
       store[static_cast<size_t>(x.index)] = v;

@@ -5,8 +5,9 @@
 // std 0.02, residual projections scaled by 1/sqrt(2 * layers), zero biases.
 //
 // Generation uses a key/value cache: each new token attends to the cached keys and values of
-// the ones before it, so a step costs one token's work. Every cache length is a new shape, so
-// a step compiles once per length the first time it is seen (dynamic shapes are issue #15).
+// the ones before it, so a step costs one token's work. Every cache length is a new shape: the
+// step's program becomes dynamic in it at its second length where the backend runs it at every
+// length (docs/dynamic-shapes.md); elsewhere it compiles once per length.
 #ifndef LAZYTENSOR_MODELS_GPT_HPP
 #define LAZYTENSOR_MODELS_GPT_HPP
 
@@ -221,7 +222,11 @@ class Gpt : public nn::Module {
                                                 " positions exceed the context of " +
                                                 std::to_string(config_.context));
     }
-    Tensor positions = arange(tokens.device(), double(pos0), double(pos0 + t), 1, i64);
+    // Positions as data, not arange's attributes: each decoding step (pos0 grows) is then the
+    // same program at another cache length, which runs dynamic (docs/dynamic-shapes.md).
+    std::vector<int64_t> at(static_cast<size_t>(t));
+    for (int64_t i = 0; i < t; ++i) at[static_cast<size_t>(i)] = pos0 + i;
+    Tensor positions = Tensor::from(tokens.device(), at, {t});
     Tensor x = drop(tok(tokens) + pos(positions));
     for (size_t l = 0; l < blocks_.size(); ++l) x = (*blocks_[l])(x, cache, l);
     if (cache) cache->length += t;

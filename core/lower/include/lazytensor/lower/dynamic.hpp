@@ -1,12 +1,13 @@
 // dynamic.hpp — dynamic dimensions of an lt_graph (plugin ABI 1.2): a graph's numbers (shape
-// dims and INT/INTS attribute entries) that are affine functions `scale * symbol + offset` of a
+// dims and INTS attribute entries) that are affine functions `scale * symbol + offset` of a
 // few symbols (a batch size, a sequence length). Shared by the core (which finds them by
 // comparing two graphs of one program, and pads to buckets for static backends) and by the
 // backends (which instantiate a graph at the values of a run).
 //
 // A "position" is one number of a node: dim `index` of its shape (attr == -1), or entry `index`
-// of its attribute number `attr` (0 for an INT). Positions are enumerated node by node, shape
-// before attributes, in order; expressions produced here are sorted in that order.
+// of its INTS attribute number `attr` (INT attributes never follow a size). Positions are
+// enumerated node by node, shape before attributes, in order; expressions produced here are sorted
+// in that order.
 #pragma once
 
 #include <cstdint>
