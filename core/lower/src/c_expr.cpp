@@ -229,7 +229,7 @@ std::string rename_params(const std::string& text, char prefix,
       if (j > i + 1 && j - i < 12 && (j == text.size() || !ident(text[j]))) {
         auto it = pos.find(std::stoll(text.substr(i + 1, j - i - 1)));
         if (it != pos.end()) {
-          out += 'a' + std::to_string(it->second);
+          out += "lt_arg" + std::to_string(it->second);
           i = j;
           continue;
         }

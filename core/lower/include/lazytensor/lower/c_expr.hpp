@@ -54,8 +54,8 @@ std::string unary(std::string_view op, const std::string& a, lt_dtype d, const D
 std::string binary(std::string_view op, const std::string& a, const std::string& b, lt_dtype d,
                    const Dialect& c);
 
-// `text` with every identifier `<prefix><node>` whose node is params[k] renamed `a<k>`: a kernel
-// whose buffers are named by graph node becomes a text that names them by position, so that
+// `text` with every identifier `<prefix><node>` whose node is params[k] renamed `lt_arg<k>`: a
+// kernel whose buffers are named by graph node becomes a text that names them by position, so that
 // kernels differing only in the buffers they touch (the groups of a deep chain, the pieces of
 // a wide sync) are one source, compiled once and launched with other arguments.
 std::string rename_params(const std::string& text, char prefix, const std::vector<int32_t>& params);
