@@ -53,11 +53,11 @@ bool reset_peak() {
   std::fprintf(stderr, "lt_scale: %s: %s\n", what, e ? lt_error_message(e) : "");
   std::exit(1);
 }
-#define OK(call)                      \
-  do {                                \
-    if (lt_error* e_ = (call)) {      \
-      die(#call, e_);                 \
-    }                                 \
+#define OK(call)                 \
+  do {                           \
+    if (lt_error* e_ = (call)) { \
+      die(#call, e_);            \
+    }                            \
   } while (0)
 
 lt_tensor* from_host(lt_device* d, const std::vector<float>& v) {
@@ -186,12 +186,17 @@ int main(int argc, char** argv) {
   const double peak = status_mib("VmHWM"), growth = peak - rss0;
   std::printf(
       "lt_scale %s %s %ld: trace %.2f s, %s %.2f s (compile %.2f s, execute %.2f s), free %.2f "
-      "s | pending graph +%.1f MiB, peak RSS +%.1f MiB over %.1f MiB (bound %.0f MiB)%s | compiles %.0f, regions cut "
+      "s | pending graph +%.1f MiB, peak RSS +%.1f MiB over %.1f MiB (bound %.0f MiB)%s | compiles "
+      "%.0f, regions cut "
       "%.0f, graphs cut %.0f\n",
       device.c_str(), which.c_str(), n, t_trace, which == "chain" ? "read" : "sync", t_run,
-      metric(rt, "compile_ms") / 1e3, metric(rt, "execute_ms") / 1e3, t_free, traced, growth, rss0, bound,
-      peak_ok ? "" : " (peak not reset: includes start-up)", metric(rt, "compiles"),
+      metric(rt, "compile_ms") / 1e3, metric(rt, "execute_ms") / 1e3, t_free, traced, growth, rss0,
+      bound, peak_ok ? "" : " (peak not reset: includes start-up)", metric(rt, "compiles"),
       metric(rt, "regions_cut"), metric(rt, "graphs_cut"));
+  if (device == "gpu_opencl")  // programs built by PoCL vs. found in the plugin's caches
+    std::printf("gpu_opencl: %.0f programs built, %.0f program cache hits\n",
+                metric(rt, "plugin.gpu_opencl.total.programs_built"),
+                metric(rt, "plugin.gpu_opencl.total.program_cache_hits"));
   if (growth > bound) std::printf("FAIL: peak resident memory grew %.1f MiB\n", growth), bad++;
   lt_tensor_free(m);
   lt_tensor_free(c);
