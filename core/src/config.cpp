@@ -166,6 +166,10 @@ void apply_file(Config& c, const std::string& path) {
       if (!v.is_number_integer() || v.get<int64_t>() < 1)
         fail(LT_STATUS_IO_ERROR, "config: '{}': cache_capacity must be a positive integer", path);
       c.cache_capacity = static_cast<size_t>(v.get<int64_t>());
+    } else if (k == "max_region_nodes") {
+      if (!v.is_number_integer() || v.get<int64_t>() < 1)
+        fail(LT_STATUS_IO_ERROR, "config: '{}': max_region_nodes must be a positive integer", path);
+      c.max_region_nodes = static_cast<size_t>(v.get<int64_t>());
     } else if (k == "plugin_path") {
       if (v.is_string()) {
         for (auto& p : split_path(v.get<std::string>())) c.plugin_path.push_back(p);
@@ -229,6 +233,13 @@ Config load_config(const lt_runtime_options* o) {
       fail(LT_STATUS_INVALID_ARGUMENT, "LT_BACKGROUND_COMPILE='{}' is not one of 0, 1, true, false",
            b);
     c.background_compile = b == "1" || b == "true";
+  }
+  if (const char* v = env("LT_MAX_REGION_NODES")) {
+    char* end = nullptr;
+    const long long n = std::strtoll(v, &end, 10);
+    if (!*v || *end || n < 1)
+      fail(LT_STATUS_INVALID_ARGUMENT, "LT_MAX_REGION_NODES='{}' is not a positive integer", v);
+    c.max_region_nodes = static_cast<size_t>(n);
   }
   // Plugin directories accumulate: explicit option first, then env, then the config file.
   std::vector<std::string> dirs;

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "custom_ops.h"
+#include "cut.h"
 #include "dist.h"
 #include "error.h"
 #include "lazytensor/lower/decompose.hpp"
@@ -69,6 +70,8 @@ struct GraphBuf {
 };
 
 void full_graph(const Collected& c, GraphBuf& gb) {
+  gb.nodes.reserve(c.nodes.size());  // exact sizes: no doubling slack on a 1,000,000-node graph
+  gb.flat_ops.reserve(c.operand_idx.size());
   for (size_t i = 0; i < c.nodes.size(); ++i) {
     gb.add(c.nodes[i], c.is_input(i), c.operand_idx.data() + c.op_begin[i],
            static_cast<size_t>(c.op_begin[i + 1] - c.op_begin[i]));
@@ -181,10 +184,10 @@ lt_plugin_executable* compile_region(Device* dev, const lt_graph* g, bool* dynam
 
 // Builds region r's local graph over the lowered graph `g`: external values become "input"
 // nodes first; values used outside the region (or graph outputs) become its outputs.
+// `local` is scratch shared by the regions of one graph (cut.h), cleared on the way out.
 void region_graph(const lt_graph& g, const std::vector<int32_t>& members,
                   const std::vector<int32_t>& region_of, int32_t r, Region& reg,
-                  const std::vector<uint8_t>& used_outside, GraphBuf& gb) {
-  std::vector<int32_t> local(g.num_nodes, -1);
+                  const std::vector<uint8_t>& used_outside, GraphBuf& gb, LocalIndex& local) {
   auto add = [&](const lt_graph_node& n, bool as_input, const int32_t* ops, size_t count) {
     lt_graph_node gn = n;
     if (as_input) {
@@ -202,7 +205,7 @@ void region_graph(const lt_graph& g, const std::vector<int32_t>& members,
     for (size_t k = 0; k < n.num_operands; ++k) {
       int32_t o = n.operands[k];
       if (region_of[o] != r && local[o] < 0) {
-        local[o] = static_cast<int32_t>(gb.nodes.size());
+        local.set(o, static_cast<int32_t>(gb.nodes.size()));
         reg.in_globals.push_back(o);
         add(g.nodes[o], true, nullptr, 0);
       }
@@ -213,7 +216,7 @@ void region_graph(const lt_graph& g, const std::vector<int32_t>& members,
     const lt_graph_node& n = g.nodes[gi];
     ops.clear();
     for (size_t k = 0; k < n.num_operands; ++k) ops.push_back(local[n.operands[k]]);
-    local[gi] = static_cast<int32_t>(gb.nodes.size());
+    local.set(gi, static_cast<int32_t>(gb.nodes.size()));
     add(n, false, ops.data(), ops.size());
     if (used_outside[gi]) {
       reg.out_globals.push_back(gi);
@@ -225,6 +228,7 @@ void region_graph(const lt_graph& g, const std::vector<int32_t>& members,
   uint64_t h = g.hash;
   for (int32_t gi : members) h = hash_combine(h, static_cast<uint64_t>(gi));
   gb.finish(h);
+  local.clear();
 }
 
 bool is_input_node(const lt_graph_node& n) {
@@ -477,6 +481,7 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& full_g, const Pl
   std::vector<Device*> region_dev;
   std::vector<int32_t> region_host;  // host_nodes index, -1 for plugin regions
   std::vector<std::vector<int32_t>> members;
+  RegionCutter cutter(rt->config.max_region_nodes);
   for (size_t i = 0; i < n; ++i) {
     const lt_graph_node& node = g.nodes[i];
     if (is_input_node(node)) continue;
@@ -523,6 +528,7 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& full_g, const Pl
         pick = r;
         break;
       }
+    if (pick >= 0 && !cutter.admits(members[pick].size())) pick = -1;  // full: cut
     if (pick < 0) {
       pick = static_cast<int32_t>(region_dev.size());
       region_dev.push_back(where[i]);
@@ -545,6 +551,7 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& full_g, const Pl
   // 4. Compile each region; a failed compile on the target reruns the region on the fallback.
   const bool dump = !rt->config.dump_dir.empty() && !(dyn && dyn->dry);
   DotDump dot;
+  LocalIndex local(n);
   if (dyn && dyn->dry) dyn->lowered_nodes = n;
   if (dyn && !dyn->dry) {
     if (dyn->check->lowered_nodes != n || dyn->check->regions.size() != members.size())
@@ -571,7 +578,7 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& full_g, const Pl
       continue;
     }
     GraphBuf gb;
-    region_graph(g, members[r], region_of, static_cast<int32_t>(r), reg, used_outside, gb);
+    region_graph(g, members[r], region_of, static_cast<int32_t>(r), reg, used_outside, gb, local);
     if (dyn && dyn->dry) {
       dyn->regions.push_back(lower::copy_graph(gb.g));
       dyn->globals.emplace_back(reg.in_globals, reg.out_globals);
@@ -649,6 +656,7 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& full_g, const Pl
       dot.regions.push_back(std::move(dr));
     }
   }
+  record_cuts(rt, c.key, n, members.size(), cutter.cuts());
   plan->key = c.key;
   plan->device = dev->name;
   plan->label = c.label;
@@ -720,6 +728,8 @@ std::string program_diff(const Device::Signature& old, const Device::Signature& 
 std::string miss_reason(Device* dev, const Collected& c) {
   Device::Signature sig;
   uint64_t h = 0x6c745f70726f67ULL;
+  sig.ops.reserve(c.nodes.size());
+  sig.shapes.end.reserve(c.nodes.size());
   for (size_t i = 0; i < c.nodes.size(); ++i) {
     const uint16_t op = c.is_input(i) ? kOpInput : c.nodes[i]->op;
     sig.ops.push_back(op);
@@ -1107,10 +1117,12 @@ void collect(const std::vector<Node*>& roots, Collected& c) {
     }
     c.outputs.push_back(root->visit_index);
   }
-  // Duplicate roots are dropped (outputs never alias); order stays deterministic.
+  // Duplicate roots are dropped (outputs never alias); order stays deterministic. Linear: a
+  // 100,000-wide lt_sync has as many roots.
+  std::vector<uint8_t> seen(c.nodes.size(), 0);
   std::vector<int32_t> uniq;
   for (int32_t o : c.outputs)
-    if (std::find(uniq.begin(), uniq.end(), o) == uniq.end()) uniq.push_back(o);
+    if (!seen[static_cast<size_t>(o)]) seen[static_cast<size_t>(o)] = 1, uniq.push_back(o);
   c.outputs = std::move(uniq);
   for (int32_t o : c.outputs) {
     h = hash_combine(h, 0x0u + static_cast<uint64_t>(o) + (1ull << 40));

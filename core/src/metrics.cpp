@@ -62,6 +62,8 @@ std::map<std::string, double> flat(Runtime* rt) {
       if (k == "persistent_cache_hits" || k == "persistent_cache_misses") f[k] += v.get<double>();
     }
   }
+  f["graphs_cut"] = 0;  // graphs cut into regions of at most max_region_nodes (cut.h)
+  f["regions_cut"] = 0;
   std::lock_guard lk(m.mu);
   for (auto& [k, v] : m.named) f[k] = v;
   return f;

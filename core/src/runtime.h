@@ -40,6 +40,8 @@ struct Config {
   std::vector<std::string>
       plugin_path;  // explicit/env/config directories (install dir added later)
   size_t cache_capacity = 256;
+  // Nodes of one compiled region at most; a larger graph is cut into several (cut.h).
+  size_t max_region_nodes = 65536;
   bool background_compile = false;       // compile on a thread, run on the fallback meanwhile
   std::string dynamic_shapes = "auto";   // auto: a size seen with a second value is dynamic; off
   std::vector<int64_t> dynamic_buckets;  // static backends' bucket sizes; beyond: powers of two
@@ -155,11 +157,26 @@ struct lt_device {
   // Signatures of the graphs compiled last (most recent first, at most 32), to explain the
   // next miss against the same program: the same op sequence and operand structure, with
   // shapes, dtypes and attributes ignored (exec_mu).
+  // Every node's shape, stored flat: a Dims per node costs 72 bytes, 144 MB for a
+  // 2,000,000-node graph, kept for 32 graphs (issue #18's scale lane).
+  struct Shapes {
+    std::vector<int64_t> dims;
+    std::vector<size_t> end;  // node i's dims: dims[end[i - 1] .. end[i])
+    void push_back(const lt::Dims& d) {
+      dims.insert(dims.end(), d.begin(), d.end());
+      end.push_back(dims.size());
+    }
+    size_t size() const { return end.size(); }
+    lt::Dims operator[](size_t i) const {
+      const size_t b = i ? end[i - 1] : 0;
+      return lt::Dims(dims.data() + b, end[i] - b);
+    }
+  };
   struct Signature {
     uint64_t program = 0;
     std::vector<uint16_t> ops;
-    std::vector<lt::Dims> shapes;  // every node's
-    std::vector<int32_t> inputs;   // node index of input k
+    Shapes shapes;                // every node's
+    std::vector<int32_t> inputs;  // node index of input k
     std::vector<lt_dtype> input_dtypes;
     std::vector<std::string> input_names;
   };

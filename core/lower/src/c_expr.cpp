@@ -2,9 +2,11 @@
 #include "lazytensor/lower/c_expr.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <unordered_map>
 
 #include "lazytensor/lower/bf16.hpp"
 #include "lazytensor/lower/error.hpp"
@@ -210,6 +212,34 @@ std::string binary(std::string_view op, const std::string& a, const std::string&
     return "(" + take + " ? " + a + " : " + b + ")";
   }
   fail(LT_STATUS_UNSUPPORTED, "no C expression for binary op " + std::string(op));
+}
+
+std::string rename_params(const std::string& text, char prefix,
+                          const std::vector<int32_t>& params) {
+  std::unordered_map<int64_t, size_t> pos;
+  for (size_t k = 0; k < params.size(); ++k) pos.emplace(params[k], k);
+  auto ident = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+  auto digit = [](char ch) { return ch >= '0' && ch <= '9'; };
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    size_t j = i + 1;
+    if (text[i] == prefix && (i == 0 || !ident(text[i - 1]))) {
+      while (j < text.size() && digit(text[j])) ++j;
+      if (j > i + 1 && j - i < 12 && (j == text.size() || !ident(text[j]))) {
+        auto it = pos.find(std::stoll(text.substr(i + 1, j - i - 1)));
+        if (it != pos.end()) {
+          out += "lt_arg" + std::to_string(it->second);
+          i = j;
+          continue;
+        }
+      }
+      j = i + 1;
+    }
+    out += text[i];
+    i = j;
+  }
+  return out;
 }
 
 }  // namespace lt::lower::c_expr

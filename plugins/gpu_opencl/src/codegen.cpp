@@ -389,31 +389,31 @@ class Generator {
         src_ << "#define LT_RANDOM_OPENCL 1\n" << kRandomHeaderSource << "\n";
         break;
       }
+    member_.assign(g_.num_nodes, 0);  // one mask for every group: linear in the graph
     for (const auto& grp : plan.groups) {
-      std::vector<char> member(g_.num_nodes, 0);
-      for (int32_t n : grp.nodes) member[n] = 1;
+      for (int32_t n : grp.nodes) member_[n] = 1;
       std::vector<int32_t> outs;
       for (int32_t n : grp.nodes)
         if (stored_[n]) outs.push_back(n);
-      if (outs.empty()) continue;  // dead group (nothing reads it)
-      const size_t mark_src = src_.tellp();
       const size_t mark_kernels = out_.kernels.size();
-      const int mark_counter = counter_;
       try {
-        lower_group(grp, member, outs);
+        if (!outs.empty()) lower_group(grp, member_, outs);  // else dead: nothing reads it
       } catch (const PlanError&) {
         // Roll back and lower this group node by node: every node gets its own buffer.
-        src_.str(src_.str().substr(0, mark_src));
-        src_.seekp(0, std::ios::end);
+        for (const std::string& k : fresh_) by_text_.erase(k);
+        pending_.clear(), fresh_.clear();
         out_.kernels.resize(mark_kernels);
-        counter_ = mark_counter;
         ++out_.split_groups;
-        for (int32_t n : grp.nodes) stored_[n] = 1;
+        for (int32_t n : grp.nodes) member_[n] = 0, stored_[n] = 1;
         for (int32_t n : grp.nodes) lower_single(n);
       }
+      for (int32_t n : grp.nodes) member_[n] = 0;
+      src_ << pending_;
+      pending_.clear(), fresh_.clear();
     }
     for (size_t i = 0; i < g_.num_nodes; ++i)
       if (stored_[i]) out_.stored.push_back(static_cast<int32_t>(i));
+    out_.distinct_kernels = by_text_.size();
     out_.source = src_.str();
     return std::move(out_);
   }
@@ -421,8 +421,7 @@ class Generator {
  private:
   void lower_single(int32_t n) {
     const lt_graph_node& node = g_.nodes[n];
-    std::vector<char> member(g_.num_nodes, 0);
-    member[n] = 1;
+    member_[n] = 1;
     fusion::Group grp;
     grp.nodes = grp.outputs = {n};
     grp.anchor = n;
@@ -433,7 +432,8 @@ class Generator {
       grp.domain = shape_of(g_.nodes[node.operands[0]]);
       grp.reduce_axes = Attrs(node).ints("axes");
     }
-    lower_group(grp, member, {n});  // a single node never raises PlanError
+    lower_group(grp, member_, {n});  // a single node never raises PlanError
+    member_[n] = 0;
   }
 
   void lower_group(const fusion::Group& grp, const std::vector<char>& member,
@@ -453,18 +453,27 @@ class Generator {
   }
 
   // Writes the kernel with its signature (loads first, then stores) and records its launch.
+  // Buffers are named by position, so a kernel of the same text is written once and shared.
   void emit_kernel(const std::string& attrs, const std::string& body,
                    const std::set<int32_t>& loads, const std::vector<int32_t>& stores,
                    KernelLaunch launch) {
-    launch.name = "k" + std::to_string(out_.kernels.size());
-    src_ << "\n__kernel " << attrs << "void " << launch.name << "(";
+    std::ostringstream text;
     std::vector<int32_t> params(loads.begin(), loads.end());
     params.insert(params.end(), stores.begin(), stores.end());
     for (size_t i = 0; i < params.size(); ++i)
-      src_ << (i ? ", " : "") << "__global " << (i < loads.size() ? "const " : "")
+      text << (i ? ", " : "") << "__global " << (i < loads.size() ? "const " : "")
            << ctype(g_.nodes[params[i]].dtype) << "* restrict p" << params[i];
+    text << ") {\n" << body << "}\n";
+    counter_ = 0;  // temporaries are local to a kernel
+    const std::string key = attrs + cx::rename_params(text.str(), 'p', params);
+    auto [it, fresh] = by_text_.emplace(key, by_text_.size());
+    launch.kernel = it->second;
     launch.args = std::move(params);
-    src_ << ") {\n" << body << "}\n";
+    if (fresh) {
+      fresh_.push_back(key);
+      pending_ += "\n__kernel " + attrs + "void k" + std::to_string(it->second) + "(" +
+                  key.substr(attrs.size());
+    }
     out_.kernels.push_back(std::move(launch));
   }
 
@@ -850,8 +859,11 @@ class Generator {
   DeviceCaps caps_;
   GeneratedProgram out_;
   std::ostringstream src_;
-  std::vector<char> stored_;
+  std::vector<char> stored_, member_;
   int counter_ = 0;
+  std::unordered_map<std::string, size_t> by_text_;  // kernel text -> its index (k<index>)
+  std::string pending_;                              // the current group's new kernels
+  std::vector<std::string> fresh_;                   // their texts (undone on a rollback)
 };
 
 }  // namespace

@@ -20,7 +20,7 @@ struct DeviceCaps {
 };
 
 struct KernelLaunch {
-  std::string name;
+  size_t kernel = 0;  // runs kernel k<kernel> of the program
   unsigned dims = 1;
   size_t global[3] = {1, 1, 1};
   size_t local[3] = {0, 0, 0};  // local[0] == 0: let the runtime choose
@@ -29,7 +29,8 @@ struct KernelLaunch {
 
 struct GeneratedProgram {
   std::string source;
-  std::vector<KernelLaunch> kernels;  // in execution order
+  std::vector<KernelLaunch> kernels;  // launches, in execution order
+  size_t distinct_kernels = 0;        // kernels in the source (launches share them)
   std::vector<int32_t> stored;        // nodes that need a device buffer (inputs included)
   size_t groups = 0;                  // fusion groups planned
   size_t split_groups = 0;            // groups lowered node by node (unfusable shape mix)

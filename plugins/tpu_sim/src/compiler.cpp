@@ -259,6 +259,7 @@ Program compile_program(const lt_graph& graph, const MachineConfig& mc) {
   const double bw = mc.hbm_bytes_per_s(), vec = mc.vector_ops_per_s(), peak_f = mc.peak_flops();
   const double fill_tile = double(mc.array_rows * mc.array_cols) * 4.0 * 2.0;
   Cost& c = p.cost;
+  p.instrs.reserve(3 * count);  // at most DMA in, compute, DMA out per node: no doubling slack
   for (size_t i = 0; i < count; ++i) {
     const Node& n = p.nodes[i];
     if (n.op == kOpInput || n.op == kOpReshape) continue;  // reshape: a bitcast in HBM

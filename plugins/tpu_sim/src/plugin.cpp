@@ -105,7 +105,7 @@ class TpuSim : public kit::Backend {
                   "tpu_sim: compiled %zu nodes to %zu instructions, simulated %.3f us",
                   p.nodes.size(), p.instrs.size(), p.cost.simulated_ns / 1e3);
     log_(1, line);
-    log_(0, p.listing());
+    if (p.nodes.size() <= 4096) log_(0, p.listing());  // a huge listing is never built for a log
     return std::make_unique<TpuExecutable>(std::move(p), mu_, totals_);
   }
 

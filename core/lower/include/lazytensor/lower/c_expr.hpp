@@ -7,8 +7,10 @@
 // as often as they mention it, so pass variables, not side effects.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "lazytensor/lt_types.h"
 
@@ -51,5 +53,11 @@ bool is_binary(std::string_view op);
 std::string unary(std::string_view op, const std::string& a, lt_dtype d, const Dialect& c);
 std::string binary(std::string_view op, const std::string& a, const std::string& b, lt_dtype d,
                    const Dialect& c);
+
+// `text` with every identifier `<prefix><node>` whose node is params[k] renamed `lt_arg<k>`: a
+// kernel whose buffers are named by graph node becomes a text that names them by position, so that
+// kernels differing only in the buffers they touch (the groups of a deep chain, the pieces of
+// a wide sync) are one source, compiled once and launched with other arguments.
+std::string rename_params(const std::string& text, char prefix, const std::vector<int32_t>& params);
 
 }  // namespace lt::lower::c_expr
