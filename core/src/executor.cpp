@@ -934,7 +934,7 @@ void collect(const std::vector<Node*>& roots, Collected& c) {
     while (!stack.empty()) {
       Frame& f = stack.back();
       Node* n = f.n;
-      bool input = n->is_leaf() || n->materialized.load(std::memory_order_relaxed);
+      bool input = n->is_leaf() || n->materialized.load(std::memory_order_relaxed) || n->ticket;
       if (!input && f.next < n->num_operands) {
         Node* o = n->operand(f.next++);
         if (o->visit_mark != epoch) {
@@ -1076,14 +1076,58 @@ std::shared_ptr<Plan> background_compile(Device* dev, const Runtime::CacheKey& k
   return eager;
 }
 
-void materialize(Device* dev, std::vector<NodeRef>& roots) {
+// Config async_execution: queues the run of `plan` on the device's worker. The roots take the
+// ticket now (under exec_mu), so later graphs read them as inputs and run after this one; the
+// job holds the inputs and roots, so a tensor released meanwhile is not freed under it.
+static TicketPtr enqueue(Device* dev, std::shared_ptr<Plan> plan, Collected&& c) {
+  ExecQueue::Job job;
+  job.ticket = std::make_shared<Ticket>();
+  job.ticket->device = dev;
+  job.ticket->label = plan->label;
+  for (int32_t i : c.inputs) {
+    Node* in = c.nodes[i];
+    job.keep.push_back(NodeRef::share(in));
+    const TicketPtr& t = in->ticket;
+    if (t && (!t->done() || t->failed()) &&
+        std::find(job.after.begin(), job.after.end(), t) == job.after.end())
+      job.after.push_back(t);
+  }
+  for (int32_t o : c.outputs) {
+    job.keep.push_back(NodeRef::share(c.nodes[o]));
+    c.nodes[o]->ticket = job.ticket;
+  }
+  TicketPtr ticket = job.ticket;
+  job.run = [dev, plan = std::move(plan), c = std::move(c)]() mutable { run_plan(dev, *plan, c); };
+  dev->queue->submit(std::move(job));
+  return ticket;
+}
+
+// Collects the pending `roots` into one graph, finds or compiles its plan and runs it, or with
+// async_execution queues it. Returns the tickets of the roots' queued graphs. A `step` (lt_sync)
+// first waits for the graphs queued before it and throws the first failure among them that no
+// read reported, queueing nothing then: so the host traces step N+1 while step N runs, and step
+// N's failure surfaces at the latest at lt_sync N+1 (as PyTorch/XLA's device locks do).
+static std::vector<TicketPtr> launch(Device* dev, std::vector<NodeRef>& roots, bool step) {
   Runtime* rt = dev->runtime;
   std::lock_guard lk(dev->exec_mu);
   std::vector<Node*> pending;
+  std::vector<TicketPtr> queued;
   for (auto& r : roots)
-    if (!r->is_leaf() && !r->materialized.load(std::memory_order_acquire))
-      pending.push_back(r.get());
-  if (pending.empty()) return;
+    if (!r->is_leaf() && !r->materialized.load(std::memory_order_acquire)) {
+      if (!r->ticket)
+        pending.push_back(r.get());
+      else if (queued.empty() || queued.back() != r->ticket)
+        queued.push_back(r->ticket);
+    }
+  auto barrier = [&] {
+    if (!step || !dev->queue) return;
+    dev->queue->drain();
+    dev->queue->raise_unreported();
+  };
+  if (pending.empty()) {
+    barrier();
+    return queued;
+  }
   Collected c;
   collect(pending, c);
 
@@ -1098,7 +1142,22 @@ void materialize(Device* dev, std::vector<NodeRef>& roots) {
     plan = compile_plan(dev, c, why);
     cache_insert(rt, key, plan);
   }
+  barrier();
+  if (dev->queue && !plan->collectives) {
+    queued.push_back(enqueue(dev, std::move(plan), std::move(c)));
+    return queued;
+  }
+  if (dev->queue) {  // collectives call MPI: on the calling thread, after the queue
+    dev->queue->drain();
+    for (int32_t i : c.inputs)
+      if (const TicketPtr& t = c.nodes[i]->ticket) t->rethrow();
+  }
   run_plan(dev, *plan, c);
+  return queued;
+}
+
+void materialize(Device* dev, std::vector<NodeRef>& roots) {
+  for (const TicketPtr& t : launch(dev, roots, false)) wait_ticket(dev, t);
 }
 
 void sync_device(Device* dev) {
@@ -1124,7 +1183,13 @@ void sync_device(Device* dev) {
       t = next;
     }
   }
-  materialize(dev, roots);
+  if (!dev->queue) return materialize(dev, roots);
+  launch(dev, roots, true);
+}
+
+void drain_queues(Runtime* rt) noexcept {
+  for (auto& d : rt->devices)
+    if (d->queue) d->queue->drain();
 }
 
 void upload_to(Device* dev, Buffer* buf, const void* data, size_t nbytes) {
