@@ -3,6 +3,7 @@
 // backward, update recorded) and the lt_sync (collect, cache lookup, execute) of every step
 // apart, and once with async_execution, timing whole steps. Overlap shows as an async step
 // shorter than trace + execute; the ratio per backend is printed after the runs (stderr).
+#include <algorithm>
 #include <cstdlib>
 #include <benchmark/benchmark.h>
 
@@ -52,12 +53,21 @@ struct Mlp : lt::nn::Module {
   std::deque<lt::nn::Linear> layers;  // stable addresses for register_module
 };
 
+// Per configuration and mode, one entry per repetition (medians are printed at the end).
 struct Figures {
-  double trace_ms = 0, sync_ms = 0, step_ms = 0;
+  std::vector<double> trace_ms, sync_ms, step_ms;
 };
 std::map<std::string, Figures>& figures() {
   static std::map<std::string, Figures> f;
   return f;
+}
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+std::string config_name(int64_t batch, int64_t width, int64_t depth) {
+  return "b" + std::to_string(batch) + "_w" + std::to_string(width) + "_d" + std::to_string(depth);
 }
 
 // state.range(0): batch, (1): width, (2): hidden layers.
@@ -97,13 +107,14 @@ void BM_Step(benchmark::State& state, std::string device, bool async) {
   const double iters = static_cast<double>(state.iterations());
   const double step_ms =
       std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / iters;
-  Figures& f = figures()[device + (async ? "/async" : "/sync")];
-  f.trace_ms = trace_ns / 1e6 / iters;
-  f.sync_ms = sync_ns / 1e6 / iters;
-  f.step_ms = step_ms;
-  state.counters["trace_ms"] = f.trace_ms;
-  state.counters["sync_ms"] = f.sync_ms;  // synchronous: collect + lookup + execute
-  state.counters["step_ms"] = f.step_ms;
+  Figures& f = figures()[device + "/" + config_name(batch, width, state.range(2)) +
+                         (async ? "/async" : "/sync")];
+  f.trace_ms.push_back(trace_ns / 1e6 / iters);
+  f.sync_ms.push_back(sync_ns / 1e6 / iters);
+  f.step_ms.push_back(step_ms);
+  state.counters["trace_ms"] = f.trace_ms.back();
+  state.counters["sync_ms"] = f.sync_ms.back();  // synchronous: collect + lookup + execute
+  state.counters["step_ms"] = step_ms;
 }
 
 }  // namespace
@@ -125,23 +136,28 @@ int main(int argc, char** argv) {
           ("AsyncStep/mlp256_w_d_10/" + name + (async ? "/async" : "/sync")).c_str(), BM_Step, name,
           async)
           ->ArgNames({"batch", "width", "depth"})
-          ->Args({32, 256, 6})
+          ->Args({32, 256, 6})  // execute-bound
+          ->Args({16, 64, 24})  // trace and execute of the same order
+          ->Args({8, 32, 48})   // trace-bound
+          ->Iterations(300)     // fixed, so every call is a measurement (no estimation runs)
+          ->Repetitions(5)
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   // The overlap: an async step against trace + execute of a synchronous one (stderr, so
   // --benchmark_format=json stays clean). Below 1.0 means the host traced while the device ran.
-  auto& f = figures();
-  for (const auto& name : names) {
-    auto s = f.find(name + "/sync"), a = f.find(name + "/async");
-    if (s == f.end() || a == f.end()) continue;
-    const double serial = s->second.trace_ms + s->second.sync_ms;
+  for (const auto& [key, fs] : figures()) {
+    const std::string base = key.substr(0, key.rfind('/'));
+    if (key.substr(key.rfind('/')) != "/sync" || !figures().count(base + "/async")) continue;
+    const Figures& fa = figures()[base + "/async"];
+    const double trace = median(fs.trace_ms), exec = median(fs.sync_ms);
+    const double async_step = median(fa.step_ms);
     std::fprintf(stderr,
                  "%s: trace %.3f ms + execute (lt_sync) %.3f ms = %.3f ms; sync step %.3f ms; "
-                 "async step %.3f ms; async / (trace + execute) = %.3f\n",
-                 name.c_str(), s->second.trace_ms, s->second.sync_ms, serial, s->second.step_ms,
-                 a->second.step_ms, a->second.step_ms / serial);
+                 "async step %.3f ms; async / (trace + execute) = %.3f (medians of %zu)\n",
+                 base.c_str(), trace, exec, trace + exec, median(fs.step_ms), async_step,
+                 async_step / (trace + exec), fa.step_ms.size());
   }
   return 0;
 }

@@ -3,6 +3,7 @@
 // until the next read of the graph's outputs or the next lt_sync on the device.
 #include "async.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "runtime.h"
@@ -29,10 +30,16 @@ void ExecQueue::submit(Job job) {
   std::unique_lock lk(mu_);
   if (!worker_.joinable()) worker_ = std::thread([this] { loop(); });
   idle_cv_.wait(lk, [&] { return jobs_.size() < kMaxInFlight; });
+  job.ticket->seq = ++submitted_;
   jobs_.push_back(std::move(job));
   cv_.notify_one();
   lk.unlock();
   dev_->runtime->metrics.add_named("async.queued", 1);
+}
+
+void ExecQueue::wait_through(uint64_t seq) noexcept {
+  std::unique_lock lk(mu_);
+  idle_cv_.wait(lk, [&] { return completed_ >= seq; });
 }
 
 void ExecQueue::drain() noexcept {
@@ -40,14 +47,20 @@ void ExecQueue::drain() noexcept {
   idle_cv_.wait(lk, [&] { return jobs_.empty(); });
 }
 
-void ExecQueue::raise_unreported() {
+void ExecQueue::raise_unreported(uint64_t through) {
   std::vector<TicketPtr> failed;
   {
     std::lock_guard lk(mu_);
-    failed.swap(failed_);
+    auto later = std::stable_partition(failed_.begin(), failed_.end(),
+                                       [&](const TicketPtr& t) { return t->seq <= through; });
+    failed.assign(failed_.begin(), later);
+    failed_.erase(failed_.begin(), later);
   }
-  for (const TicketPtr& t : failed)
-    if (!t->reported_.load(std::memory_order_relaxed)) t->rethrow();
+  for (const TicketPtr& t : failed) {
+    if (t->reported_.load(std::memory_order_relaxed)) continue;
+    if (t->cause_ && t->cause_->reported_.load(std::memory_order_relaxed)) continue;
+    t->rethrow();
+  }
 }
 
 void ExecQueue::shutdown() noexcept {
@@ -85,9 +98,11 @@ void ExecQueue::loop() {
     try {
       for (const TicketPtr& dep : job.after) {
         dep->wait();  // already done when it is this queue's (FIFO); another device's may run
-        if (dep->failed())
+        if (dep->failed()) {
+          job.ticket->cause_ = dep->cause_ ? dep->cause_ : dep;
           fail(dep->code(), "an input of this graph comes from a graph that failed: {}",
                dep->message());
+        }
       }
       job.run();
     } catch (const Error& e) {
@@ -110,6 +125,7 @@ void ExecQueue::loop() {
     finish(job, code, std::move(message));
     lk.lock();
     if (ticket->failed()) failed_.push_back(ticket);
+    completed_ = ticket->seq;
     jobs_.pop_front();
     idle_cv_.notify_all();
   }

@@ -36,6 +36,7 @@ struct Ticket {
   const std::string& message() const { return message_; }
   // Throws the failure as an lt::Error and marks it reported (lt_sync does not repeat it).
   void rethrow() const;
+  uint64_t seq = 0;  // position in its device's queue (1, 2, ...), set by submit
 
  private:
   friend class ExecQueue;
@@ -45,6 +46,9 @@ struct Ticket {
   lt_status_code code_ = LT_STATUS_OK;  // written before done_ is published
   std::string message_;
   mutable std::atomic<bool> reported_{false};
+  // The failed graph whose output this one read, if that is why it failed: once the cause is
+  // reported, lt_sync does not report this consequence again.
+  std::shared_ptr<const Ticket> cause_;
 };
 using TicketPtr = std::shared_ptr<Ticket>;
 
@@ -66,13 +70,17 @@ class ExecQueue {
     std::vector<NodeRef> keep;     // inputs and roots: alive until the job is done
     std::function<void()> run;     // the execution (run_plan); throws lt::Error
   };
-  // Queues a job (the caller holds exec_mu and has recorded job.ticket on the roots).
+  // Queues a job (the caller holds exec_mu and has recorded job.ticket on the roots); sets
+  // job.ticket->seq.
   void submit(Job job);
+  // Waits until every job up to sequence number `seq` has run. Never throws.
+  void wait_through(uint64_t seq) noexcept;
   // Waits until every queued job has run. Never throws.
   void drain() noexcept;
-  // lt_sync: throws the first failure of a queued graph that no read or sync reported yet,
-  // and forgets the others (they stay readable as errors on their tensors).
-  void raise_unreported();
+  // lt_sync: throws the first failure, among the graphs up to sequence number `through`, that
+  // no read or sync reported yet (a failure caused by a reported one does not count), and
+  // forgets those (they stay readable as errors on their tensors).
+  void raise_unreported(uint64_t through = UINT64_MAX);
   // Stops the worker after draining (runtime destruction).
   void shutdown() noexcept;
 
@@ -85,7 +93,7 @@ class ExecQueue {
   std::condition_variable cv_;       // work queued / stop
   std::condition_variable idle_cv_;  // a job finished
   std::deque<Job> jobs_;
-  bool running_ = false;  // the worker is running jobs_.front()
+  uint64_t submitted_ = 0, completed_ = 0;  // sequence numbers (FIFO: completed in order)
   bool stop_ = false;
   std::vector<TicketPtr> failed_;  // failed graphs, in order, until lt_sync reports them
   std::thread worker_;

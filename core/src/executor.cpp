@@ -1103,11 +1103,10 @@ static TicketPtr enqueue(Device* dev, std::shared_ptr<Plan> plan, Collected&& c)
 }
 
 // Collects the pending `roots` into one graph, finds or compiles its plan and runs it, or with
-// async_execution queues it. Returns the tickets of the roots' queued graphs. A `step` (lt_sync)
-// first waits for the graphs queued before it and throws the first failure among them that no
-// read reported, queueing nothing then: so the host traces step N+1 while step N runs, and step
-// N's failure surfaces at the latest at lt_sync N+1 (as PyTorch/XLA's device locks do).
-static std::vector<TicketPtr> launch(Device* dev, std::vector<NodeRef>& roots, bool step) {
+// async_execution queues it (its ticket also goes to `*fresh`). Returns the tickets of the
+// roots' queued graphs.
+static std::vector<TicketPtr> launch(Device* dev, std::vector<NodeRef>& roots,
+                                     TicketPtr* fresh = nullptr) {
   Runtime* rt = dev->runtime;
   std::lock_guard lk(dev->exec_mu);
   std::vector<Node*> pending;
@@ -1119,15 +1118,7 @@ static std::vector<TicketPtr> launch(Device* dev, std::vector<NodeRef>& roots, b
       else if (queued.empty() || queued.back() != r->ticket)
         queued.push_back(r->ticket);
     }
-  auto barrier = [&] {
-    if (!step || !dev->queue) return;
-    dev->queue->drain();
-    dev->queue->raise_unreported();
-  };
-  if (pending.empty()) {
-    barrier();
-    return queued;
-  }
+  if (pending.empty()) return queued;
   Collected c;
   collect(pending, c);
 
@@ -1142,9 +1133,9 @@ static std::vector<TicketPtr> launch(Device* dev, std::vector<NodeRef>& roots, b
     plan = compile_plan(dev, c, why);
     cache_insert(rt, key, plan);
   }
-  barrier();
   if (dev->queue && !plan->collectives) {
     queued.push_back(enqueue(dev, std::move(plan), std::move(c)));
+    if (fresh) *fresh = queued.back();
     return queued;
   }
   if (dev->queue) {  // collectives call MPI: on the calling thread, after the queue
@@ -1157,7 +1148,7 @@ static std::vector<TicketPtr> launch(Device* dev, std::vector<NodeRef>& roots, b
 }
 
 void materialize(Device* dev, std::vector<NodeRef>& roots) {
-  for (const TicketPtr& t : launch(dev, roots, false)) wait_ticket(dev, t);
+  for (const TicketPtr& t : launch(dev, roots)) wait_ticket(dev, t);
 }
 
 void sync_device(Device* dev) {
@@ -1184,7 +1175,20 @@ void sync_device(Device* dev) {
     }
   }
   if (!dev->queue) return materialize(dev, roots);
-  launch(dev, roots, true);
+  // The step is queued first, so the worker goes on to it without waiting for this thread;
+  // then the graphs queued before it are waited for (the host traces the next step while this
+  // one runs, never further ahead) and the first failure among them no read reported is thrown:
+  // a step's failure surfaces at the latest at the next lt_sync (as PyTorch/XLA's device locks
+  // do). With nothing new to queue, lt_sync waits for everything queued.
+  TicketPtr fresh;
+  launch(dev, roots, &fresh);
+  if (fresh) {
+    dev->queue->wait_through(fresh->seq - 1);
+    dev->queue->raise_unreported(fresh->seq - 1);
+  } else {
+    dev->queue->drain();
+    dev->queue->raise_unreported();
+  }
 }
 
 void drain_queues(Runtime* rt) noexcept {

@@ -240,9 +240,9 @@ void tensor_release(Tensor* t) noexcept;
 // Executor (executor.cpp): materialise `roots` (all on `dev`) as one graph.
 // Waits until every root holds its buffer (throws a queued graph's failure).
 void materialize(Device* dev, std::vector<NodeRef>& roots);
-// lt_sync: materialises every pending tensor of `dev`; with async_execution it waits for the
-// graphs queued before (throwing the first unreported failure among them), queues this one
-// and returns.
+// lt_sync: materialises every pending tensor of `dev`; with async_execution it queues them as
+// one graph, waits for the graphs queued before it (throwing the first unreported failure
+// among them) and returns.
 void sync_device(Device* dev);
 // Waits for every graph queued on the runtime's devices (metrics reads, destruction).
 void drain_queues(Runtime* rt) noexcept;

@@ -223,8 +223,25 @@ TEST(Async, AnExecuteErrorSurfacesAtTheNextSync) {
     EXPECT_NE(e.msg().find("test_async.fail: injected failure"), std::string::npos) << e.msg();
     EXPECT_NE(e.msg().find("partial:0"), std::string::npos) << e.msg();
   }
-  LT_OK(lt_sync(r.dev));  // reported: the next step goes on (z queued now)
+  LT_OK(lt_sync(r.dev));  // reported once; z, queued by the failing lt_sync, does not read y
   EXPECT_EQ(to_host(z), (std::vector<float>{2, 4}));
+  free_all({x, y, z});
+}
+
+TEST(Async, AFailureCausedByAReportedOneIsNotReportedAgainBySync) {
+  AsyncRuntime r;
+  ASSERT_NE(r.dev, nullptr);
+  lt_tensor* x = from_host(r.dev, {1, 2}, {2});
+  lt_tensor* y = apply1(r.dev, "test_async.fail", x);
+  LT_OK(lt_sync(r.dev));
+  lt_tensor* z = add(y, x);  // the next step reads the failed output
+  Err first(lt_sync(r.dev));
+  EXPECT_NE(first.msg().find("test_async.fail: injected failure"), std::string::npos)
+      << first.msg();
+  LT_OK(lt_sync(r.dev));  // z's graph failed because of y's: not a new failure to report
+  std::vector<float> out(2);
+  Err e(lt_tensor_to_host(z, out.data(), 8));  // but z reads as that error
+  EXPECT_NE(e.msg().find("comes from a graph that failed"), std::string::npos) << e.msg();
   free_all({x, y, z});
 }
 
