@@ -303,7 +303,17 @@ LT_API lt_device* lt_tensor_device(const lt_tensor* t) {
 }
 LT_API int lt_tensor_is_materialized(const lt_tensor* t) {
   if (!t) return 0;
-  return t->node->has_scalar || t->node->materialized.load(std::memory_order_acquire);
+  Node* n = t->node;
+  if (n->has_scalar || n->materialized.load(std::memory_order_acquire)) return 1;
+  if (!t->device->queue) return 0;
+  TicketPtr ticket;  // async_execution: a queued tensor counts once its graph has run
+  {
+    std::lock_guard lk(n->device->exec_mu);
+    ticket = n->ticket;
+  }
+  if (!ticket) return 0;
+  ticket->wait();
+  return ticket->failed() ? 0 : 1;
 }
 
 LT_API lt_error* lt_tensor_set_name(lt_tensor* tensor, const char* name) {
@@ -567,6 +577,7 @@ LT_API lt_error* lt_metric_get(lt_runtime* runtime, const char* name, double* ou
 }
 LT_API void lt_metrics_reset(lt_runtime* runtime) {
   if (runtime) {
+    drain_queues(runtime);  // a queued graph's run counts before the reset, never after it
     runtime->metrics.reset();
     reset_graph_timings(runtime);
   }

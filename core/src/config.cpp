@@ -162,6 +162,10 @@ void apply_file(Config& c, const std::string& path) {
       if (!v.is_boolean())
         fail(LT_STATUS_IO_ERROR, "config: '{}': background_compile must be true or false", path);
       c.background_compile = v.get<bool>();
+    } else if (k == "async_execution") {
+      if (!v.is_boolean())
+        fail(LT_STATUS_IO_ERROR, "config: '{}': async_execution must be true or false", path);
+      c.async_execution = v.get<bool>();
     } else if (k == "cache_capacity") {
       if (!v.is_number_integer() || v.get<int64_t>() < 1)
         fail(LT_STATUS_IO_ERROR, "config: '{}': cache_capacity must be a positive integer", path);
@@ -240,6 +244,13 @@ Config load_config(const lt_runtime_options* o) {
     if (!*v || *end || n < 1)
       fail(LT_STATUS_INVALID_ARGUMENT, "LT_MAX_REGION_NODES='{}' is not a positive integer", v);
     c.max_region_nodes = static_cast<size_t>(n);
+  }
+  if (const char* v = env("LT_ASYNC_EXECUTION")) {
+    std::string b = v;
+    if (b != "0" && b != "1" && b != "true" && b != "false")
+      fail(LT_STATUS_INVALID_ARGUMENT, "LT_ASYNC_EXECUTION='{}' is not one of 0, 1, true, false",
+           b);
+    c.async_execution = b == "1" || b == "true";
   }
   // Plugin directories accumulate: explicit option first, then env, then the config file.
   std::vector<std::string> dirs;

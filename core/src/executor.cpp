@@ -1085,7 +1085,7 @@ void collect(const std::vector<Node*>& roots, Collected& c) {
     while (!stack.empty()) {
       Frame& f = stack.back();
       Node* n = f.n;
-      bool input = n->is_leaf() || n->materialized.load(std::memory_order_relaxed);
+      bool input = n->is_leaf() || n->materialized.load(std::memory_order_relaxed) || n->ticket;
       if (!input && f.next < n->num_operands) {
         Node* o = n->operand(f.next++);
         if (o->visit_mark != epoch) {
@@ -1260,9 +1260,19 @@ std::vector<int64_t> bucket_of(const Config& cfg, const std::vector<int64_t>& va
   return out;
 }
 
-// Runs c (at `values`) with the plan of its bucket: inputs padded, the sizes as inputs, roots
-// cut back to their own shapes.
-void run_bucketed(Device* dev, Plan& entry, Collected& c, const std::vector<int64_t>& values) {
+// How a collected graph runs, decided under the device's exec mutex (so that a queued run,
+// async_execution, never touches the compile cache or a dynamic graph): a plan, at its sizes,
+// or padded to its bucket with the padded shapes of its inputs and roots.
+struct Run {
+  std::shared_ptr<Plan> plan;
+  std::vector<int64_t> symbols;  // a dynamic plan's sizes
+  bool padded = false;           // a bucket plan: the sizes are inputs, shapes below
+  std::vector<lower::Shape> in_padded, root_padded;
+};
+
+// The plan of c's bucket (compiled on first use) for bucketed dynamic plan `entry`.
+Run prepare_bucketed(Device* dev, Plan& entry, const Collected& c,
+                     const std::vector<int64_t>& values) {
   Runtime* rt = dev->runtime;
   const std::vector<int64_t> bucket = bucket_of(rt->config, values);
   const lt_graph& dg = entry.dyn_graph->view();
@@ -1280,32 +1290,48 @@ void run_bucketed(Device* dev, Plan& entry, Collected& c, const std::vector<int6
                    "sizes padded to bucket " + dims_str(bucket.data(), bucket.size())));
     add_metric(rt, "dynamic.bucket_compiles");
   }
+  Run run{plan, values, true, {}, {}};
+  auto padded_shape = [&](int32_t node) {
+    lower::Shape out;
+    for (const lower::DimForm& f : lower::shape_forms(dg, static_cast<size_t>(node)))
+      out.push_back(f.at(bucket));
+    return out;
+  };
+  for (int32_t k : c.inputs) run.in_padded.push_back(padded_shape(k));
+  for (int32_t o : c.outputs) run.root_padded.push_back(padded_shape(o));
+  return run;
+}
+
+Run prepare_run(Device* dev, const std::shared_ptr<Plan>& plan, const Collected& c) {
+  if (plan->dyn_base && plan->dyn_base->bucketed)
+    return prepare_bucketed(dev, *plan->dyn_base, c, plan->symbols);
+  if (plan->dyn_base) return Run{plan->dyn_base, plan->symbols, false, {}, {}};
+  return Run{plan, {}, false, {}, {}};
+}
+
+// Runs c as `run` says: for a bucket, inputs copied into padded buffers, the sizes as inputs,
+// roots cut back to their own shapes.
+void execute_run(Device* dev, const Run& run, Collected& c) {
+  if (!run.padded) return run_plan(dev, *run.plan, c, run.symbols);
   Padding pad;
-  pad.inputs.resize(plan->graph_inputs.size());
+  pad.inputs.resize(run.plan->graph_inputs.size());
   for (size_t k = 0; k < c.inputs.size(); ++k) {
     Node* in = c.nodes[c.inputs[k]];
-    lower::Shape want;
-    for (const lower::DimForm& f : lower::shape_forms(dg, static_cast<size_t>(c.inputs[k])))
-      want.push_back(f.at(bucket));
     lower::Shape have(in->shape.begin(), in->shape.end());
-    if (want != have && in->buffer)
-      pad.inputs[k] = reshape_box(dev, in->buffer.get(), have, want, lt_dtype_size(in->dtype));
+    if (run.in_padded[k] != have && in->buffer)
+      pad.inputs[k] =
+          reshape_box(dev, in->buffer.get(), have, run.in_padded[k], lt_dtype_size(in->dtype));
   }
   for (size_t k = c.inputs.size(); k < pad.inputs.size(); ++k) {
-    const float size = static_cast<float>(values[k - c.inputs.size()]);
+    const float size = static_cast<float>(run.symbols[k - c.inputs.size()]);
     pad.inputs[k] = dev->allocator->allocate(sizeof(float));
     upload_to(dev, pad.inputs[k].get(), &size, sizeof(float));
   }
-  for (int32_t o : c.outputs) {
-    Node* root = c.nodes[o];
-    lower::Shape padded;
-    for (const lower::DimForm& f : lower::shape_forms(dg, static_cast<size_t>(o)))
-      padded.push_back(f.at(bucket));
-    pad.root_padded.push_back(padded);
-    pad.root_valid.emplace_back(root->shape.begin(), root->shape.end());
-  }
-  add_metric(rt, "dynamic.padded_runs");
-  run_plan(dev, *plan, c, {}, &pad);
+  pad.root_padded = run.root_padded;
+  for (int32_t o : c.outputs)
+    pad.root_valid.emplace_back(c.nodes[o]->shape.begin(), c.nodes[o]->shape.end());
+  add_metric(dev->runtime, "dynamic.padded_runs");
+  run_plan(dev, *run.plan, c, {}, &pad);
 }
 
 // The cached graph `c` is at symbol values `values` of dynamic plan `base`.
@@ -1493,14 +1519,49 @@ void remember_graph(Device* dev, const Collected& c, const lt_graph& full) {
 
 }  // namespace
 
-void materialize(Device* dev, std::vector<NodeRef>& roots) {
+// Config async_execution: queues the run of `plan` on the device's worker. The roots take the
+// ticket now (under exec_mu), so later graphs read them as inputs and run after this one; the
+// job holds the inputs and roots, so a tensor released meanwhile is not freed under it.
+static TicketPtr enqueue(Device* dev, Run run, Collected&& c) {
+  ExecQueue::Job job;
+  job.ticket = std::make_shared<Ticket>();
+  job.ticket->device = dev;
+  job.ticket->label = run.plan->label;
+  for (int32_t i : c.inputs) {
+    Node* in = c.nodes[i];
+    job.keep.push_back(NodeRef::share(in));
+    const TicketPtr& t = in->ticket;
+    if (t && (!t->done() || t->failed()) &&
+        std::find(job.after.begin(), job.after.end(), t) == job.after.end())
+      job.after.push_back(t);
+  }
+  for (int32_t o : c.outputs) {
+    job.keep.push_back(NodeRef::share(c.nodes[o]));
+    c.nodes[o]->ticket = job.ticket;
+  }
+  TicketPtr ticket = job.ticket;
+  job.run = [dev, run = std::move(run), c = std::move(c)]() mutable { execute_run(dev, run, c); };
+  dev->queue->submit(std::move(job));
+  return ticket;
+}
+
+// Collects the pending `roots` into one graph, finds or compiles its plan and runs it, or with
+// async_execution queues it (its ticket also goes to `*fresh`). Returns the tickets of the
+// roots' queued graphs.
+static std::vector<TicketPtr> launch(Device* dev, std::vector<NodeRef>& roots,
+                                     TicketPtr* fresh = nullptr) {
   Runtime* rt = dev->runtime;
   std::lock_guard lk(dev->exec_mu);
   std::vector<Node*> pending;
+  std::vector<TicketPtr> queued;
   for (auto& r : roots)
-    if (!r->is_leaf() && !r->materialized.load(std::memory_order_acquire))
-      pending.push_back(r.get());
-  if (pending.empty()) return;
+    if (!r->is_leaf() && !r->materialized.load(std::memory_order_acquire)) {
+      if (!r->ticket)
+        pending.push_back(r.get());
+      else if (queued.empty() || queued.back() != r->ticket)
+        queued.push_back(r->ticket);
+    }
+  if (pending.empty()) return queued;
   Collected c;
   collect(pending, c);
 
@@ -1531,12 +1592,23 @@ void materialize(Device* dev, std::vector<NodeRef>& roots) {
       cache_insert(rt, key, plan);
     }
   }
-  if (plan->dyn_base && plan->dyn_base->bucketed)
-    run_bucketed(dev, *plan->dyn_base, c, plan->symbols);
-  else if (plan->dyn_base)
-    run_plan(dev, *plan->dyn_base, c, plan->symbols);
-  else
-    run_plan(dev, *plan, c);
+  Run run = prepare_run(dev, plan, c);
+  if (dev->queue && !run.plan->collectives) {
+    queued.push_back(enqueue(dev, std::move(run), std::move(c)));
+    if (fresh) *fresh = queued.back();
+    return queued;
+  }
+  if (dev->queue) {  // collectives call MPI: on the calling thread, after the queue
+    dev->queue->drain();
+    for (int32_t i : c.inputs)
+      if (const TicketPtr& t = c.nodes[i]->ticket) t->rethrow();
+  }
+  execute_run(dev, run, c);
+  return queued;
+}
+
+void materialize(Device* dev, std::vector<NodeRef>& roots) {
+  for (const TicketPtr& t : launch(dev, roots)) wait_ticket(dev, t);
 }
 
 void sync_device(Device* dev) {
@@ -1562,7 +1634,26 @@ void sync_device(Device* dev) {
       t = next;
     }
   }
-  materialize(dev, roots);
+  if (!dev->queue) return materialize(dev, roots);
+  // The step is queued first, so the worker goes on to it without waiting for this thread;
+  // then the graphs queued before it are waited for (the host traces the next step while this
+  // one runs, never further ahead) and the first failure among them no read reported is thrown:
+  // a step's failure surfaces at the latest at the next lt_sync (as PyTorch/XLA's device locks
+  // do). With nothing new to queue, lt_sync waits for everything queued.
+  TicketPtr fresh;
+  launch(dev, roots, &fresh);
+  if (fresh) {
+    dev->queue->wait_through(fresh->seq - 1);
+    dev->queue->raise_unreported(fresh->seq - 1);
+  } else {
+    dev->queue->drain();
+    dev->queue->raise_unreported();
+  }
+}
+
+void drain_queues(Runtime* rt) noexcept {
+  for (auto& d : rt->devices)
+    if (d->queue) d->queue->drain();
 }
 
 void upload_to(Device* dev, Buffer* buf, const void* data, size_t nbytes) {

@@ -20,6 +20,7 @@ namespace lt {
 using Device = ::lt_device;
 using Runtime = ::lt_runtime;
 using Tensor = ::lt_tensor;
+struct Ticket;  // async.h: the completion of a queued graph
 
 // Shapes: up to kInline dims stored inline (no heap allocation on the trace path).
 class Dims {
@@ -165,6 +166,10 @@ struct Node {
   // published last (release) so any thread can test it.
   BufferPtr buffer;
   std::atomic<bool> materialized{false};
+  // Config async_execution: set (under the device mutex, never cleared) when this node is a
+  // root of a graph queued for execution; the buffer arrives when that ticket is done. A node
+  // with a ticket is an input of every later graph, never collected again.
+  std::shared_ptr<Ticket> ticket;
   uint64_t visit_mark = 0;  // graph collection epoch (device mutex)
   int32_t visit_index = -1;
 

@@ -143,6 +143,7 @@ void reset_graph_timings(Runtime* rt) noexcept {
 }
 
 std::string metrics_report(Runtime* rt, bool json) {
+  drain_queues(rt);  // async_execution: the report covers every graph queued before it
   auto f = flat(rt);
   std::vector<std::string> reasons;
   {
@@ -238,6 +239,7 @@ std::string metrics_report(Runtime* rt, bool json) {
 }
 
 bool metric_get(Runtime* rt, const std::string& name, double* out) {
+  drain_queues(rt);
   auto f = flat(rt);
   auto it = f.find(name);
   if (it == f.end()) return false;

@@ -204,6 +204,7 @@ std::unique_ptr<Plugin> load_one(Runtime* rt, const std::string& path, std::stri
       dev->memory_bytes = ia.memory_bytes;
       dev->host_addressable = ia.host_addressable != 0 && LT_PLUGIN_HAS(plugin, buffer_host_ptr);
       dev->allocator = std::make_unique<Allocator>(dev.get());
+      if (rt->config.async_execution) dev->queue = std::make_unique<ExecQueue>(dev.get());
       plugin->devices.push_back(dev.get());
       rt->devices.push_back(std::move(dev));
     }

@@ -197,8 +197,10 @@ Runtime* runtime_create(const lt_runtime_options* options) {
 }  // namespace lt
 
 lt_runtime::~lt_runtime() {
-  // Order matters: background compiles finish, executables and buffers go back to their
-  // plugins, then the contexts go.
+  // Order matters: queued executions finish (releasing the nodes they hold), background
+  // compiles finish, executables and buffers go back to their plugins, then the contexts go.
+  for (auto& d : devices)
+    if (d->queue) d->queue->shutdown();
   for (auto& [k, job] : compiling) job.wait();
   compiling.clear();
   for (auto& [k, plan] : lru) plan.reset();

@@ -19,6 +19,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "async.h"
 #include "ir.h"
 #include "lazytensor/lt.h"
 #include "lazytensor/lt_plugin.h"
@@ -45,6 +46,7 @@ struct Config {
   bool background_compile = false;       // compile on a thread, run on the fallback meanwhile
   std::string dynamic_shapes = "auto";   // auto: a size seen with a second value is dynamic; off
   std::vector<int64_t> dynamic_buckets;  // static backends' bucket sizes; beyond: powers of two
+  bool async_execution = false;          // lt_sync queues the execution on a per-device worker
   std::string dump_dir;
   std::string config_file;  // the file read, if any
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> plugin_options;
@@ -148,6 +150,9 @@ struct lt_device {
   std::unique_ptr<lt::Allocator> allocator;
 
   std::mutex exec_mu;  // graph collection, materialisation and execution on this device
+  // Config async_execution: the FIFO of compiled graphs its worker runs (async.h); null when
+  // execution is synchronous.
+  std::unique_ptr<lt::ExecQueue> queue;
 
   // Registry of live tensors that may hold pending nodes (intrusive list, insertion order).
   std::mutex reg_mu;
@@ -263,8 +268,14 @@ Tensor* tensor_new(Device* dev, NodeRef node);  // registers pending tensors
 void tensor_release(Tensor* t) noexcept;
 
 // Executor (executor.cpp): materialise `roots` (all on `dev`) as one graph.
+// Waits until every root holds its buffer (throws a queued graph's failure).
 void materialize(Device* dev, std::vector<NodeRef>& roots);
+// lt_sync: materialises every pending tensor of `dev`; with async_execution it queues them as
+// one graph, waits for the graphs queued before it (throwing the first unreported failure
+// among them) and returns.
 void sync_device(Device* dev);
+// Waits for every graph queued on the runtime's devices (metrics reads, destruction).
+void drain_queues(Runtime* rt) noexcept;
 void upload_to(Device* dev, Buffer* buf, const void* data, size_t nbytes);
 void download_from(Device* dev, const Buffer* buf, void* data, size_t nbytes);
 void destroy_plan(Plan* p) noexcept;
