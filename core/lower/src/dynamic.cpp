@@ -313,8 +313,13 @@ bool fit_build(const lt_graph& g, const Build& at_base,
   forms->assign(at_base.numbers.size(), DimForm{});
   for (size_t i = 0; i < forms->size(); ++i) (*forms)[i].offset = at_base.numbers[i];
   auto at = [&](const std::vector<int64_t>& values, const char* what) {
-    OwnedGraph moved = instantiate(g, values);
-    Build b = build(moved.view());
+    Build b;
+    try {  // a number the sizes move may be no size (an axis, a permutation)
+      b = build(instantiate(g, values).view());
+    } catch (const std::exception& e) {
+      *why = std::string("it cannot be built at ") + what + ": " + e.what();
+      return std::optional<Build>();
+    }
     if (b.code != at_base.code || b.numbers.size() != at_base.numbers.size()) {
       *why = std::string("its code changes with ") + what;
       return std::optional<Build>();
@@ -449,7 +454,7 @@ bool template_source(const lt_graph& g, const std::function<std::string(const lt
     NumberedText t;
     try {
       t = split_numbers(generate(instantiate(g, at).view()), out->suffix);
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // a number the sizes move is no size (an axis)
       *why = std::string("it cannot be generated at other sizes: ") + e.what();
       return false;
     }
