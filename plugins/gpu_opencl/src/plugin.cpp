@@ -198,6 +198,15 @@ class DynamicExecutable : public kit::Executable {
     if (tmpl_.arguments(text(gen), &s->args)) {
       s->launches = std::move(gen.kernels);
       s->bytes = OclExecutable::node_bytes(at.view());
+      // A work-group the runtime would choose by size is fixed (64 items where the global size
+      // is a multiple, as map kernels' always is, else 8 or 1): PoCL compiles a kernel once
+      // per work-group size.
+      for (KernelLaunch& l : s->launches)
+        if (!l.local[0]) {
+          const size_t g0 = l.global[0];
+          l.local[0] = l.dims > 1 ? 1 : g0 % 64 == 0 ? 64 : g0 % 8 == 0 ? 8 : 1;
+          l.local[1] = l.local[2] = 1;
+        }
     } else {
       DeviceCaps caps = caps_;
       caps.dynamic = false;
