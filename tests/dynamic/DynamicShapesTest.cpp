@@ -243,4 +243,45 @@ TEST(DynamicExprs, ValidateRejectsWrongExpressions) {
   EXPECT_THROW(lt::lower::validate(g.view()), lt::lower::Error);
 }
 
+TEST(DynamicExprs, SplitNumbersTakesOnlySuffixedIntegerLiterals) {
+  lt::lower::NumberedText t = lt::lower::split_numbers(
+      "if (gid >= 96L) x = p1[i0*12L] + 1.5f + v16 + 7 + 0x10L + 2L;", 'L');
+  EXPECT_EQ(t.numbers, (std::vector<int64_t>{96, 12, 2}));
+  EXPECT_EQ(t.text, "if (gid >= \x01) x = p1[i0*\x01] + 1.5f + v16 + 7 + 0x10L + \x01;");
+}
+
+// A toy generator whose text moves with the batch in its element count and a clamp: one
+// template, each moving number a parameter of its kernel; a size that changes the code is
+// refused.
+TEST(DynamicExprs, TemplateSourceMakesMovingNumbersParameters) {
+  auto text = [](const lt_graph& g) {
+    const int64_t n = g.nodes[1].shape[0] * g.nodes[1].shape[1];
+    return "// prelude 8L\n__kernel void k0(__global float* p) {\n  if (gid >= " +
+           std::to_string(n) + "L) return;\n  x = min(gid, " + std::to_string(n - 1) +
+           "L) * 4L + " + std::to_string(n) + "L;\n}\n\n__kernel void k1(__global float* q) {\n}\n";
+  };
+  lt::lower::OwnedGraph g3 = reshape_graph(3), g5 = reshape_graph(5), g7 = reshape_graph(7);
+  std::vector<int64_t> values;
+  std::vector<lt_dim_expr> exprs;
+  std::string why;
+  ASSERT_TRUE(lt::lower::generalize(g3.view(), g5.view(), &values, &exprs, &why)) << why;
+  g5.set_dynamic(values, exprs);
+  lt::lower::SourceTemplate t;
+  ASSERT_TRUE(lt::lower::template_source(g5.view(), text, "\n__kernel ", "const long", &t, &why))
+      << why;
+  EXPECT_EQ(
+      t.source,
+      "// prelude 8L\n__kernel void k0(__global float* p, const long lt_n0, const long lt_n1) "
+      "{\n  if (gid >= lt_n0) return;\n  x = min(gid, lt_n1) * 4L + lt_n0;\n}\n\n"
+      "__kernel void k1(__global float* q) {\n}\n");
+  std::vector<std::vector<int64_t>> args;
+  ASSERT_TRUE(t.arguments(text(g7.view()), &args));
+  EXPECT_EQ(args, (std::vector<std::vector<int64_t>>{{84, 83}}));
+  EXPECT_FALSE(t.arguments("// prelude 8L\n", &args));
+  auto changes = [&](const lt_graph& g) {
+    return text(g) + std::string(g.nodes[1].shape[0] % 2, ' ');
+  };
+  EXPECT_FALSE(lt::lower::template_source(g5.view(), changes, "\n__kernel ", "long", &t, &why));
+}
+
 }  // namespace

@@ -826,4 +826,67 @@ TEST_F(GpuOpencl, DeepChainCompilesWithoutRecursion) {
   EXPECT_EQ(as<float>(out[0]), std::vector<float>(16, 0.0f));
 }
 
+// A dynamic graph (ABI 1.2): exp then a row sum over x[b, 6], b a symbol. One build runs every
+// b (its text differs only in numbers that become kernel arguments); b = 1 changes the text (a
+// dim of 1 drops its index) and runs a static build of its own, as the stats say.
+TEST_F(GpuOpencl, DynamicGraphRunsEverySizeFromOneBuild) {
+  lt::lower::OwnedGraph g;
+  const int64_t b0 = 4;
+  int32_t x = g.add("input", F32, {b0, 6}, {});
+  int32_t e = g.add("exp", F32, {b0, 6}, {x});
+  int64_t axes[] = {1};
+  lt_attr a{};
+  a.name = "axes";
+  a.kind = LT_ATTR_INTS;
+  a.ints = axes;
+  a.ints_len = 1;
+  int32_t s = g.add("sum", F32, {b0}, {e}, &a, 1);
+  g.set_inputs({x});
+  g.set_outputs({e, s});
+  g.set_dynamic({b0}, {{x, -1, 0, 0, 1, 0}, {e, -1, 0, 0, 1, 0}, {s, -1, 0, 0, 1, 0}});
+  Context c(api_, ctx_);
+  lt_plugin_compile_args ca{};
+  ca.struct_size = LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE;
+  ca.context = ctx_;
+  ca.graph = &g.view();
+  Status cs = lt::plugin_test::take(api_, api_->compile(&ca));
+  ASSERT_TRUE(cs.ok()) << cs.message;
+  ASSERT_EQ(ca.dynamic, 1);
+  const double built = Stats(ctx_, nullptr)["programs_built"];
+  for (int64_t b : {int64_t{4}, int64_t{9}, int64_t{1}, int64_t{33}, int64_t{9}}) {
+    std::vector<float> in = Random(static_cast<size_t>(b * 6), static_cast<unsigned>(b));
+    lt_plugin_buffer* ib = c.upload(in);
+    lt_plugin_buffer *eb = Alloc(ctx_, in.size() * 4),
+                     *sb = Alloc(ctx_, static_cast<size_t>(b) * 4);
+    lt_plugin_execute_args ea{};
+    ea.struct_size = LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE;
+    ea.context = ctx_;
+    ea.executable = ca.executable;
+    ea.num_inputs = 1;
+    ea.inputs = &ib;
+    lt_plugin_buffer* outs[] = {eb, sb};
+    ea.num_outputs = 2;
+    ea.outputs = outs;
+    ea.num_symbols = 1;
+    ea.symbol_values = &b;
+    Status st = lt::plugin_test::take(api_, api_->execute(&ea));
+    ASSERT_TRUE(st.ok()) << "b = " << b << ": " << st.message;
+    std::vector<float> ev = c.download<float>(eb, in.size()), sv = c.download<float>(sb, size_t(b));
+    for (int64_t r = 0; r < b; ++r) {
+      float want = 0;
+      for (int64_t k = 0; k < 6; ++k) {
+        ASSERT_NEAR(ev[r * 6 + k], std::exp(in[r * 6 + k]), 1e-5f);
+        want += std::exp(in[r * 6 + k]);
+      }
+      ASSERT_NEAR(sv[r], want, 1e-4f) << "b = " << b << " row " << r;
+    }
+    for (lt_plugin_buffer* buf : {ib, eb, sb}) c.free(buf);
+  }
+  lt::plugin_test::Stats st = Stats(ctx_, ca.executable);
+  EXPECT_EQ(st["dynamic_sizes"], 4);         // 4, 9, 1, 33 (9 again is kept)
+  EXPECT_EQ(st["dynamic_static_sizes"], 1);  // b = 1
+  EXPECT_EQ(Stats(ctx_, nullptr)["programs_built"], built + 1);
+  c.destroy(ca.executable);
+}
+
 }  // namespace

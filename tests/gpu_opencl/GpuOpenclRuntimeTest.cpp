@@ -95,4 +95,35 @@ TEST_F(GpuOpenclRuntime, MatmulThroughTheCore) {
     }
 }
 
+// A reduction over the dynamic dimension: softmax over a growing sequence length compiles once
+// dynamic (the row length, the row stride and the launch are kernel arguments and launch
+// numbers); every later length reuses that build.
+TEST_F(GpuOpenclRuntime, SoftmaxOverAGrowingSequenceIsOneDynamicProgram) {
+  const int64_t R = 3, S = 24;
+  for (int64_t s = 1; s <= S; ++s) {
+    std::vector<float> x(static_cast<size_t>(R * s));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.7f * static_cast<float>(i + s));
+    lt_tensor* y = nullptr;
+    Own(lt_softmax(FromHost(x, {R, s}), 1, &y), &y);
+    auto got = ToHost(y);
+    ASSERT_EQ(got.size(), x.size());
+    for (int64_t i = 0; i < R; ++i) {
+      float mx = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < s; ++j) mx = std::max(mx, x[i * s + j]);
+      for (int64_t j = 0; j < s; ++j) sum += std::exp(x[i * s + j] - mx);
+      for (int64_t j = 0; j < s; ++j)
+        ASSERT_NEAR(got[i * s + j], std::exp(x[i * s + j] - mx) / sum, 1e-6f) << "length " << s;
+    }
+  }
+  auto metric = [&](const char* name) {
+    double v = -1;
+    lt_error* e = lt_metric_get(rt_, name, &v);
+    if (e) lt_error_destroy(e);
+    return v;
+  };
+  EXPECT_EQ(metric("dynamic.compiles"), 1);
+  EXPECT_EQ(metric("dynamic.hits"), S - 2);  // lengths 3..S (2 is the dynamic compile)
+  EXPECT_EQ(metric("compiles"), 2);
+}
+
 }  // namespace

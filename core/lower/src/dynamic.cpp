@@ -3,6 +3,7 @@
 #include "lazytensor/lower/dynamic.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -303,8 +304,13 @@ bool fit_build(const lt_graph& g, const Build& at_base,
   forms->assign(at_base.numbers.size(), DimForm{});
   for (size_t i = 0; i < forms->size(); ++i) (*forms)[i].offset = at_base.numbers[i];
   auto at = [&](const std::vector<int64_t>& values, const char* what) {
-    OwnedGraph moved = instantiate(g, values);
-    Build b = build(moved.view());
+    Build b;
+    try {  // a number the sizes move may be no size (an axis, a permutation)
+      b = build(instantiate(g, values).view());
+    } catch (const std::exception& e) {
+      *why = std::string("it cannot be built at ") + what + ": " + e.what();
+      return std::optional<Build>();
+    }
     if (b.code != at_base.code || b.numbers.size() != at_base.numbers.size()) {
       *why = std::string("its code changes with ") + what;
       return std::optional<Build>();
@@ -374,6 +380,113 @@ bool match(const lt_graph& base, const lt_graph& concrete, std::vector<int64_t>*
     if (!ok) return false;
   }
   return std::all_of(known.begin(), known.end(), [](uint8_t k) { return k != 0; });
+}
+
+NumberedText split_numbers(std::string_view code, char suffix) {
+  NumberedText out;
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  size_t i = 0;
+  while (i < code.size()) {
+    size_t j = i;
+    while (j < code.size() && std::isdigit(static_cast<unsigned char>(code[j]))) ++j;
+    const bool literal = j > i && (i == 0 || (!word(code[i - 1]) && code[i - 1] != '.')) &&
+                         j < code.size() && code[j] == suffix &&
+                         (j + 1 == code.size() || !word(code[j + 1])) && j - i <= 18;
+    if (literal) {
+      out.numbers.push_back(std::stoll(std::string(code.substr(i, j - i))));
+      out.text += kNumberMark;
+      i = j + 1;
+    } else {  // copy up to the next digit that starts a token
+      out.text += code[i++];
+      while (i < code.size() && !(std::isdigit(static_cast<unsigned char>(code[i])) &&
+                                  !word(code[i - 1]) && code[i - 1] != '.'))
+        out.text += code[i++];
+    }
+  }
+  return out;
+}
+
+bool SourceTemplate::arguments(std::string_view at, std::vector<std::vector<int64_t>>* args) const {
+  NumberedText t = split_numbers(at, suffix);
+  if (t.text != base.text) return false;
+  std::vector<std::optional<int64_t>> found(where.size());
+  for (size_t j = 0; j < t.numbers.size(); ++j) {
+    if (param[j] < 0) {
+      if (t.numbers[j] != base.numbers[j]) return false;
+      continue;
+    }
+    std::optional<int64_t>& a = found[static_cast<size_t>(param[j])];
+    if (a && *a != t.numbers[j]) return false;
+    a = t.numbers[j];
+  }
+  args->clear();
+  for (size_t p = 0; p < where.size(); ++p) {
+    if (args->size() <= where[p].first) args->resize(where[p].first + 1);
+    std::vector<int64_t>& k = (*args)[where[p].first];
+    k.resize(std::max(k.size(), where[p].second + 1));
+    k[where[p].second] = *found[p];
+  }
+  return true;
+}
+
+bool template_source(const lt_graph& g, const std::function<std::string(const lt_graph&)>& generate,
+                     std::string_view kernel, std::string_view type, SourceTemplate* out,
+                     std::string* why) {
+  out->base = split_numbers(generate(g), out->suffix);
+  const NumberedText& base = out->base;
+  const size_t count = base.numbers.size();
+  std::vector<std::vector<int64_t>> seen(count);  // each number at every point
+  for (size_t j = 0; j < count; ++j) seen[j] = {base.numbers[j]};
+  std::vector<char> moves(count, 0);
+  DynamicView dv = dynamic_of(g);
+  for (size_t k = 0; k <= dv.values.size(); ++k) {  // each symbol moved by one, then a check point
+    std::vector<int64_t> at(dv.values.begin(), dv.values.end());
+    for (size_t s = 0; s < at.size(); ++s) at[s] = k < at.size() ? at[s] + (s == k) : 2 * at[s] + 5;
+    NumberedText t;
+    try {
+      t = split_numbers(generate(instantiate(g, at).view()), out->suffix);
+    } catch (const std::exception& e) {  // a number the sizes move is no size (an axis)
+      *why = std::string("it cannot be generated at other sizes: ") + e.what();
+      return false;
+    }
+    if (t.text != base.text) {
+      *why = k < at.size() ? "its code changes with a size" : "its code changes at other sizes";
+      return false;
+    }
+    for (size_t j = 0; j < count; ++j)
+      seen[j].push_back(t.numbers[j]), moves[j] |= t.numbers[j] != base.numbers[j];
+  }
+  std::string& src = out->source;
+  src.clear(), out->where.clear(), out->param.assign(count, -1);
+  std::map<std::vector<int64_t>, size_t> series;  // of the current kernel
+  size_t j = 0, kernels = 0, sig = std::string::npos;
+  std::string params;
+  auto close = [&] {  // the arguments into the previous kernel's parameter list
+    if (sig != std::string::npos) src.insert(src.find(") {\n", sig), params);
+    params.clear(), series.clear();
+  };
+  for (size_t i = 0; i < base.text.size(); ++i) {
+    if (base.text.compare(i, kernel.size(), kernel) == 0) close(), sig = src.size(), ++kernels;
+    if (base.text[i] != kNumberMark) {
+      src += base.text[i];
+    } else if (!moves[j]) {
+      src += std::to_string(base.numbers[j++]) + out->suffix;
+    } else {
+      if (!kernels) {
+        *why = "a size moves a number outside its kernels";
+        return false;
+      }
+      auto [it, fresh] = series.emplace(seen[j], series.size());
+      if (fresh) {
+        params += ", " + std::string(type) + " lt_n" + std::to_string(it->second);
+        out->where.emplace_back(kernels - 1, it->second);
+      }
+      out->param[j++] = static_cast<int32_t>(out->where.size() - series.size() + it->second);
+      src += "lt_n" + std::to_string(it->second);
+    }
+  }
+  close();
+  return true;
 }
 
 }  // namespace lt::lower

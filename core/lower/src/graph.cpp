@@ -293,6 +293,13 @@ OwnedGraph copy_graph(const lt_graph& g) {
   return og;
 }
 
+std::vector<size_t> value_bytes(const lt_graph& g) {
+  std::vector<size_t> bytes(g.num_nodes);
+  for (size_t i = 0; i < g.num_nodes; ++i)
+    bytes[i] = static_cast<size_t>(DescRef(g.nodes[i]).numel()) * lt_dtype_size(g.nodes[i].dtype);
+  return bytes;
+}
+
 const lt_attr* find_attr(const lt_graph_node& node, std::string_view name) {
   for (size_t i = 0; i < node.num_attrs; ++i)
     if (node.attrs[i].name && name == node.attrs[i].name) return &node.attrs[i];

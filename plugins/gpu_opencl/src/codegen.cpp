@@ -19,6 +19,7 @@
 
 #include "cl_runtime.hpp"
 #include "lazytensor/lower/c_expr.hpp"
+#include "lazytensor/lower/dynamic.hpp"
 #include "lazytensor/lower/fusion.hpp"
 #include "lazytensor/lower/view.hpp"
 
@@ -512,7 +513,11 @@ class Generator {
     Shape kept, reduced;
     for (size_t d = 0; d < domain.size(); ++d) (is_axis[d] ? reduced : kept).push_back(domain[d]);
     if (numel(kept) == 0) return;
-    bool trailing = !axes.empty() && numel(kept) >= 16 && numel(reduced) > 0;
+    bool trailing = !axes.empty() && (caps_.dynamic || numel(kept) >= 16) && numel(reduced) > 0;
+    // Dynamic: vectors need the row a multiple of W at every size (not when its last dim moves).
+    if (caps_.dynamic && !reds.empty())
+      trailing =
+          trailing && lower::shape_forms(g_, g_.nodes[reds[0]].operands[0]).back().symbol < 0;
     for (size_t i = 0; i < axes.size(); ++i)
       trailing = trailing && axes[i] == static_cast<int64_t>(domain.size() - axes.size() + i);
     for (int32_t r : reds) trailing = trailing && lower::is_float(g_.nodes[r].dtype);
@@ -655,8 +660,9 @@ class Generator {
   }
 
   size_t row_local_size(int64_t rows, int64_t count) const {
-    size_t cap =
-        std::min<size_t>(caps_.cpu ? (rows >= 16 ? 1 : 64) : 256, std::bit_floor(caps_.max_wg));
+    size_t cap = std::min<size_t>(caps_.cpu ? (rows >= 16 || caps_.dynamic ? 1 : 64) : 256,
+                                  std::bit_floor(caps_.max_wg));
+    if (caps_.dynamic) return cap;  // the same work-group at every size
     size_t l = 1;
     while (l < cap && static_cast<int64_t>(l) < count) l *= 2;
     return l;
@@ -735,7 +741,7 @@ class Generator {
     while (VW < 16 && VW < static_cast<int64_t>(caps_.vec_width)) VW *= 2;
     if (n.dtype == LT_DTYPE_F64) VW = std::max<int64_t>(2, VW / 2);
     while (VW > 2 && VW / 2 >= N) VW /= 2;
-    const int64_t RB = std::min<int64_t>(8, M);
+    const int64_t RB = caps_.dynamic ? 8 : std::min<int64_t>(8, M);  // rows past M: clamped
     // CV vectors per row: 2 on 16-lane devices (AVX-512 has 32 vector registers) when N
     // allows, so each step loads 2 B vectors + RB A values for 2·RB fused multiply-adds and
     // the RB·CV accumulators stay in registers. Measured on PoCL/AVX-512: 232 -> 96 ms for

@@ -17,6 +17,7 @@ struct DeviceCaps {
   bool cpu = false;        // tune work-group sizes and use vector kernels for a CPU device (PoCL)
   size_t max_wg = 256;     // CL_DEVICE_MAX_WORK_GROUP_SIZE
   unsigned vec_width = 8;  // CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT
+  bool dynamic = false;    // a dynamic graph: kernel shapes (tiles, work-groups) chosen by no size
 };
 
 struct KernelLaunch {

@@ -14,6 +14,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lazytensor/lower/graph.hpp"
@@ -90,6 +91,38 @@ bool fit_build(const lt_graph& g, const Build& at_base,
 // run exact: concat, pad or a slice into a padded dim, a reshape moving it off the leading
 // position, scatter_add or random values over it, custom ops.
 bool mask_padding(const lt_graph& g, OwnedGraph* out, std::string* why);
+
+// For a backend generating source text (OpenCL C, CUDA) whose sizes appear as integer literals
+// with a suffix (`64L`): the text with each such literal (digits + suffix, not part of a name
+// or a float) replaced by kNumberMark, and the literals' values in order. Texts of one graph at
+// several sizes that split to the same text differ only in those numbers, which the backend
+// can then pass as kernel arguments.
+constexpr char kNumberMark = '\x01';
+struct NumberedText {
+  std::string text;
+  std::vector<int64_t> numbers;
+};
+NumberedText split_numbers(std::string_view code, char suffix);
+
+// One source for every size, from a generator whose text moves with the sizes only in such
+// numbers: `generate` gives the text of a graph (kernels each starting at `kernel`, their
+// parameter lists ending at the first ") {\n" after it). The text at the graph's values, at each
+// symbol moved by one and at a check point must split to the same text; each number that moves
+// becomes a parameter `<type> lt_n<k>` appended to its kernel's list (one per distinct series
+// of values in a kernel).
+struct SourceTemplate {
+  std::string source;          // the graph's text, moving numbers as parameters
+  NumberedText base;           // the graph's text, split
+  std::vector<int32_t> param;  // per number: -1 (the same at every size) or its argument
+  std::vector<std::pair<size_t, size_t>> where;  // per argument: its kernel, index among its own
+  // Each kernel's arguments at the size whose text is `at`; false when `at` differs from the
+  // graph's text in more than the moving numbers (that size needs a source of its own).
+  bool arguments(std::string_view at, std::vector<std::vector<int64_t>>* args) const;
+  char suffix = 'L';
+};
+bool template_source(const lt_graph& g, const std::function<std::string(const lt_graph&)>& generate,
+                     std::string_view kernel, std::string_view type, SourceTemplate* out,
+                     std::string* why);
 
 // True if `concrete` (a static graph) is `base` (a dynamic graph) at some symbol values, written
 // to `values`: same structure, every number an expression names equal to it at those values,

@@ -144,6 +144,9 @@ OwnedGraph copy_graph(const lt_graph& g);
 // and what the unit tests decompose. Empty for "input".
 OwnedGraph example_graph(OpId op);
 
+// The bytes of every node's value (numel × dtype size), by node.
+std::vector<size_t> value_bytes(const lt_graph& g);
+
 // Attribute lookup by name; nullptr if absent.
 const lt_attr* find_attr(const lt_graph_node& node, std::string_view name);
 
