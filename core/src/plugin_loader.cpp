@@ -263,8 +263,9 @@ void Plugin::check(lt_plugin_error* err, const char* what) const {
   } catch (...) {
     msg = "(the plugin's error functions threw a C++ exception)";
   }
-  // Out-of-memory stays recognisable to the application; every other plugin failure is
-  // reported as PLUGIN_ERROR with the plugin's own message.
+  // Out-of-memory stays recognisable to the application; every other plugin failure, a code
+  // outside lt_status_code's values included (its range sentinels make any int32 defined to
+  // read), is reported as PLUGIN_ERROR with the plugin's own message.
   fail(code == LT_STATUS_OUT_OF_MEMORY ? LT_STATUS_OUT_OF_MEMORY : LT_STATUS_PLUGIN_ERROR,
        "{}: {} failed: {}", name, what, msg);
 }

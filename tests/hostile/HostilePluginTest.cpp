@@ -6,6 +6,7 @@
 #include <lazytensor/lt.h>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -268,6 +269,34 @@ TEST(HostilePlugin, ErrorWithNullMessageIsReported) {
   EXPECT_EQ(compute(rt.device("null_error_message")), "");  // the failed compile falls back
   testing::internal::GetCapturedStderr();
   EXPECT_EQ(metric_line(rt, "compile_failures"), "1");
+}
+
+// A code that is no lt_status_code (2146483951, then -3) from the plugin's error_code is
+// reported as LT_STATUS_PLUGIN_ERROR, never handed on to the application.
+TEST(HostilePlugin, GarbageErrorCodeIsReportedAsPluginError) {
+  // The code is loaded as an lt_status_code before it is checked: every int32 must be a value.
+  static_assert(sizeof(lt_status_code) == 4);
+  EXPECT_EQ(static_cast<int64_t>(LT_STATUS_MIN_ENUM_), INT32_MIN);
+  EXPECT_EQ(static_cast<int64_t>(LT_STATUS_MAX_ENUM_), INT32_MAX);
+  Rt rt("garbage_error_code");
+  lt_device* dev = rt.device("garbage_error_code");
+  const int64_t shape[1] = {4};
+  const float v[4] = {1, 2, 3, 4};
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    lt_tensor *a = nullptr, *n = nullptr;
+    ASSERT_EQ(lt_tensor_from_host(dev, LT_DTYPE_F32, shape, 1, v, sizeof v, &a), nullptr);
+    ASSERT_EQ(lt_neg(a, &n), nullptr);
+    float out[4] = {};
+    lt_error* e = lt_tensor_to_host(n, out, sizeof out);
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(lt_error_code(e), LT_STATUS_PLUGIN_ERROR) << attempt;
+    EXPECT_NE(std::string(lt_error_message(e)).find("garbage code"), std::string::npos)
+        << lt_error_message(e);
+    lt_error_destroy(e);
+    lt_tensor_free(n);
+    lt_tensor_free(a);
+  }
+  cpu_eager_still_works(rt);
 }
 
 }  // namespace

@@ -4,7 +4,8 @@
 // that takes 400 ms (background compiles run meanwhile on cpu_eager), a NULL table, a table of
 // version fields only, bad and duplicate names, a failing device count, create without a
 // context, compile without an executable, execute failing after three good steps, buffers that
-// are NULL without an error, and errors with a NULL message. The core must
+// are NULL without an error, errors with a NULL message and errors whose code is no
+// lt_status_code. The core must
 // report each (plugin path + reason, or an lt_error naming the call) and keep working.
 #include <chrono>
 #include <cstddef>
@@ -36,6 +37,7 @@ namespace {
 #define EXECUTE_FAILS_LATER 19
 #define NULL_BUFFER 20
 #define NULL_ERROR_MESSAGE 21
+#define GARBAGE_ERROR_CODE 22
 
 [[noreturn]] void boom(const char* where) {
   throw std::runtime_error(std::string("hostile plugin threw in ") + where);
@@ -115,6 +117,14 @@ lt_plugin_api make() {
     return mini::err(LT_STATUS_PLUGIN_ERROR, "unused");
   };
   t.error_message = [](const lt_plugin_error*) -> const char* { return nullptr; };
+#elif HOSTILE_CASE == GARBAGE_ERROR_CODE
+  t.execute = [](lt_plugin_execute_args*) -> lt_plugin_error* {
+    return mini::err(LT_STATUS_PLUGIN_ERROR, "garbage code");
+  };
+  t.error_code = [](const lt_plugin_error*) -> lt_status_code {
+    static int calls = 0;  // far above, then below, the codes of lt_types.h
+    return static_cast<lt_status_code>(++calls % 2 ? 0x7ff0beef : -3);
+  };
 #endif
   return t;
 }

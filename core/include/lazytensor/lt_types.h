@@ -44,7 +44,12 @@ typedef enum lt_status_code {
   LT_STATUS_IO_ERROR = 10, /* file could not be read or parsed */
   LT_STATUS_INTERNAL = 11, /* a bug: please report */
   LT_STATUS_ABI_MISMATCH = 12,
-  LT_STATUS_DISTRIBUTED = 13 /* a collective failed: MPI error, or ranks traced different graphs */
+  LT_STATUS_DISTRIBUTED = 13, /* a collective failed: MPI error, or ranks traced different graphs */
+  /* Not codes: every int32 value is representable (see LT_DTYPE_MAX_ENUM_), so a code outside
+     0..13 from a plugin's error_code is defined to read; the core reports it as
+     LT_STATUS_PLUGIN_ERROR. */
+  LT_STATUS_MAX_ENUM_ = 0x7FFFFFFF,
+  LT_STATUS_MIN_ENUM_ = -0x7FFFFFFF - 1
 } lt_status_code;
 
 /* Kinds of op attribute. Values are fixed forever. */
