@@ -1478,6 +1478,7 @@ std::shared_ptr<Plan> try_dynamic(Device* dev, const Collected& c, const lt_grap
     lower::OwnedGraph padded;
     try {
       lower::OwnedGraph at = lower::instantiate(dyn->view(), bucket_of(rt->config, values));
+      lower::validate(at.view());  // every op's shape rule holds at the bucket sizes
       if (lower::mask_padding(at.view(), &padded, &pad_why)) {
         auto entry = std::make_shared<Plan>();
         entry->dyn_graph = dyn;

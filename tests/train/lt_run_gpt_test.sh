@@ -22,15 +22,17 @@ run() {  # run NAME ARGS...: stdout to $dir/NAME.out; fails on a non-zero exit o
 val() { sed -n "s/^step *$2 .*val loss \([0-9.]*\).*/\1/p" "$dir/$1.out"; }
 step_line() { grep "^step *$2 " "$dir/$1.out" | sed 's/ [0-9]* tokens\/s$//'; }
 
-# Sampling compiles once per key/value-cache length: from the 4-character prompt to the context
-# of 16 (12), then once for the refill from the window's second half; the lengths after it are
-# cache hits (each step's graph holds one step: the cache is materialised with the logits).
-steps=8 chars=40 compiles=13
-[[ "$mode" == quick ]] && steps=4 chars=8 compiles=7  # the 7 feeds after the prompt: lengths 5..11
+# Sampling compiles a bounded number of graphs (docs/dynamic-shapes.md): the decoding step at
+# its first cache length, then once dynamic in the length (cpu_eager, cpu_jit, gpu_opencl) or
+# per power-of-two bucket of it (tpu_sim), and the refill from the window's second half; before
+# dynamic shapes it compiled once per length (12 lengths here, 13 graphs).
+steps=8 chars=40 most=5
+[[ "$mode" == quick ]] && steps=4 chars=8 most=5  # the 7 feeds after the prompt: lengths 5..11
 run straight --steps "$steps" --generate "$chars" --prompt "The "
 grep -q -- "--- sample ($chars characters" "$dir/straight.out" || { echo "FAIL: no sample"; exit 1; }
-grep -q "generation compiled $compiles graphs" "$dir/straight.out" ||
-  { echo "FAIL: expected $compiles generation compiles"; exit 1; }
+compiles="$(sed -n 's/^--- generation compiled \([0-9]*\) graphs.*/\1/p' "$dir/straight.out")"
+[[ -n "$compiles" && "$compiles" -le "$most" ]] ||
+  { echo "FAIL: generation compiled '$compiles' graphs, expected at most $most"; exit 1; }
 last="$(val straight "$steps")"
 # Untrained, the loss is about ln(114) = 4.74 nats per character.
 awk -v v="$last" 'BEGIN { exit !(v > 0 && v < 4.70) }' || { echo "FAIL: val loss $last did not fall"; exit 1; }

@@ -325,8 +325,10 @@ int run_gpt(const GptOptions& o, lt::Runtime& rt, const lt::Device& dev) {
     std::printf("--- sample (%lld characters, temperature %.2f, top-k %lld, seed %llu) ---\n%s%s\n",
                 (long long)o.generate, o.temperature, (long long)o.top_k,
                 (unsigned long long)o.seed, o.prompt.c_str(), text.c_str());
-    std::printf("--- generation compiled %.0f graphs (one per new cache length; see issue #15)\n",
-                gen_compiles);
+    std::printf(
+        "--- generation compiled %.0f graphs (dynamic in the cache length: "
+        "docs/dynamic-shapes.md)\n",
+        gen_compiles);
   }
   std::printf("metrics: compiles %.0f, cache hits %.0f, fallbacks %.0f\n", rt.metric("compiles"),
               rt.metric("cache_hits"), rt.metric("fallback_nodes"));

@@ -93,6 +93,16 @@ struct Padder {
   }
 
   bool run() {
+    // Padding is of inputs: every symbol must be the size of some input's dim.
+    std::vector<uint8_t> sized(dv.values.size(), 0);
+    for (size_t k = 0; k < g.num_inputs; ++k)
+      for (const DimForm& f : shape_forms(g, static_cast<size_t>(g.inputs[k])))
+        if (f.symbol >= 0) sized[static_cast<size_t>(f.symbol)] = 1;
+    for (size_t k = 0; k < sized.size(); ++k)
+      if (!sized[k]) {
+        why = "size " + std::to_string(k) + " is no input's dim";
+        return false;
+      }
     forms.resize(g.num_nodes);
     std::vector<uint8_t> attr_dynamic(g.num_nodes, 0);
     for (const lt_dim_expr& e : dv.exprs)
@@ -107,10 +117,10 @@ struct Padder {
       const bool is_input = std::string_view(n.op) == "input";
       if (!is_input && !info) return refuse(i, "is a custom op");
       const Rule rule = is_input ? Rule::input : info->rule;
-      // Attributes that follow a size restate a shape (reshape, broadcast_to, full) or keep a
-      // whole dynamic dim (a slice's stops); any other would read the padding.
+      // Attributes that follow a size may only restate a shape (reshape, broadcast_to, full);
+      // any other (a slice's starts or steps) would move with the padding.
       if (attr_dynamic[i] && rule != Rule::reshape && rule != Rule::broadcast_to &&
-          rule != Rule::full && rule != Rule::slice)
+          rule != Rule::full)
         return refuse(i, "has an attribute that follows a dynamic size");
       auto copy = [&](std::vector<int32_t> operands) {
         map[i] = out.copy(n, std::move(operands));
@@ -129,14 +139,37 @@ struct Padder {
         case Rule::permute:
           copy(ops);
           continue;
-        case Rule::reshape: {  // the valid part stays a prefix: sizes only in the leading dim
-          auto leading_only = [&](int32_t v) {
-            for (size_t d = 1; d < forms[v].size(); ++d)
-              if (forms[v][d].symbol >= 0) return false;
-            return true;
+        case Rule::reshape: {
+          // The valid part stays a box when one dynamic dim maps to one, with the same product
+          // of dims before it, merging at most the static dims after it ([b, t, c] -> [b·t, c]
+          // or [1, h, s, d] -> [h, s, d]): both layouts then agree element for element.
+          auto dyn = [&](int32_t v, int64_t* before, int64_t* after) {
+            int pos = -1;
+            *before = *after = 1;
+            for (size_t d = 0; d < forms[v].size(); ++d) {
+              if (forms[v][d].symbol >= 0) {
+                if (pos >= 0) return -2;
+                pos = static_cast<int>(d);
+              } else {
+                (pos < 0 ? *before : *after) *= g.nodes[v].shape[d];
+              }
+            }
+            return pos;
           };
-          if (!leading_only(n.operands[0]) || !leading_only(static_cast<int32_t>(i)))
-            return refuse(i, "moves a dynamic dim off the leading position");
+          int64_t b_in, a_in, b_out, a_out;
+          const int p_in = dyn(n.operands[0], &b_in, &a_in),
+                    p_out = dyn(int32_t(i), &b_out, &a_out);
+          if (p_in == -1 && p_out == -1) {
+            copy(ops);
+            continue;
+          }
+          bool ok = p_in >= 0 && p_out >= 0 && b_in == b_out && a_out > 0 && a_in % a_out == 0;
+          if (ok) {
+            const DimForm &fi = forms[n.operands[0]][size_t(p_in)], &fo = forms[i][size_t(p_out)];
+            const int64_t k = a_in / a_out;
+            ok = fi.symbol == fo.symbol && fo.scale == k * fi.scale && fo.offset == k * fi.offset;
+          }
+          if (!ok) return refuse(i, "moves a dynamic dim across other dims");
           copy(ops);
           continue;
         }
@@ -224,9 +257,35 @@ struct Padder {
         case Rule::concat: {
           const int64_t ax = Attrs(n).i("axis");
           const size_t d = static_cast<size_t>(ax < 0 ? ax + int64_t(n.rank) : ax);
-          if (dynamic_dim(static_cast<int32_t>(i), d))
+          if (!dynamic_dim(static_cast<int32_t>(i), d)) {
+            copy(ops);
+            continue;
+          }
+          // Appending one static row to a dynamic operand (a key/value cache growing by a
+          // token): the padded concat puts the row after the padding, so it is placed at the
+          // valid end with a mask: out = where(index == n, row, concat(first, row)).
+          const DimForm& f = forms[n.operands[0]][d];
+          if (n.num_operands != 2 || f.symbol < 0 || g.nodes[n.operands[1]].shape[d] != 1 ||
+              dynamic_dim(n.operands[1], d))
             return refuse(i, "concatenates along a dynamic dim");
-          copy(ops);
+          const Shape shape(n.shape, n.shape + n.rank);
+          int32_t cat = out.copy(n, ops);
+          lt_attr a[4] = {};
+          a[0].name = "start", a[0].kind = LT_ATTR_FLOAT, a[0].f = 0;
+          a[1].name = "stop", a[1].kind = LT_ATTR_FLOAT, a[1].f = double(shape[d]);
+          a[2].name = "step", a[2].kind = LT_ATTR_FLOAT, a[2].f = 1;
+          a[3].name = "dtype", a[3].kind = LT_ATTR_INT, a[3].i = LT_DTYPE_F32;
+          int32_t ar = out.add("arange", LT_DTYPE_F32, {shape[d]}, {}, a, 4);
+          int32_t at = binary("eq", LT_DTYPE_BOOL, {shape[d]}, ar, extent(f));
+          std::vector<int64_t> rs(shape.size(), 1);
+          rs[d] = shape[d];
+          lt_attr ra = ints_attr("shape", rs);
+          int32_t m = out.add("reshape", LT_DTYPE_BOOL, rs, {at}, &ra, 1);
+          std::vector<int64_t> full_shape(shape);
+          lt_attr ba = ints_attr("shape", full_shape);
+          int32_t mb = out.add("broadcast_to", LT_DTYPE_BOOL, shape, {m}, &ba, 1);
+          int32_t row = out.add("broadcast_to", n.dtype, shape, {ops[1]}, &ba, 1);
+          map[i] = out.add("where", n.dtype, shape, {mb, row, cat});
           continue;
         }
         case Rule::pad: {

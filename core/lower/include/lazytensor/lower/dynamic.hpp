@@ -88,8 +88,9 @@ bool fit_build(const lt_graph& g, const Build& at_base,
 // g's inputs. The padded part of an input may hold anything; of an output, it is unspecified.
 // Reductions, softmax and matmul contractions over a padded dim read it masked to their
 // identity; a mean divides by the valid count. False (and why) where no mask makes the padded
-// run exact: concat, pad or a slice into a padded dim, a reshape moving it off the leading
-// position, scatter_add or random values over it, custom ops.
+// run exact: concat along a padded dim (but for one static row appended to it), pad or a slice
+// into it, a reshape moving it across other dims, scatter_add or random values over it,
+// custom ops.
 bool mask_padding(const lt_graph& g, OwnedGraph* out, std::string* why);
 
 // For a backend generating source text (OpenCL C, CUDA) whose sizes appear as integer literals
