@@ -834,6 +834,7 @@ void copy_box(const char* src, const lower::Shape& from, char* dst, const lower:
               size_t esize) {
   size_t dst_bytes = esize;
   for (int64_t d : to) dst_bytes *= static_cast<size_t>(d);
+  if (dst_bytes == 0) return;  // an empty value (and dst may be null)
   std::memset(dst, 0, dst_bytes);
   const size_t rank = from.size();
   if (rank == 0) return std::memcpy(dst, src, esize), void();
@@ -858,8 +859,9 @@ BufferPtr reshape_box(Device* dev, const Buffer* b, const lower::Shape& from,
   size_t bytes = esize;
   for (int64_t d : to) bytes *= static_cast<size_t>(d);
   BufferPtr out = dev->allocator->allocate(bytes);
+  if (bytes == 0) return out;
   std::vector<char> in(b->nbytes), tmp(bytes);
-  download_from(b->device, b, in.data(), in.size());
+  if (!in.empty()) download_from(b->device, b, in.data(), in.size());
   copy_box(in.data(), from, tmp.data(), to, esize);
   upload_to(dev, out.get(), tmp.data(), bytes);
   return out;

@@ -46,6 +46,21 @@ struct Padder {
     int32_t v = binary("mul", LT_DTYPE_F32, {}, s, scalar(double(f.scale), LT_DTYPE_F32));
     return binary("add", LT_DTYPE_F32, {}, v, scalar(double(f.offset), LT_DTYPE_F32));
   }
+  // A bool node of shape [1, .., shape[d], .., 1]: `cmp` (lt, eq) of the index along dim d and
+  // the valid extent of form f.
+  int32_t index_mask(const Shape& shape, size_t d, const DimForm& f, const char* cmp) {
+    lt_attr a[4] = {};
+    a[0].name = "start", a[0].kind = LT_ATTR_FLOAT, a[0].f = 0;
+    a[1].name = "stop", a[1].kind = LT_ATTR_FLOAT, a[1].f = double(shape[d]);
+    a[2].name = "step", a[2].kind = LT_ATTR_FLOAT, a[2].f = 1;
+    a[3].name = "dtype", a[3].kind = LT_ATTR_INT, a[3].i = LT_DTYPE_F32;
+    int32_t ar = out.add("arange", LT_DTYPE_F32, {shape[d]}, {}, a, 4);
+    int32_t c = binary(cmp, LT_DTYPE_BOOL, {shape[d]}, ar, extent(f));
+    std::vector<int64_t> rs(shape.size(), 1);
+    rs[d] = shape[d];
+    lt_attr ra = ints_attr("shape", rs);
+    return out.add("reshape", LT_DTYPE_BOOL, rs, {c}, &ra, 1);
+  }
   // `x` (new node of old node `old`) with every element outside the valid part of its dims
   // `dims` replaced by `fill`.
   int32_t mask(int32_t old, const std::vector<size_t>& dims, double fill) {
@@ -55,17 +70,7 @@ struct Padder {
     for (size_t d : dims) {
       const DimForm& f = forms[old][d];
       if (f.symbol < 0) continue;
-      lt_attr a[4] = {};
-      a[0].name = "start", a[0].kind = LT_ATTR_FLOAT, a[0].f = 0;
-      a[1].name = "stop", a[1].kind = LT_ATTR_FLOAT, a[1].f = double(shape[d]);
-      a[2].name = "step", a[2].kind = LT_ATTR_FLOAT, a[2].f = 1;
-      a[3].name = "dtype", a[3].kind = LT_ATTR_INT, a[3].i = LT_DTYPE_F32;
-      int32_t ar = out.add("arange", LT_DTYPE_F32, {shape[d]}, {}, a, 4);
-      int32_t lt = binary("lt", LT_DTYPE_BOOL, {shape[d]}, ar, extent(f));
-      std::vector<int64_t> rs(shape.size(), 1);
-      rs[d] = shape[d];
-      lt_attr ra = ints_attr("shape", rs);
-      int32_t r = out.add("reshape", LT_DTYPE_BOOL, rs, {lt}, &ra, 1);
+      int32_t r = index_mask(shape, d, f, "lt");
       if (m < 0) {
         m = r;
         continue;
@@ -270,17 +275,7 @@ struct Padder {
             return refuse(i, "concatenates along a dynamic dim");
           const Shape shape(n.shape, n.shape + n.rank);
           int32_t cat = out.copy(n, ops);
-          lt_attr a[4] = {};
-          a[0].name = "start", a[0].kind = LT_ATTR_FLOAT, a[0].f = 0;
-          a[1].name = "stop", a[1].kind = LT_ATTR_FLOAT, a[1].f = double(shape[d]);
-          a[2].name = "step", a[2].kind = LT_ATTR_FLOAT, a[2].f = 1;
-          a[3].name = "dtype", a[3].kind = LT_ATTR_INT, a[3].i = LT_DTYPE_F32;
-          int32_t ar = out.add("arange", LT_DTYPE_F32, {shape[d]}, {}, a, 4);
-          int32_t at = binary("eq", LT_DTYPE_BOOL, {shape[d]}, ar, extent(f));
-          std::vector<int64_t> rs(shape.size(), 1);
-          rs[d] = shape[d];
-          lt_attr ra = ints_attr("shape", rs);
-          int32_t m = out.add("reshape", LT_DTYPE_BOOL, rs, {at}, &ra, 1);
+          int32_t m = index_mask(shape, d, f, "eq");
           std::vector<int64_t> full_shape(shape);
           lt_attr ba = ints_attr("shape", full_shape);
           int32_t mb = out.add("broadcast_to", LT_DTYPE_BOOL, shape, {m}, &ba, 1);
