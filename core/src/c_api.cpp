@@ -6,6 +6,8 @@
 #include "autograd/autograd.h"  // autograd hook (train engineer)
 #include "error.h"
 #include "ops.h"
+#include "device_client.h"
+#include "executor.h"
 #include "runtime.h"
 
 using namespace lt;

@@ -22,6 +22,8 @@
 #include <nlohmann/json.hpp>
 
 #include "error.h"
+#include "device_client.h"
+#include "executor.h"
 #include "runtime.h"
 
 using namespace lt;

@@ -153,11 +153,7 @@ void run_custom_kernel(const CustomOp& op, const lt_graph_node& node,
 void custom_grad_rule(const autograd::GradFn& fn, lt_tensor* g, std::vector<autograd::Ref>& grads) {
   const CustomOp* op = find_custom_op_with_grad(fn.op);
   if (!op) fail(LT_STATUS_UNSUPPORTED, "{}: custom op has no gradient", fn.op);
-  std::vector<lt_attr> attrs(fn.attrs.size());
-  for (size_t i = 0; i < fn.attrs.size(); ++i) {
-    const auto& s = fn.attrs[i];
-    attrs[i] = {s.name.c_str(), s.kind, s.i, s.f, s.ints.data(), s.ints.size(), s.s.c_str()};
-  }
+  const std::vector<lt_attr>& attrs = fn.attrs.view;
   std::vector<lt_tensor*> ins(fn.inputs.size()), out(fn.inputs.size(), nullptr);
   for (size_t i = 0; i < ins.size(); ++i) ins[i] = fn.inputs[i].get();
   lt_error* e = nullptr;

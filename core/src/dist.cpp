@@ -14,7 +14,7 @@
 
 #include "dist_transport.h"
 #include "error.h"
-#include "executor.h"
+#include "plan.h"
 #include "ir.h"
 
 namespace lt {

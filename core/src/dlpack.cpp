@@ -7,6 +7,8 @@
 
 #include "error.h"
 #include "ops.h"
+#include "device_client.h"
+#include "executor.h"
 #include "runtime.h"
 
 using namespace lt;
@@ -102,12 +104,7 @@ void export_deleter(DLManagedTensor* m) {
 }
 
 void* host_ptr(Device* dev, const Buffer* b) {
-  if (!dev->host_addressable) return nullptr;
-  lt_plugin_buffer_args a{};
-  a.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
-  a.context = dev->plugin->ctx, a.device = dev->index, a.buffer = b->handle;
-  dev->plugin->call("buffer_host_ptr", [&] { return dev->plugin->api->buffer_host_ptr(&a); });
-  return a.host_ptr;
+  return client::host_ptr(dev, b->handle);
 }
 
 // The lender of an in-place import: the producer's deleter runs exactly once, here.
@@ -225,15 +222,11 @@ LT_API lt_error* lt_tensor_from_dlpack(lt_device* device, DLManagedTensor* manag
     if (compact && numel && dtype == LT_DTYPE_BOOL) check_bool_bytes(base, nbytes);
     if (compact && numel && device->host_addressable &&
         LT_PLUGIN_HAS(device->plugin, buffer_wrap_host)) {
-      Plugin* p = device->plugin;
-      lt_plugin_buffer_args a{};
-      a.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
-      a.context = p->ctx, a.device = device->index, a.nbytes = nbytes;
-      a.host_ptr = const_cast<unsigned char*>(base);
-      p->call("buffer_wrap_host", [&] { return p->api->buffer_wrap_host(&a); });
-      if (a.buffer) {
+      lt_plugin_buffer* wrapped =
+          client::wrap_host(device, const_cast<unsigned char*>(base), nbytes);
+      if (wrapped) {
         auto* b = new Buffer;
-        b->device = device, b->handle = a.buffer, b->nbytes = nbytes, b->capacity = nbytes;
+        b->device = device, b->handle = wrapped, b->nbytes = nbytes, b->capacity = nbytes;
         b->lender_release = release_lender;
         b->lender = managed;
         leaf->buffer = BufferPtr(b);

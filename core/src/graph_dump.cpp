@@ -6,7 +6,7 @@
 #include <fstream>
 #include <map>
 
-#include "executor.h"
+#include "graph_dump.h"
 #include "lazytensor/lower/fusion.hpp"
 #include "ops.h"
 
@@ -175,6 +175,46 @@ void dump_dot(Runtime* rt, const DotDump& d) {
     }
   }
   out << "}\n";
+}
+
+void dump_region_text(Runtime* rt, const lt_graph& g, const std::string& backend, uint64_t key,
+                      size_t region) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(rt->config.dump_dir, ec);
+  std::string path =
+      fmt::format("{}/lt_graph_{:016x}_r{}_{}.txt", rt->config.dump_dir, key, region, backend);
+  std::ofstream out(path);
+  if (!out) {
+    rt->log->warn("dump: cannot write {}", path);
+    return;
+  }
+  out << fmt::format("# graph {:016x} region {} backend {}: {} nodes, {} inputs, {} outputs\n", key,
+                     region, backend, g.num_nodes, g.num_inputs, g.num_outputs);
+  for (size_t i = 0; i < g.num_nodes; ++i) {
+    const lt_graph_node& n = g.nodes[i];
+    std::string ops;
+    for (size_t k = 0; k < n.num_operands; ++k)
+      ops += fmt::format("{}%{}", k ? ", " : "", n.operands[k]);
+    std::string attrs;
+    for (size_t k = 0; k < n.num_attrs; ++k) {
+      const lt_attr& a = n.attrs[k];
+      attrs += fmt::format(" {}=", a.name);
+      if (a.kind == LT_ATTR_INT)
+        attrs += std::to_string(a.i);
+      else if (a.kind == LT_ATTR_FLOAT)
+        attrs += fmt::format("{}", a.f);
+      else if (a.kind == LT_ATTR_INTS)
+        attrs += dims_str(a.ints, a.ints_len);
+      else
+        attrs += a.s ? a.s : "";
+    }
+    out << fmt::format("%{} = {}({}) : {} {}{}\n", i, n.op, ops, lt_dtype_name(n.dtype),
+                       dims_str(n.shape, n.rank), attrs);
+  }
+  out << "outputs:";
+  for (size_t k = 0; k < g.num_outputs; ++k) out << " %" << g.outputs[k];
+  out << "\n";
 }
 
 }  // namespace lt

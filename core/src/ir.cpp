@@ -40,6 +40,21 @@ const StoredAttr* AttrSet::find(const char* name) const {
   return nullptr;
 }
 
+AttrSet AttrSet::copy(const lt_attr* attrs, size_t num_attrs) {
+  AttrSet out;
+  out.items.reserve(num_attrs);
+  for (size_t k = 0; k < num_attrs; ++k) {
+    const lt_attr& a = attrs[k];
+    StoredAttr& st = out.items.emplace_back();
+    st.name = a.name ? a.name : "";
+    st.kind = a.kind, st.i = a.i, st.f = a.f;
+    if (a.kind == LT_ATTR_INTS && a.ints) st.ints.assign(a.ints, a.ints + a.ints_len);
+    if (a.kind == LT_ATTR_STRING && a.s) st.s = a.s;
+  }
+  out.finish();
+  return out;
+}
+
 void AttrSet::finish() {
   uint64_t h = hash_mix(items.size());
   view.clear();

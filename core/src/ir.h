@@ -1,4 +1,4 @@
-// ir.h — the lazy IR: Node (op, compact attrs, ref-counted operands, dtype, shape, structural
+// ir.h — the lazy IR: Node (op, compact attrs, ref-counted operands, dtype, shape, its own
 // hash) and the small value types it is built from. Nodes are immutable after creation except
 // for the materialisation state, which only the owning device's executor changes under that
 // device's mutex (docs/threads.md).
@@ -115,6 +115,8 @@ struct AttrSet {
 
   const StoredAttr* find(const char* name) const;
   void finish();  // computes hash and view; call once after filling items
+  // An owned, finished copy of borrowed attributes (a NULL name or string reads as "").
+  static AttrSet copy(const lt_attr* attrs, size_t num_attrs);
 };
 
 // A device buffer owned by exactly one holder (a Node or an executor temporary); returned
@@ -140,8 +142,11 @@ struct Node {
   uint16_t op = 0;  // op registry id (ops.h); kOpInput for leaves
   lt_dtype dtype = LT_DTYPE_INVALID;
   Dims shape;
-  uint64_t hash = 0;               // structural: op, attrs, dtype, shape, operand hashes
-  uint64_t local_hash = 0;         // op, attrs, dtype, shape only (graph keys add structure)
+  // The node's own hash (op, attrs, dtype, shape), computed once when it is recorded. A graph's
+  // key (collect.cpp) combines these with each operand's position in the graph, never rehashing
+  // a node; a Merkle hash over operands would tell neither x + x from x + y nor a parameter
+  // from its history (docs/architecture.md, "Graph keys").
+  uint64_t hash = 0;
   std::unique_ptr<AttrSet> attrs;  // null when the op has no attributes
   Device* device = nullptr;
 

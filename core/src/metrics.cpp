@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "executor.h"
+#include "plan_cache.h"
 #include "runtime.h"
 
 namespace lt {
@@ -43,11 +44,8 @@ std::map<std::string, double> flat(Runtime* rt) {
   }
   f["allocator.bytes_cached"] = cached;
   f["allocator.bytes_in_use"] = in_use;
-  {
-    std::lock_guard lk(rt->cache_mu);
-    f["cache_entries"] = static_cast<double>(rt->lru.size());
-    f["cache_capacity"] = static_cast<double>(rt->config.cache_capacity);
-  }
+  f["cache_entries"] = static_cast<double>(rt->plans->size());
+  f["cache_capacity"] = static_cast<double>(rt->config.cache_capacity);
   // Context-wide plugin totals (e.g. tpu_sim's simulated time over every execution); the
   // per-executable "plugin.<backend>.<stat>" entries describe the last compiled program.
   // persistent_cache_hits / _misses: the sum over backends with a persistent compile cache.
@@ -79,27 +77,23 @@ struct GraphRow {
 };
 
 std::vector<GraphRow> graph_rows(Runtime* rt) {
-  std::vector<std::shared_ptr<Plan>> plans;
-  {
-    std::lock_guard lk(rt->cache_mu);
-    for (auto& [key, plan] : rt->lru)
-      if (!plan->dyn_base) plans.push_back(plan);
-    for (auto& [key, plan] : rt->dynamic_plans) plans.push_back(plan);  // its instances' runs
-  }
   std::vector<GraphRow> rows;
-  for (const auto& p : plans) {
+  rt->plans->for_each_plan([&](const Plan& p) {
     GraphRow r;
-    r.key = p->key;
-    r.device = p->device;
-    r.label = p->label;
-    r.runs = p->runs.load(std::memory_order_relaxed);
-    r.run_ns = p->run_ns.load(std::memory_order_relaxed);
-    r.compile_ns = p->compile_ns.load(std::memory_order_relaxed);
-    for (size_t i = 0; i < p->region_labels.size() && i < p->regions.size(); ++i)
-      r.regions.emplace_back(p->region_labels[i], p->region_ns[i].load(std::memory_order_relaxed));
-    r.region_stats = p->region_stats;
+    r.key = p.key;
+    r.device = p.device;
+    r.label = p.label;
+    r.runs = p.runs.load(std::memory_order_relaxed);
+    r.run_ns = p.run_ns.load(std::memory_order_relaxed);
+    r.compile_ns = p.compile_ns.load(std::memory_order_relaxed);
+    if (const CompiledPlan* cp = p.compiled()) {
+      for (size_t i = 0; i < cp->region_labels.size() && i < cp->regions.size(); ++i)
+        r.regions.emplace_back(cp->region_labels[i],
+                               cp->region_ns[i].load(std::memory_order_relaxed));
+      r.region_stats = cp->region_stats;
+    }
     rows.push_back(std::move(r));
-  }
+  });
   std::stable_sort(rows.begin(), rows.end(),
                    [](const GraphRow& a, const GraphRow& b) { return a.total() > b.total(); });
   return rows;
@@ -135,11 +129,7 @@ constexpr size_t kTopGraphs = 10;
 }  // namespace
 
 void reset_graph_timings(Runtime* rt) noexcept {
-  std::lock_guard lk(rt->cache_mu);
-  for (auto& [key, p] : rt->lru) {
-    p->runs.store(0), p->run_ns.store(0), p->compile_ns.store(0);
-    for (size_t i = 0; i < p->regions.size(); ++i) p->region_ns[i].store(0);
-  }
+  rt->plans->reset_timings();
 }
 
 std::string metrics_report(Runtime* rt, bool json) {

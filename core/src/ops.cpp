@@ -12,6 +12,7 @@
 
 #include "dist.h"
 #include "error.h"
+#include "lazytensor/lower/bf16.hpp"
 #include "lazytensor/lower/error.hpp"
 #include "lazytensor/lower/graph.hpp"
 #include "runtime.h"
@@ -943,16 +944,12 @@ NodeRef make_node_n(Device* device, uint16_t op, Node* const* operands, size_t n
   uint64_t h = hash_combine(hash_mix(op + 1), static_cast<uint64_t>(dtype));
   h = hash_combine(h, hash_bytes(shape.data(), shape.size() * sizeof(int64_t), shape.size()));
   if (attrs) h = hash_combine(h, attrs->hash);
-  node->local_hash = h;
+  node->hash = h;
   node->attrs = std::move(attrs);
   if (n > 3) node->heap_ops = new Node*[n];
   Node** ops = node->operands();
-  for (size_t i = 0; i < n; ++i) {
-    ops[i] = node_retain(operands[i]);
-    h = hash_combine(h, operands[i]->hash);
-  }
+  for (size_t i = 0; i < n; ++i) ops[i] = node_retain(operands[i]);
   node->num_operands = static_cast<uint32_t>(n);
-  node->hash = h;
   return ref;
 }
 
@@ -1001,16 +998,9 @@ uint64_t encode_scalar(lt_dtype dtype, double v) {
     case LT_DTYPE_BOOL:
       bits = v != 0 ? 1 : 0;
       break;
-    case LT_DTYPE_BF16: {
-      float f = static_cast<float>(v);
-      uint32_t u;
-      std::memcpy(&u, &f, 4);
-      if (std::isnan(f))
-        bits = 0x7FC0;
-      else
-        bits = (u + 0x7FFF + ((u >> 16) & 1)) >> 16;  // round to nearest even
+    case LT_DTYPE_BF16:  // the one bf16 rounding: a NaN keeps its sign
+      bits = lower::bf16_bits(static_cast<float>(v));
       break;
-    }
     case LT_DTYPE_F16: {
       _Float16 h = static_cast<_Float16>(v);
       uint16_t u;

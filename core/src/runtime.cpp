@@ -11,7 +11,8 @@
 
 #include "autograd/autograd.h"  // autograd hook (train engineer)
 #include "error.h"
-#include "executor.h"
+#include "device_client.h"
+#include "plan_cache.h"
 #include "ops.h"
 
 namespace lt {
@@ -64,26 +65,13 @@ BufferPtr Allocator::allocate(size_t nbytes) {
     m.alloc_hits.fetch_add(1, std::memory_order_relaxed);
   } else {
     m.alloc_misses.fetch_add(1, std::memory_order_relaxed);
-    Plugin* p = dev_->plugin;
-    lt_plugin_buffer_args a{};
-    a.struct_size = LT_PLUGIN_BUFFER_ARGS_STRUCT_SIZE;
-    a.context = p->ctx;
-    a.device = dev_->index;
-    a.nbytes = cls;
-    bool first_failed = false;
     try {
-      p->call("buffer_alloc", [&] { return p->api->buffer_alloc(&a); });
+      h = client::alloc(dev_, cls);
     } catch (const Error&) {
-      first_failed = true;
-    }
-    if (first_failed) {
       // Out of device memory is often just the cache holding everything: trim and retry once.
       trim();
-      a.buffer = nullptr;
-      p->call("buffer_alloc", [&] { return p->api->buffer_alloc(&a); });
+      h = client::alloc(dev_, cls);
     }
-    if (!a.buffer) fail(LT_STATUS_PLUGIN_ERROR, "{}: buffer_alloc returned no buffer", p->name);
-    h = a.buffer;
   }
   bytes_in_use_ += cls;
   auto* b = new Buffer;
@@ -96,8 +84,7 @@ BufferPtr Allocator::allocate(size_t nbytes) {
 
 void Allocator::release(Buffer* b) noexcept {
   if (b->lender_release) {  // never cached: the memory goes back to its lender
-    Plugin* p = dev_->plugin;
-    p->call_noexcept("buffer_free", [&] { p->api->buffer_free(p->ctx, b->handle); });
+    client::free(dev_, b->handle);
     b->lender_release(b->lender);
     delete b;
     return;
@@ -108,8 +95,7 @@ void Allocator::release(Buffer* b) noexcept {
     free_[b->capacity].push_back(b->handle);
     bytes_cached_ += b->capacity;
   } catch (...) {
-    Plugin* p = dev_->plugin;
-    p->call_noexcept("buffer_free", [&] { p->api->buffer_free(p->ctx, b->handle); });
+    client::free(dev_, b->handle);
   }
   delete b;
 }
@@ -117,10 +103,7 @@ void Allocator::release(Buffer* b) noexcept {
 void Allocator::trim() noexcept {
   std::lock_guard lk(mu_);
   for (auto& [cls, v] : free_)
-    for (auto* h : v) {
-      Plugin* p = dev_->plugin;
-      p->call_noexcept("buffer_free", [&] { p->api->buffer_free(p->ctx, h); });
-    }
+    for (auto* h : v) client::free(dev_, h);
   free_.clear();
   bytes_cached_ = 0;
 }
@@ -163,6 +146,7 @@ Runtime* runtime_create(const lt_runtime_options* options) {
                : rt->config.fallback == "error" ? FallbackPolicy::kError
                                                 : FallbackPolicy::kWarn;
   rt->log = core_logger(spdlog::level::from_str(rt->config.log_level));
+  rt->plans = std::make_unique<PlanCache>(rt.get());
   for (auto& w : rt->config.warnings) rt->log->warn("{}", w);
   load_plugins(rt.get());
   if (rt->devices.empty()) {
@@ -201,11 +185,7 @@ lt_runtime::~lt_runtime() {
   // compiles finish, executables and buffers go back to their plugins, then the contexts go.
   for (auto& d : devices)
     if (d->queue) d->queue->shutdown();
-  for (auto& [k, job] : compiling) job.wait();
-  compiling.clear();
-  for (auto& [k, plan] : lru) plan.reset();
-  lru.clear();
-  cache.clear();
+  if (plans) plans->shutdown();
   for (auto& d : devices) d->allocator->trim();
   for (auto& p : plugins)
     if (p->ctx) p->call_noexcept("destroy", [&] { p->api->destroy(p->ctx); });
@@ -271,9 +251,9 @@ void supported_ops(Runtime* rt, Device* dev, nlohmann::json& out) {
   out["decomposed_ops"] = nlohmann::json::array();
   for (size_t op = 1; op < op_count(); ++op) {
     try {
-      if (example_supported(rt, dev, static_cast<uint16_t>(op)))
+      if (client::example_supported(dev, static_cast<uint16_t>(op)))
         out["ops"].push_back(op_name(op));
-      else if (example_decomposes(rt, dev, static_cast<uint16_t>(op)))
+      else if (client::example_decomposes(dev, static_cast<uint16_t>(op)))
         out["decomposed_ops"].push_back(op_name(op));
     } catch (const std::exception& e) {
       rt->log->debug("supports({}) on {} failed: {}", op_name(op), dev->name, e.what());
@@ -284,20 +264,7 @@ void supported_ops(Runtime* rt, Device* dev, nlohmann::json& out) {
 }  // namespace
 
 void collect_ctx_stats(Plugin* p, nlohmann::json& out) {
-  if (!LT_PLUGIN_HAS(p, stats)) return;
-  lt_plugin_stats_args a{};
-  a.struct_size = LT_PLUGIN_STATS_ARGS_STRUCT_SIZE;
-  a.context = p->ctx;
-  a.executable = nullptr;
-  a.user = &out;
-  a.emit = [](void* user, const char* name, double v) {
-    if (name) (*static_cast<nlohmann::json*>(user))[name] = v;
-  };
-  try {
-    p->call("stats", [&] { return p->api->stats(&a); });
-  } catch (const Error&) {
-    // optional: a failing stats call only leaves the report without them
-  }
+  for (const auto& [name, v] : client::stats(p, nullptr)) out[name] = v;
 }
 
 std::string plugin_report(Runtime* rt, bool json) {

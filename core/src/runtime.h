@@ -20,6 +20,7 @@
 #include <spdlog/spdlog.h>
 
 #include "async.h"
+#include "fallback_policy.h"
 #include "ir.h"
 #include "lazytensor/lt.h"
 #include "lazytensor/lt_plugin.h"
@@ -29,9 +30,7 @@ namespace lower {
 class OwnedGraph;
 }
 
-struct Plan;
-
-enum class FallbackPolicy { kSilent, kWarn, kError };
+class PlanCache;
 
 // Effective configuration after file < environment < lt_runtime_options merging.
 struct Config {
@@ -158,40 +157,6 @@ struct lt_device {
   std::mutex reg_mu;
   lt_tensor* reg_head = nullptr;
   lt_tensor* reg_tail = nullptr;
-
-  // Signatures of the graphs compiled last (most recent first, at most 32), to explain the
-  // next miss against the same program: the same op sequence and operand structure, with
-  // shapes, dtypes and attributes ignored (exec_mu).
-  // Every node's shape, stored flat: a Dims per node costs 72 bytes, 144 MB for a
-  // 2,000,000-node graph, kept for 32 graphs (issue #18's scale lane).
-  struct Shapes {
-    std::vector<int64_t> dims;
-    std::vector<size_t> end;  // node i's dims: dims[end[i - 1] .. end[i])
-    void push_back(const lt::Dims& d) {
-      dims.insert(dims.end(), d.begin(), d.end());
-      end.push_back(dims.size());
-    }
-    size_t size() const { return end.size(); }
-    lt::Dims operator[](size_t i) const {
-      const size_t b = i ? end[i - 1] : 0;
-      return lt::Dims(dims.data() + b, end[i] - b);
-    }
-  };
-  struct Signature {
-    uint64_t program = 0;
-    std::vector<uint16_t> ops;
-    Shapes shapes;                // every node's
-    std::vector<int32_t> inputs;  // node index of input k
-    std::vector<lt_dtype> input_dtypes;
-    std::vector<std::string> input_names;
-  };
-  std::deque<Signature> recent;
-
-  // Dynamic shapes (exec_mu): the last graph compiled static per program (at most 8, none over
-  // 100,000 nodes), to generalise against when the program comes back at other sizes; and the
-  // programs that could not be generalised, with why (at most 64), not tried again.
-  std::list<std::pair<uint64_t, std::shared_ptr<lt::lower::OwnedGraph>>> seen_graphs;
-  std::list<std::pair<uint64_t, std::string>> static_programs;
 };
 
 struct lt_tensor {
@@ -220,31 +185,9 @@ struct lt_runtime {
   std::string openblas_note;
   lt::Metrics metrics;
 
-  // Compile cache (LRU). Plans are shared so an eviction never frees one in use.
-  std::mutex cache_mu;
-  struct CacheKey {
-    const lt_device* device;
-    uint64_t options_hash;
-    uint64_t graph_key;
-    bool operator==(const CacheKey& o) const {
-      return device == o.device && options_hash == o.options_hash && graph_key == o.graph_key;
-    }
-  };
-  struct CacheKeyHash {
-    size_t operator()(const CacheKey& k) const {
-      return lt::hash_combine(
-          lt::hash_combine(reinterpret_cast<uintptr_t>(k.device), k.options_hash), k.graph_key);
-    }
-  };
-  std::list<std::pair<CacheKey, std::shared_ptr<lt::Plan>>> lru;
-  std::unordered_map<CacheKey, decltype(lru)::iterator, CacheKeyHash> cache;
-  // Dynamic plans by program (cache_mu); graph_key of the key is the program hash. At most 64.
-  std::list<std::pair<CacheKey, std::shared_ptr<lt::Plan>>> dynamic_plans;
-
-  // Config background_compile: the compile running for each cache key (bg_mu).
-  std::mutex bg_mu;
-  std::unordered_map<CacheKey, std::shared_future<std::shared_ptr<lt::Plan>>, CacheKeyHash>
-      compiling;
+  // Every compiled plan, dynamic plan, background compile and per-device compile history
+  // (plan_cache.h).
+  std::unique_ptr<lt::PlanCache> plans;
 
   std::mutex warn_mu;
   std::vector<std::string> warned_ops;  // fallback policy "warn": once per op
@@ -267,18 +210,6 @@ std::string choose_openblas_coretype();
 Tensor* tensor_new(Device* dev, NodeRef node);  // registers pending tensors
 void tensor_release(Tensor* t) noexcept;
 
-// Executor (executor.cpp): materialise `roots` (all on `dev`) as one graph.
-// Waits until every root holds its buffer (throws a queued graph's failure).
-void materialize(Device* dev, std::vector<NodeRef>& roots);
-// lt_sync: materialises every pending tensor of `dev`; with async_execution it queues them as
-// one graph, waits for the graphs queued before it (throwing the first unreported failure
-// among them) and returns.
-void sync_device(Device* dev);
-// Waits for every graph queued on the runtime's devices (metrics reads, destruction).
-void drain_queues(Runtime* rt) noexcept;
-void upload_to(Device* dev, Buffer* buf, const void* data, size_t nbytes);
-void download_from(Device* dev, const Buffer* buf, void* data, size_t nbytes);
-void destroy_plan(Plan* p) noexcept;
 std::string metrics_report(Runtime* rt, bool json);
 void reset_graph_timings(Runtime* rt) noexcept;  // the per-graph timings of cached plans
 bool metric_get(Runtime* rt, const std::string& name, double* out);

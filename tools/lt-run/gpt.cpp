@@ -131,7 +131,7 @@ std::string generate(lt::models::Gpt& model, const lt::Device& dev, const lt::te
       p[size_t(j)] = std::exp((logits[size_t(order[size_t(j)])] - mx) / o.temperature);
       z += p[size_t(j)];
     }
-    double u = static_cast<double>(lt::text::mix(o.seed, draw++) >> 11) * 0x1.0p-53 * z;
+    double u = static_cast<double>(lt_random_bits(o.seed, draw++) >> 11) * 0x1.0p-53 * z;
     int64_t pick = k - 1;
     for (int64_t j = 0; j < k; ++j) {
       u -= p[size_t(j)];

@@ -6,6 +6,7 @@
 #define LAZYTENSOR_DATA_HPP
 
 #include "lazytensor/lazytensor.hpp"
+#include "lazytensor/lt_random.h"
 
 #include <zlib.h>
 
@@ -30,14 +31,6 @@ struct Dataset {
 };
 
 namespace detail {
-// The stateless generator of lt_random.h (splitmix64), so shuffles are reproducible
-// across standard libraries (std::shuffle's algorithm is unspecified).
-inline uint64_t mix(uint64_t seed, uint64_t i) {
-  uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ULL;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
 [[noreturn]] inline void fail_at(const std::string& path, int64_t line, const std::string& what) {
   throw Error(LT_STATUS_IO_ERROR, path + ":" + std::to_string(line) + ": " + what);
 }
@@ -123,12 +116,13 @@ inline Dataset load_digits(const std::string& path) {
   return load_csv(path, 64, 10);
 }
 
-// A seeded permutation of 0..n-1 (Fisher-Yates over splitmix64).
+// A seeded permutation of 0..n-1 (Fisher-Yates over lt_random_bits: the stateless generator
+// of lt_random.h, so shuffles are reproducible across standard libraries).
 inline std::vector<int64_t> permutation(int64_t n, uint64_t seed) {
   std::vector<int64_t> p(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) p[static_cast<size_t>(i)] = i;
   for (int64_t i = n - 1; i > 0; --i) {
-    int64_t j = static_cast<int64_t>(detail::mix(seed, static_cast<uint64_t>(i)) %
+    int64_t j = static_cast<int64_t>(lt_random_bits(seed, static_cast<uint64_t>(i)) %
                                      static_cast<uint64_t>(i + 1));
     std::swap(p[static_cast<size_t>(i)], p[static_cast<size_t>(j)]);
   }
@@ -234,7 +228,7 @@ class Batcher {
   int64_t local_batch() const { return shard_.count(batch_); }
   // Reshuffles for epoch `epoch` (same seed and epoch: same order).
   void shuffle(int64_t epoch) {
-    order_ = permutation(d_.rows(), detail::mix(seed_, static_cast<uint64_t>(epoch)));
+    order_ = permutation(d_.rows(), lt_random_bits(seed_, static_cast<uint64_t>(epoch)));
   }
   // Batch b as x [batch, features] f32 and y [batch] i64 tensors on `device`.
   std::pair<Tensor, Tensor> batch(const Device& device, int64_t b) const {

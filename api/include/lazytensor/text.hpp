@@ -23,14 +23,6 @@ namespace lt::text {
 // Where Debian's fortunes package puts its English text files.
 inline constexpr const char* kFortunesDir = "/usr/share/games/fortunes";
 
-// The stateless splitmix64 step (as lt_random.h and data.hpp), for reproducible sampling.
-inline uint64_t mix(uint64_t seed, uint64_t i) {
-  uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ULL;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
 // Bytes <-> token ids: the sorted set of distinct bytes of the text it was built from.
 class Vocab {
  public:
@@ -174,7 +166,7 @@ inline std::pair<Tensor, Tensor> sample_batch(const Device& dev, const std::vect
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t b = first + r;
     uint64_t start =
-        mix(seed, step * static_cast<uint64_t>(batch) + static_cast<uint64_t>(b)) % span;
+        lt_random_bits(seed, step * static_cast<uint64_t>(batch) + static_cast<uint64_t>(b)) % span;
     for (int64_t t = 0; t < context; ++t) {
       x[static_cast<size_t>(r * context + t)] = tokens[start + static_cast<uint64_t>(t)];
       y[static_cast<size_t>(r * context + t)] = tokens[start + static_cast<uint64_t>(t) + 1];

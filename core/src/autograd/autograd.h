@@ -3,6 +3,7 @@
 // backward.cpp and rules.cpp share. Not installed; nothing outside core/src includes it.
 #pragma once
 
+#include "ir.h"
 #include "lazytensor/lt.h"
 
 #include <cstdint>
@@ -59,20 +60,10 @@ using Shape = std::vector<int64_t>;
 Shape shape_of(const lt_tensor* t);
 std::string shape_str(const Shape& s);
 
-// An attribute copied out of the caller's borrowed lt_attr.
-struct SavedAttr {
-  std::string name;
-  lt_attr_kind kind = LT_ATTR_INT;
-  int64_t i = 0;
-  double f = 0;
-  std::vector<int64_t> ints;
-  std::string s;
-};
-
 // How an op's output was computed: enough to apply its gradient rule later.
 struct GradFn {
   std::string op;
-  std::vector<SavedAttr> attrs;
+  AttrSet attrs;                 // copied out of the caller's borrowed lt_attr
   std::vector<Ref> inputs;       // retained for as long as the history lives
   std::vector<bool> needs_grad;  // per input: it requires gradients
   lt_tensor* output = nullptr;   // the entry's key; borrowed, valid while the entry lives

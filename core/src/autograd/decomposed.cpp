@@ -103,11 +103,7 @@ class TensorBuilder : public lower::Ops<TensorBuilder> {
 void decomposed_rule(const GradFn& fn, lt_tensor* g, std::vector<Ref>& grads) {
   const lower::OpInfo* op = lower::find_op(fn.op);
   if (!op || !op->composite) raise(LT_STATUS_INTERNAL, fn.op + " is not a composite op");
-  std::vector<lt_attr> attrs(fn.attrs.size());
-  for (size_t i = 0; i < fn.attrs.size(); ++i) {
-    const SavedAttr& s = fn.attrs[i];
-    attrs[i] = {s.name.c_str(), s.kind, s.i, s.f, s.ints.data(), s.ints.size(), s.s.c_str()};
-  }
+  const std::vector<lt_attr>& attrs = fn.attrs.view;
   TensorBuilder b(lt_tensor_device(g));
   std::vector<Value> ins;
   std::vector<lt_tensor*> wrt;  // the detached copies gradients are taken with respect to

@@ -80,17 +80,17 @@ std::string shape_str(const Shape& s) {
 }
 
 int64_t GradFn::attr_int(const char* name, int64_t fallback) const {
-  for (const auto& a : attrs)
+  for (const auto& a : attrs.items)
     if (a.name == name) return a.kind == LT_ATTR_FLOAT ? static_cast<int64_t>(a.f) : a.i;
   return fallback;
 }
 double GradFn::attr_float(const char* name, double fallback) const {
-  for (const auto& a : attrs)
+  for (const auto& a : attrs.items)
     if (a.name == name) return a.kind == LT_ATTR_INT ? static_cast<double>(a.i) : a.f;
   return fallback;
 }
 const std::vector<int64_t>* GradFn::attr_ints(const char* name) const {
-  for (const auto& a : attrs)
+  for (const auto& a : attrs.items)
     if (a.name == name && a.kind == LT_ATTR_INTS) return &a.ints;
   return nullptr;
 }
@@ -125,18 +125,7 @@ void on_apply(const char* op, lt_tensor* const* inputs, size_t num_inputs, const
     fn->op = op;
     fn->needs_grad = std::move(needs);
     fn->output = out;
-    fn->attrs.reserve(num_attrs);
-    for (size_t i = 0; i < num_attrs; ++i) {
-      SavedAttr a;
-      a.name = attrs[i].name ? attrs[i].name : "";
-      a.kind = attrs[i].kind;
-      a.i = attrs[i].i;
-      a.f = attrs[i].f;
-      if (attrs[i].kind == LT_ATTR_INTS && attrs[i].ints)
-        a.ints.assign(attrs[i].ints, attrs[i].ints + attrs[i].ints_len);
-      if (attrs[i].kind == LT_ATTR_STRING && attrs[i].s) a.s = attrs[i].s;
-      fn->attrs.push_back(std::move(a));
-    }
+    fn->attrs = AttrSet::copy(attrs, num_attrs);
     fn->inputs.reserve(num_inputs);
     for (size_t i = 0; i < num_inputs; ++i) fn->inputs.push_back(Ref::retain(inputs[i]));
     Entry old;

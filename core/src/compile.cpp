@@ -1,0 +1,242 @@
+// compile.cpp — the compile stage: partition plan to Plan, with the fallback retry (compile.h).
+#include "compile.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "custom_ops.h"
+#include "device_client.h"
+#include "error.h"
+#include "graph_dump.h"
+
+namespace lt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Device* fallback_device(Device* dev) {
+  Runtime* rt = dev->runtime;
+  return rt->fallback && rt->fallback != dev->plugin ? rt->fallback->devices.front() : nullptr;
+}
+
+// A host region's node, copied out of the lowered graph (which is gone after compile).
+HostNode host_node(const lt_graph& g, int32_t i) {
+  const lt_graph_node& node = g.nodes[i];
+  HostNode h;
+  h.op = find_custom_op(node.op);
+  const lower::OpInfo* info = lower::find_op(node.op);
+  h.collective = info && info->category == lower::Category::kCollective;
+  h.node = i;
+  h.name = node.op;
+  h.dtype = node.dtype;
+  h.shape.assign(node.shape, node.shape + node.rank);
+  h.operands.assign(node.operands, node.operands + node.num_operands);
+  for (int32_t o : h.operands) {
+    const lt_graph_node& on = g.nodes[o];
+    h.operand_descs.push_back({on.dtype, lower::Shape(on.shape, on.shape + on.rank)});
+  }
+  if (node.num_attrs)
+    h.attrs = std::make_unique<AttrSet>(AttrSet::copy(node.attrs, node.num_attrs));
+  return h;
+}
+
+// Compiles one region on its site's device; a failed compile on the target reruns the region
+// on the fallback (logged, counted) unless the failure is the program's own (out of memory) or
+// the policy forbids it. `failed` (out): the target's error, when it fell back.
+client::Compiled compile_region(Device*& dev, Device* fb, const lt_graph& g, std::string& failed) {
+  Runtime* rt = dev->runtime;
+  try {
+    return client::compile(dev, g);
+  } catch (const Error& e) {
+    // Out of device memory is a property of the program (its size), not a capability gap:
+    // the user must see it. So must a user who asked for no fallback at all.
+    if (!fb || dev == fb || e.code() == LT_STATUS_OUT_OF_MEMORY) throw;
+    if (rt->config.fallback == "error")
+      throw Error(LT_STATUS_FALLBACK_REFUSED,
+                  fmt::format("fallback refused: compile on '{}' failed ({}) and the fallback "
+                              "policy is 'error'",
+                              dev->plugin->name, e.message()));
+    rt->metrics.compile_failures.fetch_add(1);
+    rt->log->warn("compile on '{}' failed ({}); running the region on '{}'", dev->plugin->name,
+                  e.message(), fb->plugin->name);
+    failed = e.message();
+    dev = fb;
+    return client::compile(dev, g);
+  }
+}
+
+}  // namespace
+
+CompiledPlan::~CompiledPlan() {
+  for (auto& r : regions)
+    if (r.exe) client::destroy(r.dev, r.exe);
+}
+
+PlanSource::PlanSource(const Collected& c, std::string reason)
+    : num_nodes(c.nodes.size()),
+      num_inputs(c.inputs.size()),
+      outputs(c.outputs),
+      key(c.key),
+      label(graph_label(c)),
+      why(std::move(reason)),
+      input_names(lt::input_names(c)) {}
+
+PlanSource::PlanSource(const lt_graph& g, const Collected& c, std::string reason)
+    : num_nodes(g.num_nodes),
+      num_inputs(g.num_inputs),
+      outputs(g.outputs, g.outputs + g.num_outputs),
+      key(c.key),
+      label(graph_label(c)),
+      why(std::move(reason)),
+      input_names(lt::input_names(c)) {
+  input_names.resize(g.num_inputs, "(size)");
+}
+
+Placement placement(Device* dev) {
+  Runtime* rt = dev->runtime;
+  Placement pl;
+  pl.target = dev->plugin->name;
+  pl.supports = [dev](const lt_graph& g, size_t i) { return client::supports(dev, g, i); };
+  if (rt->fallback) pl.fallback = rt->fallback->name;
+  if (Device* fb = fallback_device(dev))
+    pl.fallback_of = [fb](const lt_graph& g, size_t i) { return client::supports(fb, g, i); };
+  pl.is_custom = [](const char* op) { return find_custom_op(op) != nullptr; };
+  pl.policy = rt->policy;
+  pl.max_region_nodes = rt->config.max_region_nodes;
+  pl.warn = [rt, dev](const char* op, const std::string& desc) {
+    std::lock_guard lk(rt->warn_mu);
+    if (std::find(rt->warned_ops.begin(), rt->warned_ops.end(), op) != rt->warned_ops.end()) return;
+    rt->warned_ops.push_back(op);
+    rt->log->warn("op '{}' ({}) is not supported by backend '{}'; running it on '{}'", op, desc,
+                  dev->plugin->name, rt->fallback->name);
+  };
+  return pl;
+}
+
+std::vector<PreparedRegion> prepare_regions(Partition& part) {
+  std::vector<PreparedRegion> out(part.regions.size());
+  LocalIndex local(part.graph().num_nodes);
+  for (size_t r = 0; r < part.regions.size(); ++r)
+    if (part.regions[r].site != Site::kHost) region_graph(part, r, out[r].graph, local);
+  return out;
+}
+
+std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& g, const PlanSource& src) {
+  const auto t0 = Clock::now();
+  Partition part = partition(g, placement(dev));
+  std::vector<PreparedRegion> regions = prepare_regions(part);
+  return compile_partition(dev, part, regions, src, nullptr, nullptr, t0);
+}
+
+std::shared_ptr<Plan> compile_partition(Device* dev, Partition& part,
+                                        std::vector<PreparedRegion>& regions, const PlanSource& src,
+                                        bool* all_dynamic, std::string* why_static,
+                                        std::chrono::steady_clock::time_point t0) {
+  Runtime* rt = dev->runtime;
+  Device* fb_dev = fallback_device(dev);
+  const lt_graph& g = part.graph();
+  auto plan = std::make_shared<Plan>();
+  plan->num_nodes = src.num_nodes;
+  plan->num_inputs = src.num_inputs;
+  plan->outputs = src.outputs;
+  CompiledPlan& cp = plan->kind.emplace<CompiledPlan>();
+  cp.graph_nodes = g.num_nodes;
+  cp.graph_inputs.assign(g.inputs, g.inputs + g.num_inputs);
+  cp.graph_outputs.assign(g.outputs, g.outputs + g.num_outputs);
+  cp.op_counts = part.op_counts;
+  cp.fallback_nodes = part.fallback_nodes;
+  cp.decomposed_nodes = part.decomposed_nodes;
+  cp.collectives = part.collectives;
+  if (all_dynamic) *all_dynamic = true;
+
+  const bool dump = !rt->config.dump_dir.empty();
+  DotDump dot;
+  for (size_t r = 0; r < part.regions.size(); ++r) {
+    const PartRegion& pr = part.regions[r];
+    Region reg;
+    if (pr.site == Site::kHost) {
+      reg.host_node = static_cast<int32_t>(cp.host_nodes.size());
+      cp.host_nodes.push_back(host_node(g, pr.members.front()));
+      cp.regions.push_back(std::move(reg));
+      cp.region_labels.push_back(region_label(g, pr.members, "core (custom op CPU kernel)"));
+      cp.region_stats.emplace_back();
+      if (dump)
+        dot.regions.push_back({DotRegion::kCore,
+                               "core",
+                               "custom op: its CPU kernel run by the core",
+                               pr.members,
+                               {}});
+      continue;
+    }
+    PreparedRegion& prep = regions[r];
+    GraphBuf& gb = prep.graph.buf;
+    reg.dev = pr.site == Site::kTarget ? dev : fb_dev;
+    reg.in_globals = prep.graph.in_globals;
+    reg.out_globals = prep.graph.out_globals;
+    reg.out_bytes = prep.graph.out_bytes;
+    if (gb.g.num_symbols) {  // a dynamic region: its output forms
+      for (int32_t o : std::span(gb.g.outputs, gb.g.num_outputs)) {
+        reg.out_forms.push_back(lower::shape_forms(gb.g, static_cast<size_t>(o)));
+        reg.out_dtypes.push_back(gb.g.nodes[o].dtype);
+      }
+    }
+    std::string failed;  // why the target's compile failed, if it did
+    const client::Compiled exe = compile_region(reg.dev, fb_dev, gb.g, failed);
+    reg.exe = exe.exe;
+    if (!failed.empty())
+      for (int32_t gi : pr.members) {
+        add_count(cp.op_counts, std::string("fallback.") + g.nodes[gi].op);
+        ++cp.fallback_nodes;
+      }
+    if (all_dynamic && !exe.dynamic && *all_dynamic) {
+      *all_dynamic = false;
+      if (why_static)
+        *why_static =
+            fmt::format("backend '{}' compiles static shapes only", reg.dev->plugin->name);
+    }
+    cp.regions.push_back(std::move(reg));
+    Region& placed = cp.regions.back();
+    const std::string& backend = placed.dev->plugin->name;
+    auto& stats = cp.region_stats.emplace_back(client::stats(placed.dev->plugin, placed.exe));
+    for (const auto& [name, v] : stats)  // "plugin.<backend>.<stat>": the last compiled program
+      rt->metrics.set_named(fmt::format("plugin.{}.{}", backend, name), v);
+    const bool on_fallback = placed.dev == fb_dev;
+    cp.region_labels.push_back(
+        region_label(g, pr.members, on_fallback ? "fallback " + backend : backend));
+    if (dump) {
+      dump_region_text(rt, gb.g, backend, src.key, r);
+      DotRegion dr{
+          on_fallback ? DotRegion::kFallback : DotRegion::kBackend, backend, "", pr.members, {}};
+      if (!failed.empty())
+        dr.note = fmt::format("compile on {} failed: {}", dev->plugin->name, failed);
+      else if (on_fallback)
+        dr.note = fmt::format("fallback: not supported by {}", dev->plugin->name);
+      if (uses_shared_fusion_planner(backend))
+        dr.groups = planner_groups(gb.g, placed.in_globals, pr.members);
+      dot.regions.push_back(std::move(dr));
+    }
+  }
+  record_cuts(rt, src.key, g.num_nodes, part.regions.size(), part.cuts);
+  plan->key = src.key;
+  plan->device = dev->name;
+  plan->label = src.label;
+  cp.region_ns = std::make_unique<std::atomic<uint64_t>[]>(cp.regions.size());
+  if (dump) {
+    dot.graph = &g;
+    dot.key = src.key;
+    dot.traced_nodes = src.num_nodes;
+    dot.device = dev->name;
+    dot.reason = src.why;
+    dot.input_names = src.input_names;
+    dot.origin = part.origin;
+    dump_dot(rt, dot);
+  }
+  const auto compile_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+  plan->compile_ns.store(compile_ns);
+  rt->metrics.compiles.fetch_add(1);
+  rt->metrics.compile_ns.fetch_add(compile_ns);
+  return plan;
+}
+
+}  // namespace lt
