@@ -18,6 +18,7 @@ KernelFn prepare(const lt_graph& g, size_t i, std::vector<int64_t>* params) {
   static const auto table = [] {
     std::array<PrepareFn, kNumBuiltinOps> t{};
     add_elementwise_ops(t.data());
+    add_creation_ops(t.data());
     add_reduce_ops(t.data());
     add_layout_ops(t.data());
     add_linalg_ops(t.data());

@@ -39,6 +39,7 @@ using PrepareFn = void (*)(PrepareCall&);
 
 // Each kernel file puts its ops' prepare functions into the table (indexed by OpId).
 void add_elementwise_ops(PrepareFn* table);
+void add_creation_ops(PrepareFn* table);
 void add_reduce_ops(PrepareFn* table);
 void add_layout_ops(PrepareFn* table);
 void add_linalg_ops(PrepareFn* table);

@@ -1,0 +1,175 @@
+// rules_nn.cpp — the gradient rules of conv2d, pooling, softmax and the collectives, written
+// with other lazy ops like every rule (rules.cpp).
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "autograd/rule_kit.h"
+#include "lazytensor/lt.h"
+
+namespace lt::autograd::nn_rules {
+namespace {
+using namespace rule_kit;
+}  // namespace
+
+// conv2d: input gradient = a stride-1 convolution of the stride-dilated, padded output
+// gradient with the flipped, channel-transposed kernel; weight gradient = a convolution of
+// the input (channels as batch) with the output gradient as kernel (stride and dilation
+// trade places). Groups map onto the grouped convolutions below.
+void r_conv2d(const GradFn& fn, T g, std::vector<Ref>& r) {
+  T x = in(fn, 0), w = in(fn, 1);
+  Shape xs = shape_of(x), ws = shape_of(w), gs = shape_of(g);
+  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
+  const int64_t O = ws[0], Cg = ws[1], KH = ws[2], KW = ws[3];
+  const int64_t OH = gs[2], OW = gs[3];
+  const int64_t G = fn.attr_int("groups", 1), Og = O / G;
+  auto s = attr_pair(fn, "stride", 1), p = attr_pair(fn, "padding", 0),
+       dl = attr_pair(fn, "dilation", 1);
+  const int64_t one[2] = {1, 1}, zero[2] = {0, 0};
+  if (fn.needs_grad[0]) {
+    Ref gd = Ref::retain(g);
+    if (s[0] > 1 || s[1] > 1) {
+      Ref g6 = reshape(g, {N, O, OH, 1, OW, 1});
+      Ref gp = pad(g6.get(), {0, 0, 0, 0, 0, 0}, {0, 0, 0, s[0] - 1, 0, s[1] - 1}, 0.0);
+      Ref g4 = reshape(gp.get(), {N, O, OH * s[0], OW * s[1]});
+      gd = slice(g4.get(), {0, 0, 0, 0}, {N, O, (OH - 1) * s[0] + 1, (OW - 1) * s[1] + 1},
+                 {1, 1, 1, 1});
+    }
+    const int64_t Hp = H + 2 * p[0], Wp = W + 2 * p[1];
+    const int64_t eh = (KH - 1) * dl[0], ew = (KW - 1) * dl[1];
+    const int64_t rh = Hp - ((OH - 1) * s[0] + 1 + eh), rw = Wp - ((OW - 1) * s[1] + 1 + ew);
+    Ref gdp = pad(gd.get(), {0, 0, eh, ew}, {0, 0, eh + rh, ew + rw}, 0.0);
+    Ref w5 = reshape(w, {G, Og, Cg, KH, KW});
+    Ref w5t = permute(w5.get(), {0, 2, 1, 3, 4});
+    Ref w4 = reshape(w5t.get(), {C, Og, KH, KW});
+    Ref wf = slice(w4.get(), {0, 0, KH - 1, KW - 1}, {C, Og, -(KH + 1), -(KW + 1)}, {1, 1, -1, -1});
+    Ref gxp = conv2d(gdp.get(), wf.get(), one, zero, dl.data(), G);
+    r[0] = (p[0] || p[1])
+               ? slice(gxp.get(), {0, 0, p[0], p[1]}, {N, C, p[0] + H, p[1] + W}, {1, 1, 1, 1})
+               : std::move(gxp);
+  }
+  if (fn.needs_grad[1]) {
+    Ref x5 = reshape(x, {N, G, Cg, H, W});
+    Ref x5t = permute(x5.get(), {2, 1, 0, 3, 4});
+    Ref x4 = reshape(x5t.get(), {Cg, G * N, H, W});
+    Ref k = permute(g, {1, 0, 2, 3});
+    Ref rw = conv2d(x4.get(), k.get(), dl.data(), p.data(), s.data(), G);  // [Cg, O, KH', KW']
+    Shape rs = shape_of(rw.get());
+    Ref rk = (rs[2] != KH || rs[3] != KW)
+                 ? slice(rw.get(), {0, 0, 0, 0}, {Cg, O, KH, KW}, {1, 1, 1, 1})
+                 : std::move(rw);
+    r[1] = permute(rk.get(), {1, 0, 2, 3});
+  }
+  if (fn.inputs.size() > 2 && fn.needs_grad[2]) r[2] = sum(g, {0, 2, 3}, false);
+}
+
+// Pools: im2col by gather with a constant index tensor (built from aranges), the window
+// gradient computed per column, then scatter_add back (the adjoint of the gather).
+struct PoolGeom {
+  int64_t N, C, H, W, KH, KW, OH, OW, Hp, Wp;
+  std::vector<int64_t> s, p;
+};
+PoolGeom pool_geom(const GradFn& fn) {
+  Shape xs = shape_of(in(fn, 0)), ys = shape_of(fn.output);
+  PoolGeom q;
+  q.N = xs[0], q.C = xs[1], q.H = xs[2], q.W = xs[3];
+  auto k = attr_pair(fn, "kernel", 1);
+  q.KH = k[0], q.KW = k[1];
+  q.s = attr_pair(fn, "stride", 1);
+  q.p = attr_pair(fn, "padding", 0);
+  q.OH = ys[2], q.OW = ys[3];
+  q.Hp = q.H + 2 * q.p[0], q.Wp = q.W + 2 * q.p[1];
+  return q;
+}
+// Flat index into the padded [Hp*Wp] plane of each (oh, ow, kh, kw) window element.
+Ref window_index(T like, const PoolGeom& q) {
+  Ref ai = arange(like, 0, static_cast<double>(q.OH * q.s[0] * q.Wp),
+                  static_cast<double>(q.s[0] * q.Wp));
+  Ref aj = arange(like, 0, static_cast<double>(q.OW * q.s[1]), static_cast<double>(q.s[1]));
+  Ref ak = arange(like, 0, static_cast<double>(q.KH * q.Wp), static_cast<double>(q.Wp));
+  Ref al = arange(like, 0, static_cast<double>(q.KW), 1);
+  Ref i4 = reshape(ai.get(), {q.OH, 1, 1, 1}), j4 = reshape(aj.get(), {1, q.OW, 1, 1});
+  Ref k4 = reshape(ak.get(), {1, 1, q.KH, 1}), l4 = reshape(al.get(), {1, 1, 1, q.KW});
+  Ref ij = add(i4.get(), j4.get());
+  Ref kl = add(k4.get(), l4.get());
+  Ref all = add(ij.get(), kl.get());
+  return reshape(all.get(), {q.OH * q.OW * q.KH * q.KW});
+}
+// Scatters per-window-element gradients [N,C,L] back to an [N,C,H,W] input gradient.
+Ref fold(T gcols, T idx, const PoolGeom& q) {
+  Ref z = zeros(gcols, {q.N, q.C, q.Hp * q.Wp}, lt_tensor_dtype(gcols));
+  Ref sc = scatter_add(z.get(), idx, gcols, 2);
+  Ref img = reshape(sc.get(), {q.N, q.C, q.Hp, q.Wp});
+  if (!q.p[0] && !q.p[1]) return img;
+  return slice(img.get(), {0, 0, q.p[0], q.p[1]}, {q.N, q.C, q.p[0] + q.H, q.p[1] + q.W},
+               {1, 1, 1, 1});
+}
+void r_max_pool2d(const GradFn& fn, T g, std::vector<Ref>& r) {
+  PoolGeom q = pool_geom(fn);
+  T x = in(fn, 0);
+  Ref xp = (q.p[0] || q.p[1]) ? pad(x, {0, 0, q.p[0], q.p[1]}, {0, 0, q.p[0], q.p[1]}, -INFINITY)
+                              : Ref::retain(x);
+  Ref flat = reshape(xp.get(), {q.N, q.C, q.Hp * q.Wp});
+  Ref idx = window_index(g, q);
+  Ref cols = gather(flat.get(), idx.get(), 2);
+  Ref cols5 = reshape(cols.get(), {q.N, q.C, q.OH, q.OW, q.KH * q.KW});
+  Ref y5 = reshape(fn.output, {q.N, q.C, q.OH, q.OW, 1});
+  Ref hit = eq(cols5.get(), y5.get());
+  Ref mask = cast(hit.get(), lt_tensor_dtype(g));
+  Ref cnt = sum(mask.get(), {4}, true);
+  Ref share = div_(mask.get(), cnt.get());
+  Ref g5 = reshape(g, {q.N, q.C, q.OH, q.OW, 1});
+  Ref gc = mul(share.get(), g5.get());
+  Ref gflat = reshape(gc.get(), {q.N, q.C, q.OH * q.OW * q.KH * q.KW});
+  r[0] = fold(gflat.get(), idx.get(), q);
+}
+void r_avg_pool2d(const GradFn& fn, T g, std::vector<Ref>& r) {
+  PoolGeom q = pool_geom(fn);
+  Ref idx = window_index(g, q);
+  Ref inv = cst(g, 1.0 / static_cast<double>(q.KH * q.KW));
+  Ref gs = mul(g, inv.get());
+  Ref g5 = reshape(gs.get(), {q.N, q.C, q.OH, q.OW, 1});
+  Ref gb = broadcast_to(g5.get(), {q.N, q.C, q.OH, q.OW, q.KH * q.KW});
+  Ref gflat = reshape(gb.get(), {q.N, q.C, q.OH * q.OW * q.KH * q.KW});
+  r[0] = fold(gflat.get(), idx.get(), q);
+}
+void r_softmax(const GradFn& fn, T g, std::vector<Ref>& r) {
+  T y = fn.output;
+  int64_t axis = norm_axis(fn.attr_int("axis", -1), lt_tensor_rank(y));
+  Ref gy = mul(g, y);
+  Ref s = sum(gy.get(), {axis}, true);
+  Ref d = sub(g, s.get());
+  r[0] = mul(y, d.get());
+}
+void r_log_softmax(const GradFn& fn, T g, std::vector<Ref>& r) {
+  T y = fn.output;
+  int64_t axis = norm_axis(fn.attr_int("axis", -1), lt_tensor_rank(y));
+  Ref p = exp_(y);
+  Ref s = sum(g, {axis}, true);
+  Ref ps = mul(p.get(), s.get());
+  r[0] = sub(g, ps.get());
+}
+
+// ---- collectives: the gradient of a reduction over ranks is the same reduction of the
+// gradients (y = sum_r x_r on every rank, so dL/dx_r = sum_q g_q); all_gather's is this rank's
+// rows of that sum. max has no rule: its winner is on another process.
+void r_all_reduce(const GradFn& fn, T g, std::vector<Ref>& r) {
+  int64_t op = fn.attr_int("reduce", 0);
+  if (op == LT_REDUCE_MAX)
+    fail(LT_STATUS_UNSUPPORTED,
+         "all_reduce(max) has no gradient (the maximum may be another "
+         "rank's)");
+  T o = nullptr;
+  r[0] = wrap(lt_all_reduce(g, static_cast<lt_reduce_op>(op), &o), &o, "all_reduce");
+}
+void r_all_gather(const GradFn& fn, T g, std::vector<Ref>& r) {
+  Shape xs = shape_of(in(fn, 0));
+  T o = nullptr;
+  Ref total = wrap(lt_all_reduce(g, LT_REDUCE_SUM, &o), &o, "all_reduce");
+  std::vector<int64_t> starts(xs.size(), 0), stops(xs.begin(), xs.end()), steps(xs.size(), 1);
+  starts[0] = lt_dist_rank() * xs[0];
+  stops[0] = starts[0] + xs[0];
+  r[0] = slice(total.get(), starts, stops, steps);
+}
+
+}  // namespace lt::autograd::nn_rules
