@@ -907,13 +907,8 @@ void run_plan(Device* dev, const Plan& plan, Collected& c, std::span<const int64
     return moved.back().buf->handle;
   };
 
-  // Collectives: every rank checks that the others are about to run the same ones.
-  if (plan.collectives) {
-    std::vector<const HostNode*> coll;
-    for (const HostNode& h : plan.host_nodes)
-      if (h.collective) coll.push_back(&h);
-    dist_check_collectives(coll);
-  }
+  // Collectives: every rank checks that the others are about to run the same graph.
+  if (plan.collectives) dist_check_graph(plan, c);
   std::vector<lt_plugin_buffer*> ins, outs;
   for (size_t ri = 0; ri < plan.regions.size(); ++ri) {
     const Region& r = plan.regions[ri];
@@ -1175,11 +1170,35 @@ std::string count_miss(Device* dev, const Collected& c) {
   return why;
 }
 
-// Config background_compile: the first miss of a graph starts its compile for `dev` on a
-// background thread (from a copy of the graph) and every execution until it is ready runs on
-// the fallback (cpu_eager, its plan cached under the fallback's device); the first execution
-// after that caches and returns the compiled plan. A compile that failed is rethrown under
-// the fallback policy "error", else logged and replaced by the fallback's plan for good.
+// Under bg_mu: every finished background compile leaves `compiling`, its plan into the compile
+// cache (failed ones are counted and dropped), so the map never holds more than the pool's
+// running and waiting compiles.
+void sweep_background_compiles(Runtime* rt) {
+  for (auto it = rt->compiling.begin(); it != rt->compiling.end();) {
+    if (it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      ++it;
+      continue;
+    }
+    try {
+      cache_insert(rt, it->first, it->second.get());
+    } catch (const std::exception& e) {
+      rt->log->warn("background compile failed ({}); its graph will compile again if it runs",
+                    e.what());
+      rt->metrics.add_named("background_compile.failed", 1);
+    }
+    it = rt->compiling.erase(it);
+  }
+}
+
+// Config background_compile: the first miss of a graph queues its compile for `dev` on the
+// runtime's CompilePool (a fixed number of threads, a bounded queue; compile_pool.h), from a
+// copy of the graph, and every execution until it is ready runs on the fallback (cpu_eager, its
+// plan cached under the fallback's device); the first execution after that caches and returns
+// the compiled plan. A compile that failed is rethrown under the fallback policy "error", else
+// logged and replaced by the fallback's plan for good. When the queue is full the graph runs on
+// the fallback without a compile (background_compile.queue_full) and its next miss tries again.
+// Finished compiles never pile up: each new miss first moves every finished one into the
+// compile cache (bounded by cache_capacity) or, failed, drops it (issue #29).
 std::shared_ptr<Plan> background_compile(Device* dev, const Runtime::CacheKey& key,
                                          const Collected& c) {
   Runtime* rt = dev->runtime;
@@ -1188,25 +1207,34 @@ std::shared_ptr<Plan> background_compile(Device* dev, const Runtime::CacheKey& k
     std::lock_guard lk(rt->bg_mu);
     auto it = rt->compiling.find(key);
     if (it == rt->compiling.end()) {
+      sweep_background_compiles(rt);
       std::string why = count_miss(dev, c);
       GraphBuf full;
       full_graph(c, full);
       auto graph = std::make_shared<lower::OwnedGraph>(lower::copy_graph(full.g));
-      job =
-          std::async(std::launch::async, [dev, graph, src = PlanSource(c, why + " (background)")] {
+      auto task = std::make_shared<std::packaged_task<std::shared_ptr<Plan>()>>(
+          [dev, graph, src = PlanSource(c, why + " (background)")] {
             auto p = compile_plan(dev, graph->view(), src);
             p->background = true;
             return p;
-          }).share();
-      rt->compiling.emplace(key, job);
-      std::lock_guard ml(rt->metrics.mu);
-      rt->metrics.named["background_compile.started"] += 1;
+          });
+      if (!rt->compile_pool) {
+        const size_t n = CompilePool::default_threads();
+        rt->compile_pool = std::make_unique<CompilePool>(n, CompilePool::default_capacity(n));
+      }
+      if (rt->compile_pool->try_submit([task] { (*task)(); })) {
+        job = task->get_future().share();
+        rt->compiling.emplace(key, job);
+        rt->metrics.add_named("background_compile.started", 1);
+      } else {
+        rt->metrics.add_named("background_compile.queue_full", 1);
+      }
     } else {
       job = it->second;
     }
   }
   Device* fb = rt->fallback->devices.front();
-  if (job.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+  if (job.valid() && job.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
     {
       std::lock_guard lk(rt->bg_mu);
       rt->compiling.erase(key);
@@ -1247,6 +1275,24 @@ constexpr size_t kMaxSeenNodes = 100000;
 void add_metric(Runtime* rt, const char* name) {
   std::lock_guard ml(rt->metrics.mu);
   rt->metrics.named[name] += 1;
+}
+
+// Why a dynamic attempt failed. A failure that says nothing about the program's shapes (out of
+// memory, I/O, a plugin or internal error: issue #29, a corrupt cache entry) is never taken
+// silently for "stays static": warned and counted (dynamic.compile_errors).
+std::string dynamic_failure(Runtime* rt, const Error& e) {
+  switch (e.code()) {
+    case LT_STATUS_OUT_OF_MEMORY:
+    case LT_STATUS_IO_ERROR:
+    case LT_STATUS_PLUGIN_ERROR:
+    case LT_STATUS_INTERNAL:
+      rt->log->warn("dynamic-shape compile failed: {}", e.message());
+      add_metric(rt, "dynamic.compile_errors");
+      break;
+    default:
+      break;
+  }
+  return e.message();
 }
 
 // The bucket of each size: the first configured bucket at least as large, else the next power
@@ -1417,7 +1463,7 @@ std::shared_ptr<Plan> compile_dynamic(Device* dev, const Collected& c,
   } catch (const NotDynamic& e) {
     *not_why = e.what();
   } catch (const Error& e) {
-    *not_why = e.message();
+    *not_why = dynamic_failure(dev->runtime, e);
   } catch (const lower::Error& e) {  // an instance that breaks an op's shape rule
     *not_why = e.what();
   }
@@ -1496,7 +1542,7 @@ std::shared_ptr<Plan> try_dynamic(Device* dev, const Collected& c, const lt_grap
         return plan ? plan : dynamic_instance(entry, c, values);
       }
     } catch (const Error& e) {
-      pad_why = e.message();
+      pad_why = dynamic_failure(rt, e);
     } catch (const lower::Error& e) {
       pad_why = e.what();
     }
@@ -1553,6 +1599,7 @@ static TicketPtr enqueue(Device* dev, Run run, Collected&& c) {
 // roots' queued graphs.
 static std::vector<TicketPtr> launch(Device* dev, std::vector<NodeRef>& roots,
                                      TicketPtr* fresh = nullptr) {
+  refuse_in_callback("running a graph on '" + dev->name + "'");  // async.h, issue #29
   Runtime* rt = dev->runtime;
   std::lock_guard lk(dev->exec_mu);
   std::vector<Node*> pending;

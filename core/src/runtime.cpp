@@ -201,7 +201,7 @@ lt_runtime::~lt_runtime() {
   // compiles finish, executables and buffers go back to their plugins, then the contexts go.
   for (auto& d : devices)
     if (d->queue) d->queue->shutdown();
-  for (auto& [k, job] : compiling) job.wait();
+  if (compile_pool) compile_pool->shutdown();  // drops waiting compiles, joins running ones
   compiling.clear();
   for (auto& [k, plan] : lru) plan.reset();
   lru.clear();

@@ -20,6 +20,7 @@
 #include <spdlog/spdlog.h>
 
 #include "async.h"
+#include "compile_pool.h"
 #include "ir.h"
 #include "lazytensor/lt.h"
 #include "lazytensor/lt_plugin.h"
@@ -241,10 +242,12 @@ struct lt_runtime {
   // Dynamic plans by program (cache_mu); graph_key of the key is the program hash. At most 64.
   std::list<std::pair<CacheKey, std::shared_ptr<lt::Plan>>> dynamic_plans;
 
-  // Config background_compile: the compile running for each cache key (bg_mu).
+  // Config background_compile: the compile queued or running for each cache key (bg_mu), on
+  // the pool created at the first background compile (at most its threads + queue entries).
   std::mutex bg_mu;
   std::unordered_map<CacheKey, std::shared_future<std::shared_ptr<lt::Plan>>, CacheKeyHash>
       compiling;
+  std::unique_ptr<lt::CompilePool> compile_pool;
 
   std::mutex warn_mu;
   std::vector<std::string> warned_ops;  // fallback policy "warn": once per op
