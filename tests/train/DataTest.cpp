@@ -78,16 +78,19 @@ TEST(DigitsData, ErrorsNameFileAndLine) {
 // Issue #29: a FIFO (no writer) named like a data set hung gzopen; a directory is no data set.
 // Both are refused at once, naming the file and what it is.
 TEST(DigitsData, AFifoOrDirectoryIsRefusedWithoutBlocking) {
-  std::string fifo = temp_file("fifo.csv", "");
-  std::filesystem::remove(fifo);
+  // Its own name (a FIFO left by a killed run would block any writer of a shared name).
+  std::string fifo =
+      (fs::temp_directory_path() / ("lt_data_test_fifo_" + std::to_string(::getpid()) + ".csv"))
+          .string();
+  fs::remove(fifo);
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   ::alarm(30);  // the bug was a blocking open: end the test process rather than hang
   std::string msg = load_error(fifo);
   ::alarm(0);
   EXPECT_NE(msg.find(fifo), std::string::npos) << msg;
   EXPECT_NE(msg.find("is a FIFO"), std::string::npos) << msg;
-  std::filesystem::remove(fifo);
-  msg = load_error(std::filesystem::temp_directory_path().string());
+  fs::remove(fifo);
+  msg = load_error(fs::temp_directory_path().string());
   EXPECT_NE(msg.find("is a directory"), std::string::npos) << msg;
 }
 
