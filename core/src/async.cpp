@@ -10,6 +10,31 @@
 
 namespace lt {
 
+namespace {
+thread_local bool tls_worker = false;     // this thread is an ExecQueue's worker
+thread_local int tls_callback_depth = 0;  // custom kernels running on this thread
+}  // namespace
+
+CallbackScope::CallbackScope() noexcept {
+  ++tls_callback_depth;
+}
+CallbackScope::~CallbackScope() {
+  --tls_callback_depth;
+}
+
+bool in_callback() noexcept {
+  return tls_worker || tls_callback_depth > 0;
+}
+
+void refuse_in_callback(const std::string& what) {
+  if (!in_callback()) return;
+  fail(LT_STATUS_INVALID_ARGUMENT,
+       "{}: called from inside a custom kernel or from the runtime's execution worker, where "
+       "waiting for a graph would wait for the graph that runs this code (a deadlock); read the "
+       "kernel's inputs through its arguments, and call lt_sync or read tensors outside kernels",
+       what);
+}
+
 void Ticket::wait() const {
   if (done()) return;
   std::unique_lock lk(mu_);
@@ -38,11 +63,13 @@ void ExecQueue::submit(Job job) {
 }
 
 void ExecQueue::wait_through(uint64_t seq) noexcept {
+  if (in_callback()) return;  // never waits on a queue from a worker or kernel (async.h)
   std::unique_lock lk(mu_);
   idle_cv_.wait(lk, [&] { return completed_ >= seq; });
 }
 
 void ExecQueue::drain() noexcept {
+  if (in_callback()) return;  // never waits on a queue from a worker or kernel (async.h)
   std::unique_lock lk(mu_);
   idle_cv_.wait(lk, [&] { return jobs_.empty(); });
 }
@@ -87,6 +114,7 @@ void ExecQueue::finish(Job& job, lt_status_code code, std::string message) noexc
 }
 
 void ExecQueue::loop() {
+  tls_worker = true;
   std::unique_lock lk(mu_);
   for (;;) {
     cv_.wait(lk, [&] { return stop_ || !jobs_.empty(); });
@@ -133,6 +161,7 @@ void ExecQueue::loop() {
 
 void wait_ticket(Device* dev, const TicketPtr& t) {
   if (!t->done()) {
+    refuse_in_callback("reading a tensor of a queued graph on '" + dev->name + "'");
     auto t0 = std::chrono::steady_clock::now();
     t->wait();
     auto ns =

@@ -99,7 +99,29 @@ class ExecQueue {
   std::thread worker_;
 };
 
-// Waits for `t` (counting async.waits and the time waited) and throws its failure.
+// Waits for `t` (counting async.waits and the time waited) and throws its failure. From a
+// queue's worker or a custom kernel (below), a ticket not yet done is an error, not a wait.
 void wait_ticket(Device* dev, const TicketPtr& t);
+
+// Code the runtime runs on the application's behalf must never wait on a queue: the worker
+// that runs a custom kernel cannot also wait for the graph that kernel belongs to (issue #29:
+// lt_metric_get from a kernel deadlocked), and a synchronous kernel runs under its device's
+// exec_mu. CallbackScope marks a custom kernel while it runs (any thread); queue workers are
+// marked for their lifetime. In such code:
+// - metrics reads (lt_metric_get, the report, lt_metrics_reset) answer at once, with what has
+//   run so far (ExecQueue::drain and wait_through return without waiting);
+// - a call that would run or wait for a graph (lt_sync, reading a pending tensor) fails with
+//   LT_STATUS_INVALID_ARGUMENT naming the call (refuse_in_callback).
+class CallbackScope {
+ public:
+  CallbackScope() noexcept;
+  ~CallbackScope();
+  CallbackScope(const CallbackScope&) = delete;
+  CallbackScope& operator=(const CallbackScope&) = delete;
+};
+// True on a queue's worker thread or inside a custom kernel.
+bool in_callback() noexcept;
+// Throws the error above when in_callback(); `what` names the call ("lt_sync on 'cpu_jit:0'").
+void refuse_in_callback(const std::string& what);
 
 }  // namespace lt

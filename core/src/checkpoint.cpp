@@ -1,7 +1,9 @@
 // checkpoint.cpp — lt_checkpoint_*: tensors to and from safetensors files (docs/checkpoints.md).
 // Saving writes a temporary file next to the target, fsyncs it and renames it over the target;
 // opening validates the whole header against the file before any tensor is read.
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +11,7 @@
 #include <bit>
 #include <cerrno>
 #include <climits>
+#include <ctime>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -17,13 +20,15 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "error.h"
 #include "device_client.h"
+#include "error.h"
 #include "executor.h"
+#include "lazytensor/regular_file.hpp"
 #include "runtime.h"
 
 using namespace lt;
@@ -57,8 +62,6 @@ namespace {
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 constexpr size_t kMaxRank = 64;
 constexpr const char* kMetadataKey = "__metadata__";
-// Keeps the header's key order (file order for ties between empty tensors).
-using Json = nlohmann::ordered_json;
 
 struct DtypeName {
   lt_dtype dtype;
@@ -136,27 +139,39 @@ bool read_at(int fd, void* dst, size_t n, uint64_t offset, int* err) {
   return true;
 }
 
-// A non-negative JSON integer that fits int64, or an error naming `what`.
-int64_t json_size(const std::string& path, const std::string& what, const Json& v) {
-  if (v.is_number_unsigned()) {
-    uint64_t u = v.get<uint64_t>();
-    if (u > static_cast<uint64_t>(INT64_MAX)) bad_file(path, "{} {} is too large", what, u);
-    return static_cast<int64_t>(u);
+// What a tensor entry of the header holds, as the SAX reader below collects it.
+struct RawEntry {
+  bool is_object = false;
+  const char* type = "object";  // the JSON type of the entry's value, when not an object
+  bool has_dtype = false, dtype_ok = false;
+  std::string dtype;
+  bool has_shape = false, shape_ok = false;
+  std::vector<int64_t> shape;
+  bool has_offsets = false, offsets_ok = false;
+  std::vector<int64_t> offsets;
+};
+
+// A name as a message shows it: control bytes (NUL included) escaped as \u00XX.
+std::string shown(const std::string& s) {
+  std::string out;
+  for (unsigned char ch : s) {
+    if (ch < 0x20)
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(ch));
+    else
+      out += static_cast<char>(ch);
   }
-  if (v.is_number_integer()) bad_file(path, "{} {} is negative", what, v.get<int64_t>());
-  bad_file(path, "{} is {}, not a non-negative integer", what, v.dump());
+  return out;
 }
 
-lt_checkpoint::Entry parse_entry(const std::string& path, const std::string& name, const Json& v,
-                                 uint64_t data_size) {
-  const std::string where = "tensor '" + name + "'";
-  if (!v.is_object()) bad_file(path, "{}: entry is {}, not an object", where, v.type_name());
+lt_checkpoint::Entry make_entry(const std::string& path, const std::string& name, const RawEntry& v,
+                                uint64_t data_size) {
+  auto where = [&] { return "tensor '" + name + "'"; };  // built only for an error message
+  if (!v.is_object) bad_file(path, "{}: entry is {}, not an object", where(), v.type);
   lt_checkpoint::Entry e;
   e.name = name;
 
-  auto dt = v.find("dtype");
-  if (dt == v.end() || !dt->is_string()) bad_file(path, "{}: \"dtype\" string missing", where);
-  const std::string dname = dt->get<std::string>();
+  if (!v.has_dtype || !v.dtype_ok) bad_file(path, "{}: \"dtype\" string missing", where());
+  const std::string& dname = v.dtype;
   for (const auto& d : kDtypes)
     if (dname == d.name) e.dtype = d.dtype;
   if (e.dtype == LT_DTYPE_INVALID) {
@@ -165,58 +180,226 @@ lt_checkpoint::Entry parse_entry(const std::string& path, const std::string& nam
         fail(LT_STATUS_UNSUPPORTED,
              "lt_checkpoint_open: '{}': {}: dtype {} is not supported by LazyTensor (supported: "
              "F32 F64 I32 I64 BOOL BF16 F16)",
-             path, where, dname);
+             path, where(), dname);
       }
     }
-    bad_file(path, "{}: unknown dtype \"{}\"", where, dname);
+    bad_file(path, "{}: unknown dtype \"{}\"", where(), dname);
   }
 
-  auto sh = v.find("shape");
-  if (sh == v.end() || !sh->is_array()) bad_file(path, "{}: \"shape\" array missing", where);
-  if (sh->size() > kMaxRank) {
-    fail(LT_STATUS_UNSUPPORTED, "lt_checkpoint_open: '{}': {}: rank {} exceeds the limit of {}",
-         path, where, sh->size(), kMaxRank);
-  }
-  for (const auto& d : *sh) e.shape.push_back(json_size(path, where + ": a dimension", d));
-
-  auto off = v.find("data_offsets");
-  if (off == v.end() || !off->is_array() || off->size() != 2)
-    bad_file(path, "{}: \"data_offsets\" must be an array [begin, end]", where);
-  e.begin = static_cast<uint64_t>(json_size(path, where + ": data_offsets begin", (*off)[0]));
-  e.end = static_cast<uint64_t>(json_size(path, where + ": data_offsets end", (*off)[1]));
+  if (!v.has_shape || !v.shape_ok) bad_file(path, "{}: \"shape\" array missing", where());
+  e.shape = v.shape;
+  if (!v.has_offsets || !v.offsets_ok || v.offsets.size() != 2)
+    bad_file(path, "{}: \"data_offsets\" must be an array [begin, end]", where());
+  e.begin = static_cast<uint64_t>(v.offsets[0]);
+  e.end = static_cast<uint64_t>(v.offsets[1]);
 
   uint64_t bytes = lt_dtype_size(e.dtype);
   for (int64_t d : e.shape) {
     if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes))
-      bad_file(path, "{}: the byte size of shape {} overflows", where, dims_text(e.shape));
+      bad_file(path, "{}: the byte size of shape {} overflows", where(), dims_text(e.shape));
   }
   if (e.end < e.begin)
-    bad_file(path, "{}: data_offsets [{}, {}] end before they begin", where, e.begin, e.end);
+    bad_file(path, "{}: data_offsets [{}, {}] end before they begin", where(), e.begin, e.end);
   if (e.end - e.begin != bytes) {
-    bad_file(path, "{}: shape {} of {} needs {} bytes but data_offsets [{}, {}] span {}", where,
+    bad_file(path, "{}: shape {} of {} needs {} bytes but data_offsets [{}, {}] span {}", where(),
              dims_text(e.shape), dname, bytes, e.begin, e.end, e.end - e.begin);
   }
   if (e.end > data_size) {
     bad_file(path, "{}: data_offsets [{}, {}] extend past the data ({} bytes; file truncated?)",
-             where, e.begin, e.end, data_size);
+             where(), e.begin, e.end, data_size);
   }
   return e;
 }
 
+// Reads the header as a stream of SAX events straight into entries: no JSON tree and no
+// ordered map searched per key (issue #29: that was quadratic, 200,000 entries took 31 s), so
+// a header opens in time linear in its size. Depth 1 is the top object; depth 2 a tensor
+// entry or __metadata__; depth 3 the arrays shape and data_offsets. Other fields of an entry
+// are skipped whatever they hold.
+class HeaderReader : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  HeaderReader(lt_checkpoint& ck, uint64_t data_size) : ck_(ck), data_size_(data_size) {}
+
+  bool null() override { return scalar("null", "null"); }
+  bool boolean(bool v) override { return scalar("boolean", v ? "true" : "false"); }
+  bool number_integer(number_integer_t v) override {
+    if (in_dims()) bad_file(ck_.path, "{}{} is negative", what_dim(), v);
+    return scalar("number", std::to_string(v));
+  }
+  bool number_unsigned(number_unsigned_t v) override {
+    if (in_dims()) {
+      if (v > static_cast<uint64_t>(INT64_MAX))
+        bad_file(ck_.path, "{}{} is too large", what_dim(), v);
+      dims().push_back(static_cast<int64_t>(v));
+      return true;
+    }
+    return scalar("number", std::to_string(v));
+  }
+  bool number_float(number_float_t, const string_t& text) override {
+    return scalar("number", text);
+  }
+  bool string(string_t& v) override {
+    if (depth_ == 2 && meta_) {
+      if (v.find('\0') != std::string::npos)
+        bad_file(ck_.path, "__metadata__ value of '{}' contains a NUL byte (values are C strings)",
+                 shown(meta_key_));
+      ck_.metadata.emplace_back(meta_key_, std::move(v));
+      return true;
+    }
+    if (depth_ == 2 && field_ == kDtype) {
+      raw_.dtype_ok = true;
+      raw_.dtype = std::move(v);
+      return true;
+    }
+    return scalar("string", nlohmann::json(v).dump());
+  }
+  bool binary(binary_t&) override { return scalar("binary", "binary"); }
+
+  bool start_object(std::size_t) override { return open(false); }
+  bool start_array(std::size_t) override { return open(true); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+
+  bool key(string_t& k) override {
+    if (depth_ == 1) {
+      if (k.find('\0') != std::string::npos)
+        bad_file(ck_.path, "tensor name '{}' contains a NUL byte (names are C strings)", shown(k));
+      // Duplicate tensor names are found once all are read (open_checkpoint's name index).
+      name_ = std::move(k);
+      meta_ = name_ == kMetadataKey;
+      if (meta_ && std::exchange(seen_meta_, true))
+        bad_file(ck_.path, "header has a duplicate key '{}'", name_);
+      reset_raw();
+    } else if (depth_ == 2 && meta_) {
+      if (k.find('\0') != std::string::npos)
+        bad_file(ck_.path, "__metadata__ key '{}' contains a NUL byte (keys are C strings)",
+                 shown(k));
+      if (!meta_keys_.insert(k).second)
+        bad_file(ck_.path, "header has a duplicate __metadata__ key '{}'", k);
+      meta_key_ = std::move(k);
+    } else if (depth_ == 2) {
+      field_ = k == "dtype"          ? kDtype
+               : k == "shape"        ? kShape
+               : k == "data_offsets" ? kOffsets
+                                     : kOther;
+      if (field_ == kDtype) {  // a repeated field: the last one counts, as in a JSON object
+        raw_.has_dtype = true;
+        raw_.dtype_ok = false;
+      } else if (field_ == kShape) {
+        raw_.has_shape = true;
+        raw_.shape_ok = false;
+        raw_.shape.clear();
+      } else if (field_ == kOffsets) {
+        raw_.has_offsets = true;
+        raw_.offsets_ok = false;
+        raw_.offsets.clear();
+      }
+    }
+    return true;
+  }
+
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    bad_file(ck_.path, "header is not valid JSON: {}", e.what());
+  }
+
+ private:
+  enum Field { kOther, kDtype, kShape, kOffsets };
+
+  bool in_dims() const {
+    return depth_ == 3 && !meta_ && raw_.is_object &&
+           ((field_ == kShape && raw_.shape_ok) || (field_ == kOffsets && raw_.offsets_ok));
+  }
+  std::vector<int64_t>& dims() { return field_ == kShape ? raw_.shape : raw_.offsets; }
+  std::string what_dim() const {
+    std::string w = "tensor '" + name_ + "': ";
+    if (field_ == kShape) return w + "a dimension ";
+    return w + (raw_.offsets.empty() ? "data_offsets begin " : "data_offsets end ");
+  }
+
+  // A value that is no container; `type` its JSON type, `text` as JSON.
+  bool scalar(const char* type, const std::string& text) {
+    if (depth_ == 1) {
+      if (meta_) bad_file(ck_.path, "__metadata__ is {}, not an object", type);
+      raw_.type = type;
+      add_entry();
+    } else if (depth_ == 2 && meta_) {
+      bad_file(ck_.path, "__metadata__ value of '{}' is {}, not a string", meta_key_, type);
+    } else if (in_dims()) {
+      bad_file(ck_.path, "{}is {}, not a non-negative integer", what_dim(), text);
+    }
+    return true;
+  }
+
+  bool open(bool array) {
+    const char* type = array ? "array" : "object";
+    if (depth_ == 1) {
+      if (meta_ && array) bad_file(ck_.path, "__metadata__ is array, not an object");
+      raw_.is_object = !array;
+      raw_.type = type;
+    } else if (depth_ == 2 && meta_) {
+      bad_file(ck_.path, "__metadata__ value of '{}' is {}, not a string", meta_key_, type);
+    } else if (depth_ == 2 && raw_.is_object) {
+      if (field_ == kShape) raw_.shape_ok = array;
+      if (field_ == kOffsets) raw_.offsets_ok = array;
+    } else if (in_dims()) {
+      bad_file(ck_.path, "{}is {}, not a non-negative integer", what_dim(), type);
+    }
+    ++depth_;
+    return true;
+  }
+
+  bool close() {
+    if (in_dims() && field_ == kShape && raw_.shape.size() > kMaxRank) {
+      fail(LT_STATUS_UNSUPPORTED,
+           "lt_checkpoint_open: '{}': tensor '{}': rank {} exceeds the limit of {}", ck_.path,
+           name_, raw_.shape.size(), kMaxRank);
+    }
+    --depth_;
+    if (depth_ == 2) field_ = kOther;  // the field's container ended
+    if (depth_ == 1) {
+      field_ = kOther;
+      if (!meta_) add_entry();
+    }
+    return true;
+  }
+
+  void add_entry() {
+    ck_.entries.push_back(make_entry(ck_.path, name_, raw_, data_size_));
+    reset_raw();
+  }
+  // Reused from entry to entry (no allocation per entry for its shape and offsets).
+  void reset_raw() {
+    raw_.is_object = false;
+    raw_.type = "object";
+    raw_.has_dtype = raw_.dtype_ok = raw_.has_shape = raw_.shape_ok = false;
+    raw_.has_offsets = raw_.offsets_ok = false;
+    raw_.dtype.clear();
+    raw_.shape.clear();
+    raw_.offsets.clear();
+  }
+
+  lt_checkpoint& ck_;
+  uint64_t data_size_;
+  int depth_ = 0;
+  bool meta_ = false, seen_meta_ = false;
+  Field field_ = kOther;
+  std::string name_, meta_key_;
+  RawEntry raw_;
+  std::unordered_set<std::string> meta_keys_;
+};
+
 std::unique_ptr<lt_checkpoint> open_checkpoint(const std::string& path) {
   auto ck = std::make_unique<lt_checkpoint>();
   ck->path = path;
-  ck->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (ck->fd < 0) {
-    int err = errno;
-    if (err == ENOENT) fail(LT_STATUS_NOT_FOUND, "lt_checkpoint_open: '{}': no such file", path);
-    bad_file(path, "cannot open: {}", errno_text(err));
+  lt::file::RegularFile file;
+  std::string why;
+  if (!file.open(path, &why)) {
+    if (file.error() == ENOENT)
+      fail(LT_STATUS_NOT_FOUND, "lt_checkpoint_open: '{}': no such file", path);
+    bad_file(path, "{}", why);
   }
-  struct stat st {};
-  if (::fstat(ck->fd, &st) != 0) bad_file(path, "cannot stat: {}", errno_text(errno));
-  if (S_ISDIR(st.st_mode)) bad_file(path, "is a directory, not a checkpoint file");
-  if (!S_ISREG(st.st_mode)) bad_file(path, "is not a regular file");
-  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  const uint64_t file_size = file.size();
+  ck->fd = file.release();
   if (file_size < 8) {
     bad_file(path, "file is {} bytes, too short for the 8-byte header length", file_size);
   }
@@ -239,56 +422,31 @@ std::unique_ptr<lt_checkpoint> open_checkpoint(const std::string& path) {
     bad_file(path, "reading the header failed: {}", err ? errno_text(err) : "end of file");
   if (header[0] != '{') bad_file(path, "header does not start with '{{'");
 
-  // Duplicate keys are an error (nlohmann would keep the last one silently).
-  std::set<std::string> top_keys, meta_keys;
-  std::string duplicate, current_top;
-  auto on_event = [&](int depth, Json::parse_event_t event, Json& parsed) {
-    if (event != Json::parse_event_t::key || !parsed.is_string()) return true;
-    const std::string& k = parsed.get_ref<const std::string&>();
-    if (depth == 1) {
-      current_top = k;
-      if (!top_keys.insert(k).second && duplicate.empty()) duplicate = "key '" + k + "'";
-    } else if (depth == 2 && current_top == kMetadataKey) {
-      if (!meta_keys.insert(k).second && duplicate.empty())
-        duplicate = "__metadata__ key '" + k + "'";
-    }
-    return true;
-  };
-  Json j;
-  try {
-    j = Json::parse(header.begin(), header.end(), on_event);
-  } catch (const Json::parse_error& e) {
-    bad_file(path, "header is not valid JSON: {}", e.what());
-  }
-  if (!duplicate.empty()) bad_file(path, "header has a duplicate {}", duplicate);
-  if (!j.is_object()) bad_file(path, "header is {}, not a JSON object", j.type_name());
-
   ck->data_start = 8 + header_len;
   const uint64_t data_size = file_size - ck->data_start;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    if (it.key() == kMetadataKey) {
-      if (!it.value().is_object())
-        bad_file(path, "__metadata__ is {}, not an object", it.value().type_name());
-      for (auto m = it.value().begin(); m != it.value().end(); ++m) {
-        if (!m.value().is_string())
-          bad_file(path, "__metadata__ value of '{}' is {}, not a string", m.key(),
-                   m.value().type_name());
-        ck->metadata.emplace_back(m.key(), m.value().get<std::string>());
-      }
-      continue;
-    }
-    ck->entries.push_back(parse_entry(path, it.key(), it.value(), data_size));
-  }
+  HeaderReader reader(*ck, data_size);
+  nlohmann::json::sax_parse(header.begin(), header.end(), &reader);
   std::sort(ck->metadata.begin(), ck->metadata.end());
+
+  // One index by name, which also finds duplicate names (a set of names searched per key
+  // while parsing cost as much again).
+  std::vector<lt_checkpoint::Entry>& es = ck->entries;
+  ck->by_name.reserve(es.size());
+  for (size_t i = 0; i < es.size(); ++i)
+    if (!ck->by_name.emplace(es[i].name, i).second)
+      bad_file(path, "header has a duplicate key '{}'", es[i].name);
 
   // Byte ranges must tile the data exactly: no overlap, no hole, nothing after the last one.
   // (Stable: empty tensors at one offset keep the header's order.)
-  std::stable_sort(ck->entries.begin(), ck->entries.end(), [](const auto& a, const auto& b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  std::vector<uint32_t> order(es.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return es[a].begin != es[b].begin ? es[a].begin < es[b].begin : es[a].end < es[b].end;
   });
   uint64_t covered = 0;
   const std::string* last = nullptr;
-  for (const auto& e : ck->entries) {
+  for (uint32_t i : order) {
+    const auto& e = es[i];
     if (e.begin < covered) {
       bad_file(path, "tensor '{}': data_offsets [{}, {}] overlap tensor '{}' (which ends at {})",
                e.name, e.begin, e.end, *last, covered);
@@ -304,7 +462,16 @@ std::unique_ptr<lt_checkpoint> open_checkpoint(const std::string& path) {
     bad_file(path, "the data is {} bytes but the tensors cover only {} (trailing bytes)", data_size,
              covered);
   }
-  for (size_t i = 0; i < ck->entries.size(); ++i) ck->by_name.emplace(ck->entries[i].name, i);
+  // Entries in data order (lt_checkpoint_name's order), the index following them.
+  std::vector<size_t> position(es.size());
+  std::vector<lt_checkpoint::Entry> sorted;
+  sorted.reserve(es.size());
+  for (uint32_t i : order) {
+    position[i] = sorted.size();
+    sorted.push_back(std::move(es[i]));
+  }
+  es = std::move(sorted);
+  for (auto& [name, index] : ck->by_name) index = position[index];
   return ck;
 }
 
@@ -327,6 +494,46 @@ struct TempFile {
     if (!committed && !path.empty()) ::unlink(path.c_str());
   }
 };
+
+// Temporaries of a save that was killed (`<target>.tmp-XXXXXX`) are removed by the next save of
+// the same target. A live save is never touched: every saver holds an exclusive flock on its
+// temporary from creation until it is renamed over the target (the kernel drops the lock when
+// the process dies, however it dies), and a temporary is only a candidate once it has not
+// been written for kStaleSeconds (covering the instant between mkostemp and flock). A file of
+// that name that is no regular file, or that was replaced meanwhile, is left alone.
+constexpr int64_t kStaleSeconds = 60;
+
+void remove_stale_temporaries(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  if (dir.empty()) dir = "/";
+  const std::string prefix = (slash == std::string::npos ? path : path.substr(slash + 1)) + ".tmp-";
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return;
+  DIR* d = ::fdopendir(dfd);
+  if (!d) {
+    ::close(dfd);
+    return;
+  }
+  const int64_t now = static_cast<int64_t>(::time(nullptr));
+  while (dirent* e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
+    int fd = ::openat(dfd, e->d_name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat st {
+    }, again{};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        now - static_cast<int64_t>(st.st_mtime) >= kStaleSeconds &&
+        ::flock(fd, LOCK_EX | LOCK_NB) == 0 &&  // no live writer holds it
+        ::fstatat(dfd, e->d_name, &again, AT_SYMLINK_NOFOLLOW) == 0 && again.st_ino == st.st_ino &&
+        again.st_dev == st.st_dev) {
+      (void)::unlinkat(dfd, e->d_name, 0);
+    }
+    ::close(fd);
+  }
+  ::closedir(d);  // closes dfd
+}
 
 // The process umask, read without changing it (umask(2) would race with other threads).
 mode_t current_umask() {
@@ -403,28 +610,46 @@ void save(const char* path_c, size_t count, const char* const* names, lt_tensor*
 
   // Header: tensors in the order given, packed back to back; then padded with spaces to a
   // multiple of 8 so the data starts aligned.
-  Json header = Json::object();
-  if (!metadata.empty()) header[kMetadataKey] = metadata;
+  // Written as text, entry by entry (a JSON object built key by key searched its keys on every
+  // insert: quadratic in the tensors). Strings go through nlohmann for escaping and the UTF-8
+  // check.
+  std::string text;
+  auto quoted = [&](const std::string& v) {
+    try {
+      return nlohmann::json(v).dump(-1, ' ', false, nlohmann::json::error_handler_t::strict);
+    } catch (const nlohmann::json::type_error& e) {
+      fail(LT_STATUS_INVALID_ARGUMENT,
+           "{}: '{}': a tensor name or metadata string is not UTF-8: {}", fn, path, e.what());
+    }
+  };
+  text += '{';
+  if (!metadata.empty()) {
+    text += quoted(kMetadataKey) + ":{";
+    bool first = true;
+    for (const auto& [k, v] : metadata) {
+      text += (first ? "" : ",") + quoted(k) + ":" + quoted(v);
+      first = false;
+    }
+    text += '}';
+  }
   uint64_t offset = 0;
   for (size_t i = 0; i < count; ++i) {
     const Node* n = tensors[i]->node;
     uint64_t bytes = n->nbytes();
-    header[names[i]] = {{"dtype", format_dtype(n->dtype)},
-                        {"shape", std::vector<int64_t>(n->shape.begin(), n->shape.end())},
-                        {"data_offsets", {offset, offset + bytes}}};
+    if (text.size() > 1) text += ',';
+    text += quoted(names[i]) + ":{\"dtype\":\"" + format_dtype(n->dtype) + "\",\"shape\":[";
+    for (size_t d = 0; d < n->shape.size(); ++d)
+      text += (d ? "," : "") + std::to_string(n->shape[d]);
+    text += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + bytes) +
+            "]}";
     offset += bytes;
   }
-  std::string text;
-  try {
-    text = header.dump(-1, ' ', false, Json::error_handler_t::strict);
-  } catch (const Json::type_error& e) {
-    fail(LT_STATUS_INVALID_ARGUMENT, "{}: '{}': a tensor name or metadata string is not UTF-8: {}",
-         fn, path, e.what());
-  }
+  text += '}';
   text.append((8 - text.size() % 8) % 8, ' ');
 
   materialize_all(tensors, count);
 
+  remove_stale_temporaries(path);
   TempFile tmp;
   {
     std::string templ = path + ".tmp-XXXXXX";
@@ -435,6 +660,8 @@ void save(const char* path_c, size_t count, const char* const* names, lt_tensor*
     }
     tmp.path = templ;
   }
+  // Held until the temporary is renamed over the target: marks it as a live save's.
+  (void)::flock(tmp.fd, LOCK_EX);
   if (::fchmod(tmp.fd, 0666 & ~current_umask()) != 0)
     fail(LT_STATUS_IO_ERROR, "{}: '{}': fchmod failed: {}", fn, path, errno_text(errno));
 
@@ -456,15 +683,16 @@ void save(const char* path_c, size_t count, const char* const* names, lt_tensor*
   }
   if (::fsync(tmp.fd) != 0)
     fail(LT_STATUS_IO_ERROR, "{}: '{}': fsync failed: {}", fn, path, errno_text(errno));
-  int fd = tmp.fd;
-  tmp.fd = -1;
-  if (::close(fd) != 0)
-    fail(LT_STATUS_IO_ERROR, "{}: '{}': closing failed: {}", fn, path, errno_text(errno));
+  // Renamed while still open and locked, so no other save's clean-up can take it for stale.
   if (::rename(tmp.path.c_str(), path.c_str()) != 0) {
     fail(LT_STATUS_IO_ERROR, "{}: '{}': renaming the temporary file over it failed: {}", fn, path,
          errno_text(errno));
   }
   tmp.committed = true;
+  int fd = tmp.fd;
+  tmp.fd = -1;
+  if (::close(fd) != 0)
+    fail(LT_STATUS_IO_ERROR, "{}: '{}': closing failed: {}", fn, path, errno_text(errno));
   // Make the rename itself durable. Best effort: some file systems refuse fsync on a directory,
   // and the file is complete either way.
   std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));

@@ -15,6 +15,7 @@
 #include <toml++/toml.h>
 
 #include "error.h"
+#include "lazytensor/regular_file.hpp"
 #include "runtime.h"
 
 namespace lt {
@@ -74,29 +75,11 @@ bool ends_with(const std::string& s, const char* suf) {
 constexpr size_t kMaxConfigBytes = size_t{1} << 20;
 
 std::string read_text(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) fail(LT_STATUS_IO_ERROR, "config: cannot open '{}': {}", path, std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-    fail(LT_STATUS_IO_ERROR, "config: '{}' is not a regular file", path);
-  if (static_cast<uint64_t>(st.st_size) > kMaxConfigBytes)
-    fail(LT_STATUS_IO_ERROR, "config: '{}' is {} bytes; a config file may have at most {}", path,
-         static_cast<uint64_t>(st.st_size), kMaxConfigBytes);
-  std::string text;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail(LT_STATUS_IO_ERROR, "config: cannot read '{}': {}", path, std::strerror(errno));
-    if (n == 0) break;
-    text.append(buf, static_cast<size_t>(n));
-    if (text.size() > kMaxConfigBytes)  // it grew while read
-      fail(LT_STATUS_IO_ERROR, "config: '{}' is over {} bytes", path, kMaxConfigBytes);
-  }
+  lt::file::RegularFile f;
+  std::string why, text;
+  if (!f.open(path, &why)) fail(LT_STATUS_IO_ERROR, "config: '{}': {}", path, why);
+  if (!f.read_all(&text, kMaxConfigBytes, &why))
+    fail(LT_STATUS_IO_ERROR, "config: '{}' {}", path, why);
   return text;
 }
 

@@ -147,6 +147,7 @@ void run_custom_kernel(const CustomOp& op, const lt_graph_node& node,
   a.out_shape = shape.data();
   a.out_data = out;
   a.out_nbytes = static_cast<size_t>(numel) * lt_dtype_size(node.dtype);
+  CallbackScope in_kernel;  // runtime calls from the kernel never wait on a queue (async.h)
   call_user(op, "cpu_kernel", op.def.cpu_kernel, a);
 }
 

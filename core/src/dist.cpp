@@ -14,11 +14,17 @@
 
 #include "dist_transport.h"
 #include "error.h"
+#include "collect.h"
 #include "plan.h"
 #include "ir.h"
 
 namespace lt {
 namespace {
+
+// Seconds a collective waits for the other ranks when LT_DIST_TIMEOUT is not set: long enough
+// for a rank that evaluates or saves a checkpoint between steps, short enough that a job whose
+// rank is stuck ends on its own (issue #29).
+constexpr double kDefaultDistTimeout = 600;
 
 struct Group {
   std::mutex mu;
@@ -134,35 +140,132 @@ std::string dist_describe(const HostNode& h) {
                      dims_str(d.shape.data(), d.shape.size()));
 }
 
-void dist_check_collectives(const std::vector<const HostNode*>& nodes) {
-  if (nodes.empty()) return;
+namespace {
+
+// What one rank runs: its items (each collective, each input's dtype and rank) and the dims of
+// its inputs, flattened.
+struct GraphSide {
+  std::vector<std::string> items;
+  std::vector<int64_t> dims;
+  std::vector<size_t> dims_of;  // input k's dims start at dims_of[k] (inputs only)
+  uint64_t structure = 0x636f6c6c65637473ULL, exact = 0;
+};
+
+GraphSide describe_side(const CompiledPlan& plan, const Collected& c) {
+  GraphSide s;
+  for (const HostNode& h : plan.host_nodes)
+    if (h.collective) s.items.push_back(dist_describe(h));
+  for (size_t k = 0; k < c.inputs.size(); ++k) {
+    const Node* n = c.nodes[static_cast<size_t>(c.inputs[k])];
+    s.items.push_back(
+        fmt::format("input {} {} rank {}", k, lt_dtype_name(n->dtype), n->shape.size()));
+    s.dims_of.push_back(s.dims.size());
+    s.dims.insert(s.dims.end(), n->shape.begin(), n->shape.end());
+  }
+  for (const std::string& d : s.items)
+    s.structure = hash_combine(s.structure, hash_bytes(d.data(), d.size(), d.size()));
+  s.exact = hash_combine(s.structure,
+                         hash_bytes(s.dims.data(), s.dims.size() * sizeof(int64_t), s.dims.size()));
+  return s;
+}
+
+// The last set of per-rank exact hashes found consistent (uneven shards: checked once).
+std::mutex g_checked_mu;
+std::vector<uint64_t> g_checked;
+
+}  // namespace
+
+void dist_check_graph(const CompiledPlan& plan, const Collected& c) {
+  if (!plan.collectives) return;
   Group& g = group();
   const lt_dist_transport* t = g.t;
-  if (!g.initialized || !t)
-    fail(LT_STATUS_UNSUPPORTED, "{}: the process group is not initialised (call lt_dist_init)",
-         nodes.front()->name);
-  uint64_t h = 0x636f6c6c65637473ULL;
-  std::string text;
-  for (const HostNode* n : nodes) {
-    std::string d = dist_describe(*n);
-    h = hash_combine(h, hash_bytes(d.data(), d.size(), d.size()));
-    text += (text.empty() ? "" : ", ") + d;
+  if (!g.initialized || !t) {
+    for (const HostNode& h : plan.host_nodes)
+      if (h.collective)
+        fail(LT_STATUS_UNSUPPORTED, "{}: the process group is not initialised (call lt_dist_init)",
+             h.name);
   }
-  std::vector<uint64_t> all(static_cast<size_t>(g.size));
-  call("collective check (all_gather of each rank's collectives)",
-       [&](char* e, size_t n) { return t->all_gather(&h, sizeof h, all.data(), e, n); });
-  bool same = true;
-  for (uint64_t x : all) same = same && x == h;
-  if (same) return;
+  const GraphSide me = describe_side(plan, c);
+  const size_t world = static_cast<size_t>(g.size);
+  uint64_t mine[2] = {me.structure, me.exact};
+  std::vector<uint64_t> all(2 * world);
+  call("graph check (all_gather of each rank's graph hashes)",
+       [&](char* e, size_t n) { return t->all_gather(mine, sizeof mine, all.data(), e, n); });
+  bool same_structure = true, same_exact = true;
+  std::vector<uint64_t> exacts(world);
+  for (size_t r = 0; r < world; ++r) {
+    same_structure = same_structure && all[2 * r] == me.structure;
+    same_exact = same_exact && all[2 * r + 1] == me.exact;
+    exacts[r] = all[2 * r + 1];
+  }
+  if (same_exact) return;
+  if (same_structure) {
+    std::lock_guard lk(g_checked_mu);
+    if (exacts == g_checked) return;  // these shards were found consistent before
+  }
   // Every rank saw the same hashes, so every rank takes this path: a second exchange is safe.
-  constexpr size_t kText = 480;
-  std::vector<char> mine(kText, 0), texts(kText * all.size(), 0);
-  std::memcpy(mine.data(), text.data(), std::min(text.size(), kText - 1));
-  call("collective check",
-       [&](char* e, size_t n) { return t->all_gather(mine.data(), kText, texts.data(), e, n); });
+  // Fixed-size records: the dims (structure equal: the same count on every rank) or the text.
+  if (same_structure) {
+    std::vector<int64_t> dims(me.dims.size() * world);
+    if (!me.dims.empty())
+      call("graph check", [&](char* e, size_t n) {
+        return t->all_gather(me.dims.data(), me.dims.size() * sizeof(int64_t), dims.data(), e, n);
+      });
+    const size_t nd = me.dims.size();
+    for (size_t k = 0; k < me.dims_of.size(); ++k) {
+      const size_t begin = me.dims_of[k], end = k + 1 < me.dims_of.size() ? me.dims_of[k + 1] : nd;
+      for (size_t d = begin; d < end; ++d) {
+        // One global batch split over ranks: non-increasing by rank, at most one apart.
+        bool ok = true;
+        for (size_t r = 1; r < world; ++r) {
+          const int64_t prev = dims[(r - 1) * nd + d], cur = dims[r * nd + d];
+          ok = ok && cur <= prev && dims[d] - cur <= 1;
+        }
+        if (ok) continue;
+        std::string msg = fmt::format(
+            "ranks traced different graphs: input {} of the graph (first collective: {}) has "
+            "shape",
+            k, me.items.empty() ? "none" : me.items.front());
+        for (size_t r = 0; r < world; ++r) {
+          std::vector<int64_t> shape(dims.begin() + static_cast<ptrdiff_t>(r * nd + begin),
+                                     dims.begin() + static_cast<ptrdiff_t>(r * nd + end));
+          msg += fmt::format("{} {} on rank {}", r ? "," : "", dims_str(shape.data(), shape.size()),
+                             r);
+        }
+        msg +=
+            "; the shards of one global batch differ by at most one row (a different batch "
+            "size per rank?)";
+        throw Error(LT_STATUS_DISTRIBUTED, msg);
+      }
+    }
+    std::lock_guard lk(g_checked_mu);
+    g_checked = exacts;
+    return;
+  }
+  constexpr size_t kText = 1024;
+  std::string text;
+  for (const std::string& i : me.items) {
+    if (i.rfind("input ", 0) == 0) continue;
+    text += (text.empty() ? "" : ", ") + i;
+  }
+  std::string inputs;
+  for (size_t k = 0; k < me.dims_of.size(); ++k) {
+    const size_t begin = me.dims_of[k],
+                 end = k + 1 < me.dims_of.size() ? me.dims_of[k + 1] : me.dims.size();
+    const Node* n = c.nodes[static_cast<size_t>(c.inputs[k])];
+    inputs += fmt::format("{}{} {}", k ? ", " : "", lt_dtype_name(n->dtype),
+                          dims_str(me.dims.data() + begin, end - begin));
+  }
+  text = "[" + text + "]" + (inputs.empty() ? "" : " on inputs [" + inputs + "]");
+  if (text.size() >= kText) text = text.substr(0, kText - 4) + "...";
+  std::vector<char> mine_text(kText, 0), texts(kText * world, 0);
+  std::memcpy(mine_text.data(), text.data(), std::min(text.size(), kText - 1));
+  call("graph check", [&](char* e, size_t n) {
+    return t->all_gather(mine_text.data(), kText, texts.data(), e, n);
+  });
   std::string msg = "collective mismatch between ranks (the ranks traced different graphs):";
-  for (size_t r = 0; r < all.size(); ++r)
-    msg += fmt::format(" rank {} runs [{}];", r, std::string(texts.data() + r * kText));
+  for (size_t r = 0; r < world; ++r)
+    msg += fmt::format(" rank {} runs {};", r, std::string(texts.data() + r * kText));
   msg.pop_back();
   throw Error(LT_STATUS_DISTRIBUTED, msg);
 }
@@ -212,8 +315,9 @@ LT_API lt_error* lt_dist_init(int64_t* rank, int64_t* world_size) {
         fail(LT_STATUS_UNSUPPORTED,
              "lt_dist_init: the process group was finalised; MPI cannot start twice in one "
              "process");
-      // LT_DIST_TIMEOUT: seconds a collective waits for the other ranks (docs/distributed.md).
-      double timeout = 0;
+      // LT_DIST_TIMEOUT: seconds a collective waits for the other ranks (docs/distributed.md);
+      // by default kDefaultDistTimeout, so that no job hangs forever; 0 waits forever.
+      double timeout = kDefaultDistTimeout;
       if (const char* v = std::getenv("LT_DIST_TIMEOUT"); v && *v) {
         char* end = nullptr;
         timeout = std::strtod(v, &end);

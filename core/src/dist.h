@@ -19,10 +19,17 @@ bool dist_initialized() noexcept;
 int dist_rank(const char* op);
 int dist_world_size(const char* op);
 
-// Before the first collective of a graph execution: every rank exchanges a hash of its
-// collectives (op, attributes, dtype, shape, in order); on a mismatch every rank throws
-// lt::Error(DISTRIBUTED) naming each rank's collectives, instead of a hang or wrong data.
-void dist_check_collectives(const std::vector<const HostNode*>& nodes);
+struct CompiledPlan;
+struct Collected;
+// Before the first collective of a graph execution (the one call site, run_plan): every rank
+// checks that the others run the same graph, as one small all-gather of two hashes: the
+// collectives (op, attributes, dtype, shape, in order) with every input's dtype and rank, and
+// the exact dims of every input. Collectives, dtypes and ranks must be equal; an input dim may
+// differ only as the rows of one global batch split over the ranks do (docs/distributed.md:
+// non-increasing by rank, by at most one). Equal hashes (the usual step) end the check; else a
+// second exchange of the dims decides, and a mismatch throws lt::Error(DISTRIBUTED) on every
+// rank naming each rank's side (issue #29: different --batch per rank went undetected).
+void dist_check_graph(const CompiledPlan& plan, const Collected& c);
 // Bytes of a collective's result for an operand of `in_bytes` (all_gather: world times).
 size_t dist_output_bytes(const HostNode& h, size_t in_bytes);
 // Runs one collective node on host memory: `in` holds the operand (in_bytes), `out` receives

@@ -11,6 +11,24 @@
 namespace lt {
 namespace {
 
+// Why a dynamic attempt failed. A failure that says nothing about the program's shapes (out of
+// memory, I/O, a plugin or internal error: issue #29, a corrupt cache entry) is never taken
+// silently for "stays static": warned and counted (dynamic.compile_errors).
+std::string dynamic_failure(Runtime* rt, const Error& e) {
+  switch (e.code()) {
+    case LT_STATUS_OUT_OF_MEMORY:
+    case LT_STATUS_IO_ERROR:
+    case LT_STATUS_PLUGIN_ERROR:
+    case LT_STATUS_INTERNAL:
+      rt->log->warn("dynamic-shape compile failed: {}", e.message());
+      rt->metrics.add_named("dynamic.compile_errors", 1);
+      break;
+    default:
+      break;
+  }
+  return e.message();
+}
+
 // The program at one point of its symbols: the graph, its partition and its regions' graphs.
 struct Sample {
   lower::OwnedGraph graph;
@@ -31,7 +49,7 @@ bool sample_at(Device* dev, const lt_graph& dg, const std::vector<int64_t>& valu
   } catch (const lower::Error& e) {
     *why = e.what();
   } catch (const Error& e) {
-    *why = e.message();
+    *why = dynamic_failure(dev->runtime, e);
   }
   return false;
 }
@@ -119,7 +137,7 @@ std::shared_ptr<Plan> compile_dynamic(Device* dev, const Collected& c,
     plan =
         compile_partition(dev, real.part, real.regions, PlanSource(c, why), &all_dynamic, not_why);
   } catch (const Error& e) {  // e.g. a backend that refuses the dynamic graph: compile static
-    *not_why = e.message();
+    *not_why = dynamic_failure(dev->runtime, e);
     return nullptr;
   }
   if (!all_dynamic) return base == values ? plan : nullptr;  // still the right static plan for c
@@ -138,14 +156,14 @@ std::vector<int64_t> bucket_of(const Config& cfg, const std::vector<int64_t>& va
   return out;
 }
 
-bool paddable(const Config& cfg, lower::OwnedGraph& dyn, const std::vector<int64_t>& values,
+bool paddable(Runtime* rt, lower::OwnedGraph& dyn, const std::vector<int64_t>& values,
               std::string* why) {
   try {
-    lower::OwnedGraph at = lower::instantiate(dyn.view(), bucket_of(cfg, values)), padded;
+    lower::OwnedGraph at = lower::instantiate(dyn.view(), bucket_of(rt->config, values)), padded;
     lower::validate(at.view());  // every op's shape rule holds at the bucket sizes
     return lower::mask_padding(at.view(), &padded, why);
   } catch (const Error& e) {
-    *why = e.message();
+    *why = dynamic_failure(rt, e);
   } catch (const lower::Error& e) {
     *why = e.what();
   }

@@ -28,8 +28,8 @@ std::shared_ptr<Plan> compile_dynamic(Device* dev, const Collected& c,
 std::vector<int64_t> bucket_of(const Config& cfg, const std::vector<int64_t>& values);
 
 // True if `dyn` padded to the buckets of `values` runs exactly (lower::mask_padding); else
-// `why` says what stops it.
-bool paddable(const Config& cfg, lower::OwnedGraph& dyn, const std::vector<int64_t>& values,
+// `why` says what stops it (a failure unrelated to shapes is also warned and counted).
+bool paddable(Runtime* rt, lower::OwnedGraph& dyn, const std::vector<int64_t>& values,
               std::string* why);
 
 // The run of `c` (at `values`) padded to its bucket of `entry`, whose plan is compiled on first

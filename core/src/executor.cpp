@@ -41,6 +41,7 @@ static TicketPtr enqueue(Device* dev, Run r, Collected&& c) {
 // roots' queued graphs.
 static std::vector<TicketPtr> launch(Device* dev, std::vector<NodeRef>& roots,
                                      TicketPtr* fresh = nullptr) {
+  if (in_callback()) refuse_in_callback("running a graph on '" + dev->name + "'");  // async.h
   std::lock_guard lk(dev->exec_mu);
   std::vector<Node*> pending;
   std::vector<TicketPtr> queued;

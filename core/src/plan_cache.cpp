@@ -229,29 +229,63 @@ std::string PlanCache::miss_reason(History& hist, Device* dev, const Collected& 
   return why;
 }
 
-// Config background_compile: the first miss of a graph starts its compile for `dev` on a
-// background thread (from a copy of the graph) and every execution until it is ready runs on
-// the fallback (cpu_eager, its plan cached under the fallback's device); the first execution
-// after that caches and returns the compiled plan. A compile that failed is rethrown under
-// the fallback policy "error", else logged and replaced by the fallback's plan for good.
+// Under bg_mu_: every finished background compile leaves compiling_, its plan into the cache
+// (failed ones are counted and dropped), so the map never holds more than the pool's running
+// and waiting compiles.
+void PlanCache::sweep_background() {
+  for (auto it = compiling_.begin(); it != compiling_.end();) {
+    if (it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      ++it;
+      continue;
+    }
+    try {
+      insert(it->first, it->second.get());
+    } catch (const std::exception& e) {
+      rt_->log->warn("background compile failed ({}); its graph will compile again if it runs",
+                     e.what());
+      rt_->metrics.add_named("background_compile.failed", 1);
+    }
+    it = compiling_.erase(it);
+  }
+}
+
+// Config background_compile: the first miss of a graph queues its compile for `dev` on the
+// CompilePool (a fixed number of threads, a bounded queue; compile_pool.h), from a copy of the
+// graph, and every execution until it is ready runs on the fallback (cpu_eager, its plan cached
+// under the fallback's device); the first execution after that caches and returns the compiled
+// plan. A compile that failed is rethrown under the fallback policy "error", else logged and
+// replaced by the fallback's plan for good. When the queue is full the graph runs on the
+// fallback without a compile (background_compile.queue_full) and its next miss tries again.
+// Finished compiles never pile up: each new miss first moves every finished one into the cache
+// (bounded by cache_capacity) or, failed, drops it (issue #29).
 std::shared_ptr<Plan> PlanCache::background(Device* dev, const Key& key, const Collected& c) {
   std::shared_future<std::shared_ptr<Plan>> job;
   {
     std::lock_guard lk(bg_mu_);
     auto it = compiling_.find(key);
     if (it == compiling_.end()) {
+      sweep_background();
       std::string why = count_miss(dev, c);
       GraphBuf full;
       full_graph(c, full);
       auto graph = std::make_shared<lower::OwnedGraph>(lower::copy_graph(full.g));
-      job =
-          std::async(std::launch::async, [dev, graph, src = PlanSource(c, why + " (background)")] {
+      auto task = std::make_shared<std::packaged_task<std::shared_ptr<Plan>()>>(
+          [dev, graph, src = PlanSource(c, why + " (background)")] {
             auto p = compile_plan(dev, graph->view(), src);
             p->made = Plan::Made::kBackground;
             return p;
-          }).share();
-      compiling_.emplace(key, job);
-      rt_->metrics.add_named("background_compile.started", 1);
+          });
+      if (!pool_) {
+        const size_t n = CompilePool::default_threads();
+        pool_ = std::make_unique<CompilePool>(n, CompilePool::default_capacity(n));
+      }
+      if (pool_->try_submit([task] { (*task)(); })) {
+        job = task->get_future().share();
+        compiling_.emplace(key, job);
+        rt_->metrics.add_named("background_compile.started", 1);
+      } else {
+        rt_->metrics.add_named("background_compile.queue_full", 1);
+      }
     } else {
       job = it->second;
     }
@@ -264,7 +298,7 @@ std::shared_ptr<Plan> PlanCache::background(Device* dev, const Key& key, const C
     p->made = Plan::Made::kStandIn;
     return p;
   };
-  if (job.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+  if (job.valid() && job.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
     {
       std::lock_guard lk(bg_mu_);
       compiling_.erase(key);
@@ -360,7 +394,7 @@ std::shared_ptr<Plan> PlanCache::try_dynamic(Device* dev, const Collected& c, co
   }
   // Static shapes only: pad to buckets if masks make the padded run exact.
   std::string pad_why;
-  if (dyn && paddable(rt_->config, *dyn, values, &pad_why)) {
+  if (dyn && paddable(rt_, *dyn, values, &pad_why)) {
     auto entry = std::make_shared<Plan>();
     entry->kind = BucketedPlan{dyn, {}};
     entry->device = dev->name;
@@ -392,13 +426,11 @@ void PlanCache::remember(Device* dev, const Collected& c, const lt_graph& full) 
 }
 
 void PlanCache::shutdown() noexcept {
-  decltype(compiling_) jobs;
+  if (pool_) pool_->shutdown();  // drops waiting compiles, joins running ones
   {
     std::lock_guard lk(bg_mu_);
-    jobs.swap(compiling_);
+    compiling_.clear();
   }
-  for (auto& [k, job] : jobs) job.wait();
-  jobs.clear();
   std::lock_guard lk(mu_);
   index_.clear();
   lru_.clear();

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "collect.h"
+#include "compile_pool.h"
 #include "plan.h"
 
 namespace lt {
@@ -87,6 +88,7 @@ class PlanCache {
   std::string count_miss(Device* dev, const Collected& c);
   std::string miss_reason(History& h, Device* dev, const Collected& c);
   std::shared_ptr<Plan> background(Device* dev, const Key& key, const Collected& c);
+  void sweep_background();
   std::shared_ptr<Plan> dynamic_find(Device* dev, const Collected& c, const lt_graph& full);
   std::shared_ptr<Plan> try_dynamic(Device* dev, const Collected& c, const lt_graph& full,
                                     const std::string& why, bool* static_plan);
@@ -101,8 +103,11 @@ class PlanCache {
   std::unordered_map<Key, decltype(lru_)::iterator, KeyHash> index_;
   // Dynamic plans by program (graph_key is the program hash); at most 64.
   std::list<std::pair<Key, std::shared_ptr<Plan>>> dynamic_;
-  std::mutex bg_mu_;  // config background_compile: the compile running for each key
+  // Config background_compile: the compile queued or running for each key (bg_mu_), on the
+  // pool made at the first background compile (at most its threads + queue entries).
+  std::mutex bg_mu_;
   std::unordered_map<Key, std::shared_future<std::shared_ptr<Plan>>, KeyHash> compiling_;
+  std::unique_ptr<CompilePool> pool_;
   std::mutex hist_mu_;  // the map itself; each History is its device's (exec mutex)
   std::unordered_map<const Device*, History> history_;
 };

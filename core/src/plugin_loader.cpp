@@ -11,6 +11,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 
 #include "error.h"
+#include "lazytensor/regular_file.hpp"
 #include "runtime.h"
 
 namespace lt {
@@ -114,6 +115,15 @@ std::shared_ptr<spdlog::logger> plugin_logger(const std::string& name,
 
 // Loads one file; returns the plugin or sets `reason`.
 std::unique_ptr<Plugin> load_one(Runtime* rt, const std::string& path, std::string& reason) {
+  // dlopen would block on a FIFO named like a plugin: regular files only, opened non-blocking.
+  {
+    lt::file::RegularFile f;
+    std::string why;
+    if (!f.open(path, &why)) {
+      reason = "cannot load shared object: it " + why;
+      return nullptr;
+    }
+  }
   boost::dll::shared_library lib;
   try {
     lib.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);

@@ -134,13 +134,8 @@ void run_plan(Device* dev, const Plan& whole, Collected& c, std::span<const int6
     return moved.back().buf->handle;
   };
 
-  // Collectives: every rank checks that the others are about to run the same ones.
-  if (plan.collectives) {
-    std::vector<const HostNode*> coll;
-    for (const HostNode& h : plan.host_nodes)
-      if (h.collective) coll.push_back(&h);
-    dist_check_collectives(coll);
-  }
+  // Collectives: every rank checks that the others are about to run the same graph.
+  if (plan.collectives) dist_check_graph(plan, c);
   std::vector<lt_plugin_buffer*> ins, outs;
   for (size_t ri = 0; ri < plan.regions.size(); ++ri) {
     const Region& r = plan.regions[ri];

@@ -65,11 +65,44 @@ lt_status_code fail_kernel(lt_custom_op_args* a) {
   return LT_STATUS_INVALID_ARGUMENT;
 }
 
+// Kernels that call back into the runtime (issue #29): the runtime and device they use, and
+// what the calls returned.
+struct Reentry {
+  lt_runtime* rt = nullptr;
+  lt_device* dev = nullptr;
+  lt_tensor* pending = nullptr;  // a tensor whose graph has not run
+  std::atomic<int> calls{0};
+  lt_status_code metric_code = LT_STATUS_INTERNAL, sync_code = LT_STATUS_OK,
+                 read_code = LT_STATUS_OK;
+  double metric = -1;
+  std::string sync_msg;
+};
+Reentry g_re;
+lt_status_code metric_kernel(lt_custom_op_args* a) {
+  Err e(lt_metric_get(g_re.rt, "compiles", &g_re.metric));
+  g_re.metric_code = e.code();
+  std::memcpy(a->out_data, a->inputs[0].data, a->out_nbytes);
+  ++g_re.calls;
+  return LT_STATUS_OK;
+}
+lt_status_code sync_kernel(lt_custom_op_args* a) {
+  Err s(lt_sync(g_re.dev));
+  g_re.sync_code = s.code();
+  g_re.sync_msg = s.msg();
+  float v = 0;
+  Err r(lt_tensor_to_host(g_re.pending, &v, sizeof v));
+  g_re.read_code = r.code();
+  std::memcpy(a->out_data, a->inputs[0].data, a->out_nbytes);
+  ++g_re.calls;
+  return LT_STATUS_OK;
+}
+
 void register_ops() {
   static bool once = [] {
     using Entry = std::pair<const char*, lt_custom_op_fn>;
     for (auto [name, kernel] :
-         {Entry{"test_async.gate", gate_kernel}, Entry{"test_async.fail", fail_kernel}}) {
+         {Entry{"test_async.gate", gate_kernel}, Entry{"test_async.fail", fail_kernel},
+          Entry{"test_async.metric", metric_kernel}, Entry{"test_async.sync", sync_kernel}}) {
       lt_custom_op_def d{};
       d.struct_size = LT_CUSTOM_OP_DEF_STRUCT_SIZE;
       d.name = name;
@@ -392,4 +425,41 @@ TEST(Async, OffMeansSynchronous) {
   EXPECT_NE(e.msg().find("test_async.fail: injected failure"), std::string::npos) << e.msg();
   EXPECT_EQ(metric(r.rt, "async.queued"), -1);  // never created
   free_all({x, y});
+}
+
+// Issue #29: a custom kernel that reads a metric ran on the worker, and the metric read waited
+// for the worker's queue to drain: a deadlock. Metrics reads from a kernel answer at once; a
+// kernel that calls lt_sync or reads a pending tensor gets an error, never a wait (on the
+// worker with async_execution, and under the device's lock without it).
+TEST(Async, KernelsThatCallTheRuntimeNeverWaitOnTheirOwnQueue) {
+  for (bool async : {true, false}) {
+    SCOPED_TRACE(async ? "async" : "synchronous");
+    AsyncRuntime r(async);
+    ASSERT_NE(r.dev, nullptr);
+    g_re.rt = r.rt;
+    g_re.dev = r.dev;
+    g_re.calls = 0;
+    ::alarm(60);  // the bug was a deadlock: end the test process rather than hang
+    lt_tensor* x = from_host(r.dev, {1, 2, 3}, {3});
+    lt_tensor* y = apply1(r.dev, "test_async.metric", x);
+    LT_OK(lt_sync(r.dev));
+    EXPECT_EQ(to_host(y), (std::vector<float>{1, 2, 3}));
+    EXPECT_EQ(g_re.calls.load(), 1);
+    EXPECT_EQ(g_re.metric_code, LT_STATUS_OK);
+    EXPECT_GE(g_re.metric, 1.0);  // this graph was compiled before it ran
+
+    g_re.pending = add(x, x);  // never synced: reading it would run a graph
+    lt_tensor* z = apply1(r.dev, "test_async.sync", x);
+    LT_OK(lt_sync(r.dev));
+    EXPECT_EQ(to_host(z), (std::vector<float>{1, 2, 3}));
+    ::alarm(0);
+    EXPECT_EQ(g_re.calls.load(), 2);
+    EXPECT_EQ(g_re.sync_code, LT_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(g_re.sync_msg.find("from inside a custom kernel"), std::string::npos)
+        << g_re.sync_msg;
+    EXPECT_EQ(g_re.read_code, LT_STATUS_INVALID_ARGUMENT);
+    // Outside the kernel the same calls work.
+    EXPECT_EQ(to_host(g_re.pending), (std::vector<float>{2, 4, 6}));
+    free_all({x, y, z, g_re.pending});
+  }
 }

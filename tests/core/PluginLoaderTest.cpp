@@ -1,5 +1,8 @@
 // PluginLoaderTest.cpp — broken plugins are each reported with path and reason while the good
 // ones still load and work.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "test_util.h"
 
 #include "lazytensor/lt_plugin.h"
@@ -57,6 +60,26 @@ TEST(PluginLoader, ReportsEachBrokenPluginWithPathAndReason) {
   EXPECT_EQ(to_host(m), (std::vector<float>{2, 4}));
   lt_tensor_free(a);
   lt_tensor_free(m);
+}
+
+// Issue #29: dlopen of a FIFO named like a plugin blocks forever; the loader refuses any file on
+// the plugin path that is not regular, reports it, and loads the others.
+TEST(PluginLoader, AFifoNamedLikeAPluginIsReportedNotOpened) {
+  std::string dir = ::testing::TempDir() + "/lt_fifo_plugins_" + std::to_string(::getpid());
+  ::mkdir(dir.c_str(), 0700);
+  std::string fifo = dir + "/lt_plugin_fifo.so";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ::alarm(30);  // the bug was a blocking open: end the test process rather than hang
+  RuntimeHandle h{make_runtime(dir + ":" + plugin_dir("partial"), "partial")};
+  ::alarm(0);
+  ASSERT_NE(h.rt, nullptr);
+  std::string r = report(h.rt);
+  size_t at = r.find(fifo);
+  ASSERT_NE(at, std::string::npos) << r;
+  std::string line = r.substr(at, r.find('\n', at) - at);
+  EXPECT_NE(line.find("is a FIFO, not a regular file"), std::string::npos) << line;
+  ::unlink(fifo.c_str());
+  ::rmdir(dir.c_str());
 }
 
 TEST(PluginLoader, MissingDeviceFailsCreationWithAvailableList) {

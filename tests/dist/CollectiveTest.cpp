@@ -137,6 +137,42 @@ TEST(Collective, DifferentShapesOnTheRanksAreReportedOnEveryRankNamingEach) {
             std::vector<float>(2, static_cast<float>(world())));
 }
 
+// Issue #29: ranks whose collectives agree but whose inputs do not (a different batch size per
+// rank) reduced unrelated gradients and reported wrong numbers. The graph check covers every
+// input: the shards of one global batch (non-increasing by rank, at most one row apart) pass,
+// anything else fails on every rank naming each rank's shape.
+TEST(Collective, InputsThatDifferBeyondOneBatchSplitAreReportedOnEveryRank) {
+  const int64_t r = rank(), w = world();
+  auto step = [&](int64_t rows) {
+    lt::Tensor x =
+        lt::Tensor::from<float>(dev(), std::vector<float>(size_t(rows * 3), 1.0f), {rows, 3});
+    return x.sum({0}).all_reduce().to_vector<float>();
+  };
+  // 2w+1 rows split as one batch: the first rank takes one more.
+  const int64_t global = 2 * w + 1, mine = global / w + (r < global % w ? 1 : 0);
+  EXPECT_EQ(step(mine), std::vector<float>(3, static_cast<float>(global)));
+  EXPECT_EQ(step(mine), std::vector<float>(3, static_cast<float>(global)));  // checked before
+  if (w < 2) return;
+  lt::Error e = error_of([&] { (void)step(4 + 4 * r); });  // 4 rows on rank 0, 8 on rank 1
+  EXPECT_EQ(e.code(), LT_STATUS_DISTRIBUTED);
+  const std::string msg = e.what();
+  EXPECT_NE(msg.find("ranks traced different graphs: input 0"), std::string::npos) << msg;
+  for (int64_t q = 0; q < w; ++q) {
+    std::string want = "[" + std::to_string(4 + 4 * q) + ",3] on rank " + std::to_string(q);
+    EXPECT_NE(msg.find(want), std::string::npos) << "missing '" << want << "' in: " << msg;
+  }
+  // Different dtypes of an input: the collectives' text names each rank's inputs.
+  lt::Error d = error_of([&] {
+    lt::Tensor x = r == 0 ? lt::Tensor::from<float>(dev(), std::vector<float>{1, 2}, {2})
+                          : lt::Tensor::from<double>(dev(), std::vector<double>{1, 2}, {2});
+    (void)x.sum().cast(lt::f32).all_reduce().to_vector<float>();
+  });
+  EXPECT_EQ(d.code(), LT_STATUS_DISTRIBUTED);
+  EXPECT_NE(std::string(d.what()).find("on inputs [f64 [2]]"), std::string::npos) << d.what();
+  // The group still works afterwards.
+  EXPECT_EQ(step(mine), std::vector<float>(3, static_cast<float>(global)));
+}
+
 TEST(Collective, BadArgumentsAreRefusedAtTraceTimeNamingThem) {
   lt::Tensor x = lt::ones(dev(), {3});
   lt::Error root = error_of([&] { (void)x.broadcast(world()); });

@@ -240,6 +240,23 @@ TEST_F(GpuOpencl, EightOpElementwiseChainWithBroadcastIsOneKernel) {
     }
 }
 
+// Issue #29: OpenCL's tanh gave 0.99999994 for 10, 20 and inf, where libm and every other
+// backend give exactly 1 (tanh rounds to +-1 in f32 beyond 13 ln 2 = 9.011).
+TEST_F(GpuOpencl, TanhSaturatesToExactlyOneLikeLibm) {
+  const std::vector<float> X = {10.0f, 20.0f,  INFINITY, -10.0f, -20.0f, -INFINITY,
+                                9.5f,  100.0f, 0.5f,     -2.0f,  0.0f,   NAN};
+  const int64_t n = static_cast<int64_t>(X.size());
+  GraphBuilder gb;
+  int32_t x = gb.input(F32, {n});
+  gb.output(gb.op("tanh", F32, {n}, {x}));
+  auto out = Run(gb, {raw(X)});
+  ASSERT_EQ(out.size(), 1u);
+  auto got = as<float>(out[0]);
+  for (size_t i = 0; i < 8; ++i) EXPECT_EQ(got[i], std::tanh(X[i])) << "tanh(" << X[i] << ")";
+  for (size_t i = 8; i < 11; ++i) EXPECT_NEAR(got[i], std::tanh(X[i]), 1e-6f) << X[i];
+  EXPECT_TRUE(std::isnan(got[11]));
+}
+
 TEST_F(GpuOpencl, IntegerAndBoolElementwiseFollowTheOpContract) {
   GraphBuilder gb;
   int32_t a = gb.input(LT_DTYPE_I32, {6});

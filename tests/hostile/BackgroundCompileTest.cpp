@@ -7,6 +7,7 @@
 
 #include <lazytensor/lt.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -148,6 +149,9 @@ TEST(BackgroundCompile, DestroyingTheRuntimeWaitsForARunningCompile) {
     ASSERT_NE(r.dev, nullptr);
     ASSERT_EQ(step(r.dev, 3), "");
     EXPECT_EQ(r.metric("background_compile.compiled_steps"), 0);
+    // Give the pool's thread time to take the compile (a compile still waiting in the queue
+    // is dropped at destruction, never started); it then runs for 400 ms.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }  // the compile thread still uses the plugin: destruction waits for it
   EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(400));
 }
@@ -172,3 +176,61 @@ TEST(BackgroundCompile, BadSettingsAreClearErrors) {
 }
 
 }  // namespace
+
+namespace {
+
+// Threads of this process now (/proc/self/status).
+int threads_now() {
+  std::ifstream st("/proc/self/status");
+  std::string line;
+  while (std::getline(st, line))
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  return -1;
+}
+
+// neg(x) + x*x for x = [0, 1, ..., n-1]: a graph of its own for every n.
+std::string step_n(lt_device* dev, int64_t n) {
+  std::vector<float> xv(static_cast<size_t>(n)), out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) xv[static_cast<size_t>(i)] = static_cast<float>(i);
+  lt_tensor *x = nullptr, *ng = nullptr, *sq = nullptr, *y = nullptr;
+  const size_t bytes = static_cast<size_t>(n) * 4;
+  std::string err = take(lt_tensor_from_host(dev, LT_DTYPE_F32, &n, 1, xv.data(), bytes, &x));
+  if (err.empty()) err = take(lt_neg(x, &ng));
+  if (err.empty()) err = take(lt_mul(x, x, &sq));
+  if (err.empty()) err = take(lt_add(ng, sq, &y));
+  if (err.empty()) err = take(lt_tensor_to_host(y, out.data(), bytes));
+  if (err.empty())
+    for (size_t k = 0; k < out.size(); ++k) EXPECT_FLOAT_EQ(out[k], xv[k] * xv[k] - xv[k]) << k;
+  for (lt_tensor* t : {x, ng, sq, y}) lt_tensor_free(t);
+  return err;
+}
+
+}  // namespace
+
+// Issue #29: every one-off graph started a thread of its own and the finished ones were never
+// forgotten (12,293 threads at once, then out of memory). Compiles run on a fixed pool with a
+// bounded queue: 300 graphs that each run once (400 ms compiles) never have more than the pool's
+// threads beyond the runtime's own, graphs that find the queue full run on the stand-in and
+// are counted, and every value is right.
+TEST(BackgroundCompile, OneOffGraphsUseABoundedPoolAndQueue) {
+  ::setenv("LT_BACKGROUND_COMPILE_THREADS", "2", 1);
+  {
+    BgRuntime r("slow_compile", "warn");
+    ASSERT_NE(r.dev, nullptr);
+    ASSERT_EQ(step_n(r.dev, 1), "");  // the runtime's own threads (pool, stand-in) exist
+    const int base = threads_now();
+    int peak = base;
+    const int graphs = 300;
+    for (int i = 2; i <= graphs; ++i) {
+      ASSERT_EQ(step_n(r.dev, i), "") << i;
+      peak = std::max(peak, threads_now());
+    }
+    EXPECT_LE(peak, base + 2 + 2) << "threads beyond the pool of 2 (+2 slack)";
+    const double started = r.metric("background_compile.started");
+    const double full = r.metric("background_compile.queue_full");
+    EXPECT_EQ(started + full, graphs) << "every miss either queued a compile or was counted";
+    EXPECT_GT(full, 0) << "400 ms compiles cannot keep up with 300 graphs: the queue fills";
+    EXPECT_LE(started, graphs);
+  }
+  ::unsetenv("LT_BACKGROUND_COMPILE_THREADS");
+}

@@ -105,7 +105,11 @@ TEST(CExpr, MaximumPropagatesNanAndComparisonsGiveTheBooleanType) {
   EXPECT_EQ(cx::binary("le", "a", "b", LT_DTYPE_F32, kCl), "((uchar)(a <= b))");
   EXPECT_EQ(cx::binary("or", "a", "b", LT_DTYPE_BOOL, kCl), "((uchar)(a || b))");
   EXPECT_EQ(cx::unary("not", "a", LT_DTYPE_BOOL, kCl), "((uchar)!(a))");
-  EXPECT_EQ(cx::unary("tanh", "a", LT_DTYPE_F32, kC), "tanh(a)");
+  // tanh is +-1 exactly where it rounds to +-1 (OpenCL's tanh gave 0.99999994: issue #29).
+  EXPECT_EQ(cx::unary("tanh", "a", LT_DTYPE_F32, kC),
+            "(fabs(a) > 9.011f ? copysign((float)1, a) : tanh(a))");
+  EXPECT_EQ(cx::unary("tanh", "a", LT_DTYPE_F64, kC),
+            "(fabs(a) > 19.062 ? copysign((double)1, a) : tanh(a))");
 }
 
 TEST(CExpr, RendersExactlyThePrimitivesItNames) {

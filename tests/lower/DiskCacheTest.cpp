@@ -3,11 +3,14 @@
 // cap, stale temporaries cleaned, concurrent processes never seeing half an entry, and where
 // the directory defaults to.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -106,6 +109,74 @@ TEST_F(DiskCacheTest, AForeignOrCorruptFileIsIgnoredRemovedAndReplaced) {
     c.store("key C", bytes("some object code"));  // replaced
     EXPECT_EQ(c.load("key C"), bytes("some object code"));
   }
+}
+
+// Issue #29: a FIFO (no writer) named like an entry hung every process that looked the entry
+// up; a directory, a socket or a device there is as foreign. Each is refused without blocking.
+TEST_F(DiskCacheTest, AFifoOrDirectoryNamedLikeAnEntryIsRefusedWithoutBlocking) {
+  std::vector<std::string> logged;
+  DiskCache c(dir_.string(), uint64_t{1} << 30,
+              [&](int, const std::string& m) { logged.push_back(m); });
+  c.store("key F", bytes("payload F"));
+  const fs::path fp = file_of("key F");
+  ASSERT_FALSE(fp.empty());
+  fs::remove(fp);
+  ASSERT_EQ(::mkfifo(fp.c_str(), 0600), 0);
+  ::alarm(30);  // the bug was a blocking open: end the test process rather than hang
+  EXPECT_FALSE(c.load("key F"));
+  ::alarm(0);
+  EXPECT_EQ(c.stats().rejected, 1u);
+  ASSERT_FALSE(logged.empty());
+  EXPECT_NE(logged.back().find("is a FIFO"), std::string::npos) << logged.back();
+  fs::remove(fp);
+  fs::create_directory(fp);
+  EXPECT_FALSE(c.load("key F"));
+  EXPECT_NE(logged.back().find("is a directory"), std::string::npos) << logged.back();
+  c.store("key F", bytes("payload F"));  // the name is usable again
+  EXPECT_EQ(c.load("key F"), bytes("payload F"));
+}
+
+// Issue #29: an entry whose header claims a 1 GiB payload in a 4.5 KB file made the loader
+// allocate 1 GiB before looking at the file's size. Under an address-space limit far below
+// that, the load must answer "miss" and remove the entry (a child process, so the limit
+// stays there).
+TEST_F(DiskCacheTest, ALengthLargerThanTheFileIsRefusedBeforeAllocating) {
+  DiskCache c(dir_.string());
+  c.store("key L", bytes(std::string(4500, 'o')));
+  const fs::path lp = file_of("key L");
+  ASSERT_FALSE(lp.empty());
+  std::string f = read(lp);
+  const uint64_t huge = uint64_t{1} << 30;
+  std::memcpy(f.data() + 16, &huge, 8);  // the data length field
+  std::ofstream(lp, std::ios::binary | std::ios::trunc) << f;
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    struct rlimit rl {};
+    ::getrlimit(RLIMIT_AS, &rl);
+    std::ifstream st("/proc/self/statm");
+    uint64_t pages = 0;
+    st >> pages;
+    rl.rlim_cur = pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) + (uint64_t{256} << 20);
+    ::setrlimit(RLIMIT_AS, &rl);
+    int code = 0;
+    try {
+      if (c.load("key L"))
+        code = 1;  // loaded garbage
+      else if (fs::exists(lp))
+        code = 2;  // the bad entry stays for every later run
+      else if (c.stats().rejected != 1)
+        code = 4;  // not counted
+    } catch (const std::bad_alloc&) {
+      code = 3;  // allocated the claimed size
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: loaded, 2: not removed, 3: allocated 1 GiB, "
+                                       "4: not counted as rejected";
 }
 
 TEST_F(DiskCacheTest, EvictsTheLeastRecentlyUsedBeyondTheCap) {

@@ -1,6 +1,8 @@
 // DataTest.cpp — the digits CSV loader (plain and gzip) with its validation errors naming
 // file and line, seeded shuffling and splitting, standardisation and static-shape batching.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <filesystem>
@@ -71,6 +73,25 @@ TEST(DigitsData, ErrorsNameFileAndLine) {
 
   msg = load_error("/nonexistent/digits.csv");
   EXPECT_NE(msg.find("/nonexistent/digits.csv"), std::string::npos) << msg;
+}
+
+// Issue #29: a FIFO (no writer) named like a data set hung gzopen; a directory is no data set.
+// Both are refused at once, naming the file and what it is.
+TEST(DigitsData, AFifoOrDirectoryIsRefusedWithoutBlocking) {
+  // Its own name (a FIFO left by a killed run would block any writer of a shared name).
+  std::string fifo =
+      (fs::temp_directory_path() / ("lt_data_test_fifo_" + std::to_string(::getpid()) + ".csv"))
+          .string();
+  fs::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ::alarm(30);  // the bug was a blocking open: end the test process rather than hang
+  std::string msg = load_error(fifo);
+  ::alarm(0);
+  EXPECT_NE(msg.find(fifo), std::string::npos) << msg;
+  EXPECT_NE(msg.find("is a FIFO"), std::string::npos) << msg;
+  fs::remove(fifo);
+  msg = load_error(fs::temp_directory_path().string());
+  EXPECT_NE(msg.find("is a directory"), std::string::npos) << msg;
 }
 
 TEST(DigitsData, SplitShuffleAndBatchAreSeeded) {

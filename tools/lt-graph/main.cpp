@@ -16,6 +16,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "lazytensor/regular_file.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -44,16 +46,18 @@ struct Dot {
     if (g) agclose(g);
   }
   bool open(const fs::path& path, std::string* why) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      std::error_code ec;
-      *why = fs::exists(path, ec) ? "cannot read '" + path.string() + "'"
-                                  : "no such file '" + path.string() + "'";
+    // Non-blocking, regular files only, at most 256 MiB (lazytensor/regular_file.hpp).
+    lt::file::RegularFile in;
+    std::string text, what;
+    if (!in.open(path.string(), &what)) {
+      *why = in.error() == ENOENT ? "no such file '" + path.string() + "'"
+                                  : "cannot read '" + path.string() + "': it " + what;
       return false;
     }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string text = ss.str();
+    if (!in.read_all(&text, uint64_t{256} << 20, &what)) {
+      *why = "cannot read '" + path.string() + "': it " + what;
+      return false;
+    }
     g_graphviz_error.clear();
     g = agmemread(text.c_str());
     if (!g) {

@@ -35,10 +35,19 @@ inline void save(const std::string& path,
       throw Error(LT_STATUS_INVALID_ARGUMENT,
                   "save: '" + path + "': tensor '" + name + "' is null");
     }
+    if (name.find('\0') != std::string::npos) {  // the C API would see a shorter name
+      throw Error(LT_STATUS_INVALID_ARGUMENT,
+                  "save: '" + path + "': a tensor name contains a NUL byte (names are C strings)");
+    }
     names.push_back(name.c_str());
     raw.push_back(t.get());
   }
   for (const auto& [k, v] : metadata) {
+    if (k.find('\0') != std::string::npos || v.find('\0') != std::string::npos) {
+      throw Error(LT_STATUS_INVALID_ARGUMENT, "save: '" + path +
+                                                  "': a metadata key or value contains a NUL "
+                                                  "byte (metadata strings are C strings)");
+    }
     keys.push_back(k.c_str());
     values.push_back(v.c_str());
   }

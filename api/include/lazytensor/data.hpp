@@ -7,6 +7,7 @@
 
 #include "lazytensor/lazytensor.hpp"
 #include "lazytensor/lt_random.h"
+#include "lazytensor/regular_file.hpp"
 
 #include <zlib.h>
 
@@ -44,11 +45,17 @@ inline Dataset load_csv(const std::string& path, int64_t features, int64_t class
   if (features <= 0 || classes <= 0) {
     throw Error(LT_STATUS_INVALID_ARGUMENT, "load_csv: features and classes must be positive");
   }
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) {
-    throw Error(LT_STATUS_NOT_FOUND,
-                path + ": cannot open (" + std::string(std::strerror(errno)) + ")");
+  // Opened as every file LazyTensor reads (lazytensor/regular_file.hpp): a FIFO or a device
+  // named like the data set is refused, never waited on.
+  lt::file::RegularFile file;
+  std::string why;
+  if (!file.open(path, &why)) {
+    throw Error(file.error() == ENOENT ? LT_STATUS_NOT_FOUND : LT_STATUS_IO_ERROR,
+                path + ": cannot open (" + why + ")");
   }
+  gzFile f = gzdopen(file.fd(), "rb");
+  if (!f) throw Error(LT_STATUS_IO_ERROR, path + ": cannot open (out of memory)");
+  file.release();  // gzclose closes it
   std::string text;
   char buf[1 << 16];
   int n = 0;

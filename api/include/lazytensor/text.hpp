@@ -92,12 +92,14 @@ inline std::string load_corpus(const std::string& path = kFortunesDir) {
                                          ": no such file or directory (the default corpus is "
                                          "Debian's fortunes package: apt-get install fortunes)");
   }
+  // Opened as every file LazyTensor reads (lazytensor/regular_file.hpp): non-blocking, regular
+  // files only, at most 1 GiB.
   auto read = [](const fs::path& p) {
-    std::ifstream f(p, std::ios::binary);
-    if (!f) throw Error(LT_STATUS_IO_ERROR, p.string() + ": cannot read");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
+    lt::file::RegularFile f;
+    std::string why, text;
+    if (!f.open(p.string(), &why) || !f.read_all(&text, uint64_t{1} << 30, &why))
+      throw Error(LT_STATUS_IO_ERROR, p.string() + ": cannot read: it " + why);
+    return text;
   };
   if (!fs::is_directory(status)) return read(path);
   std::vector<fs::path> files;

@@ -183,6 +183,12 @@ std::string unary(std::string_view op, const std::string& a, lt_dtype d, const D
     return is_int(d) ? "((" + a + ") < 0 ? (" + t + ")(-(" + u + ")(" + a + ")) : (" + a + "))"
                      : "fabs(" + a + ")";
   if (op == "not") return "((" + t + ")!(" + a + "))";
+  if (op == "tanh" && is_float(d)) {
+    // Beyond 13 ln 2 (f32) or 27.5 ln 2 (f64) tanh rounds to +-1 exactly, as libm gives it;
+    // OpenCL's tanh (PoCL) returned 0.99999994 for 10, 20 and inf (issue #29). NaN keeps tanh.
+    const std::string cut = d == LT_DTYPE_F64 ? "19.062" : "9.011f";
+    return "(fabs(" + a + ") > " + cut + " ? copysign((" + t + ")1, " + a + ") : tanh(" + a + "))";
+  }
   if (is_unary(op)) return std::string(op) + "(" + a + ")";
   fail(LT_STATUS_UNSUPPORTED, "no C expression for unary op " + std::string(op));
 }

@@ -4,6 +4,8 @@
 //   "LTCACHE1" | u64 key length | u64 data length | u64 checksum of key then data | key | data
 #include "lazytensor/lower/disk_cache.hpp"
 
+#include <cerrno>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +15,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+
+#include "lazytensor/regular_file.hpp"
 
 namespace lt::lower {
 namespace fs = std::filesystem;
@@ -70,26 +74,41 @@ std::optional<std::vector<char>> DiskCache::load(std::string_view key) {
     std::lock_guard lock(*mu_);
     ++(stats_.*field);
   };
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // Opened non-blocking and only if regular (a FIFO named like an entry hung every lookup), and
+  // the lengths in the header checked against the file's size before anything is allocated (a
+  // header claiming 1 GiB made a 4.5 KB file allocate 1 GiB).
+  lt::file::RegularFile in;
+  std::string why;
+  if (!in.open(path, &why)) {
+    if (in.error() == ENOENT) {
+      count(&Stats::misses);
+      return std::nullopt;
+    }
+    if (log_) log_(3, "compile cache: ignoring and removing " + path + ": it " + why);
+    std::error_code ec;
+    fs::remove(path, ec);
+    count(&Stats::rejected);
     count(&Stats::misses);
     return std::nullopt;
   }
   char head[kHeader];
   uint64_t klen = 0, dlen = 0, sum = 0;
   std::vector<char> k, data;
-  bool ok = static_cast<bool>(in.read(head, kHeader)) && std::memcmp(head, kMagic, 8) == 0;
+  bool ok = in.size() >= kHeader && in.read_at(head, kHeader, 0, nullptr) &&
+            std::memcmp(head, kMagic, 8) == 0;
   if (ok) {
     std::memcpy(&klen, head + 8, 8);
     std::memcpy(&dlen, head + 16, 8);
     std::memcpy(&sum, head + 24, 8);
-    ok = klen == key.size() && dlen <= kMaxEntry;
+    // Exactly header + key + data, so neither length can exceed the file.
+    ok = klen == key.size() && dlen <= kMaxEntry && klen <= in.size() && dlen <= in.size() &&
+         in.size() == kHeader + klen + dlen;
   }
   if (ok) {
     k.resize(klen);
     data.resize(dlen);
-    ok = in.read(k.data(), static_cast<std::streamsize>(klen)) &&
-         in.read(data.data(), static_cast<std::streamsize>(dlen)) && in.peek() == EOF;
+    ok = in.read_at(k.data(), klen, kHeader, nullptr) &&
+         in.read_at(data.data(), dlen, kHeader + klen, nullptr);
   }
   ok = ok && fnv1a(data.data(), data.size(), fnv1a(k.data(), k.size())) == sum;
   if (!ok || std::string_view(k.data(), k.size()) != key) {
