@@ -426,6 +426,18 @@ class Tensor {
     return *this;
   }
 
+  // ---- autograd, libtorch spelling (lazytensor/autograd.hpp has the free functions)
+  // Back-propagates from this value into every leaf that requires gradients, accumulating;
+  // `seed` is needed when it has more than one element. Same as lt::backward(*this, seed).
+  void backward() const { check(lt_backward(req("backward"), nullptr)); }
+  void backward(const Tensor& seed) const { check(lt_backward(req("backward"), seed.get())); }
+  // The gradient accumulated in this leaf, or a null Tensor when none (lt::grad(t)).
+  Tensor grad() const {
+    lt_tensor* g = nullptr;
+    check(lt_tensor_grad(req("grad"), &g));
+    return Tensor(g);
+  }
+
   // ---- host data
   template <class T>
   static Tensor from(const Device& device, std::span<const T> data, IntList shape) {
@@ -913,6 +925,24 @@ inline Tensor arange(const Device& device, double start, double stop, double ste
   lt_tensor* out = nullptr;
   check(lt_arange(device.get(), start, stop, step, dtype, &out));
   return Tensor(out);
+}
+// `steps` values evenly spaced from `start` to `end`, both included (torch.linspace): the
+// first half counts up from start and the second half down from end, so both ends are exact.
+inline Tensor linspace(const Device& device, double start, double end, int64_t steps,
+                       DType dtype = LT_DTYPE_F32) {
+  if (steps < 0) {
+    throw Error(LT_STATUS_INVALID_ARGUMENT,
+                "linspace: steps must be non-negative, got " + std::to_string(steps));
+  }
+  const bool is_float = dtype == LT_DTYPE_F32 || dtype == LT_DTYPE_F64;
+  const DType work = is_float ? dtype : LT_DTYPE_F64;
+  if (steps <= 1) return full(device, {steps}, start, dtype);
+  const double step = (end - start) / static_cast<double>(steps - 1);
+  Tensor i = arange(device, 0, static_cast<double>(steps), 1.0, work);
+  Tensor up = i.mul(step).add(start);
+  Tensor down = i.sub(static_cast<double>(steps - 1)).mul(step).add(end);
+  Tensor v = where(i.lt(Tensor::scalar(device, static_cast<double>(steps / 2), work)), up, down);
+  return work == dtype ? v : v.cast(dtype);
 }
 inline Tensor random_uniform(const Device& device, IntList shape, uint64_t seed, double low = 0.0,
                              double high = 1.0, DType dtype = LT_DTYPE_F32) {
