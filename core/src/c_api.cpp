@@ -52,9 +52,19 @@ Dims checked_shape(const char* fn, const int64_t* shape, size_t rank) {
   return d;
 }
 
+// lt_trace_location: the user's file and line for the next op this thread records.
+struct TraceLocation {
+  const char* file;
+  uint32_t line;
+};
+[[gnu::tls_model("initial-exec")]] thread_local TraceLocation t_trace{nullptr,
+                                                                      0};  // runtime.cpp: why
+
 // The one path from a C op call to the registry (lt_apply and every typed wrapper).
 lt_error* apply_id(lt_device* device, uint16_t op, lt_tensor* const* inputs, size_t n,
                    const lt_attr* attrs, size_t num_attrs, lt_tensor** out) {
+  const TraceLocation here = t_trace;  // consumed by this op, even one that fails
+  t_trace.file = nullptr;
   return guard([&] {
     const char* name = op_name(op);
     if (!out) fail(LT_STATUS_INVALID_ARGUMENT, "{}: out is NULL", name);
@@ -80,6 +90,11 @@ lt_error* apply_id(lt_device* device, uint16_t op, lt_tensor* const* inputs, siz
     if (!dev) fail(LT_STATUS_INVALID_ARGUMENT, "{}: device is NULL and there are no inputs", name);
     OpCall call{dev, op, refs, n, attrs, num_attrs};
     NodeRef r = apply_op(call);
+    // A node made now (not an operand returned as is) keeps the location.
+    if (here.file && !r->trace_file && r->refs.load(std::memory_order_relaxed) == 1) {
+      r->trace_file = here.file;
+      r->trace_line = here.line;
+    }
     dev->runtime->metrics.ops_traced.fetch_add(1, std::memory_order_relaxed);
     *out = tensor_new(dev, std::move(r));
     autograd::on_apply(name, inputs, n, attrs, num_attrs, *out);  // autograd hook (train)
@@ -155,6 +170,17 @@ LT_API const char* lt_version_string(void) {
 }
 LT_API uint32_t lt_version(void) {
   return (LT_VERSION_MAJOR << 16) | (LT_VERSION_MINOR << 8) | LT_VERSION_PATCH;
+}
+
+LT_API void lt_trace_location(const char* file, uint32_t line) {
+  t_trace.file = file;
+  t_trace.line = line;
+}
+LT_API int lt_tensor_traced_at(const lt_tensor* tensor, const char** file, uint32_t* line) {
+  if (!is_live(tensor) || !tensor->node->trace_file) return 0;
+  if (file) *file = tensor->node->trace_file;
+  if (line) *line = tensor->node->trace_line;
+  return 1;
 }
 
 // ---- runtime ----

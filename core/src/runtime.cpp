@@ -275,7 +275,10 @@ struct LocalPool {
   size_t carve_left = 0;
   bool registered = false;
 };
-thread_local LocalPool t_pool;
+// initial-exec: one %fs-relative load instead of a __tls_get_addr call on every op (the
+// library is linked by programs, and its few bytes of TLS fit glibc's static reserve when
+// dlopened too).
+[[gnu::tls_model("initial-exec")]] thread_local LocalPool t_pool;
 
 void local_pool_exit(void* p) {
   auto* lp = static_cast<LocalPool*>(p);

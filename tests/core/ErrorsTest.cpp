@@ -194,3 +194,21 @@ TEST_F(Errors, HandleUsedAfterFreeIsInvalidArgumentNamingIt) {
   EXPECT_EQ(to_host(o), (std::vector<float>{2, 4, 6, 8, 10, 12}));
   lt_tensor_free(o);
 }
+
+// Issue #28 (source locations): LT_AT records the caller's file and line on the node the op
+// makes; an op without it records none, and a location is consumed by one op only.
+TEST_F(Errors, LtAtRecordsTheCallersLine) {
+  lt_tensor *c = nullptr, *e = nullptr;
+  const uint32_t line = __LINE__ + 1;
+  LT_OK(LT_AT(lt_add(a, a, &c)));
+  const char* file = nullptr;
+  uint32_t got = 0;
+  ASSERT_EQ(lt_tensor_traced_at(c, &file, &got), 1);
+  EXPECT_STREQ(file, __FILE__);
+  EXPECT_EQ(got, line);
+  LT_OK(lt_mul(c, a, &e));
+  EXPECT_EQ(lt_tensor_traced_at(e, &file, &got), 0);
+  EXPECT_EQ(lt_tensor_traced_at(a, &file, &got), 0);  // a leaf from host data
+  lt_tensor_free(c);
+  lt_tensor_free(e);
+}

@@ -59,6 +59,15 @@ LT_API const char* lt_status_name(lt_status_code code);
 /* Frees an error; NULL is ignored. */
 LT_API void lt_error_destroy(lt_error* error);
 
+/* Source locations: the next op this thread records keeps `file` and `line` (the user's
+ * program), shown in recompile reasons, fallback warnings and graph dumps ("traced at
+ * train.c:57"). `file` must have static storage duration (a __FILE__ literal). LT_AT wraps
+ * one op call: LT_AT(lt_add(a, b, &c)). The C++ API passes std::source_location itself. */
+LT_API void lt_trace_location(const char* file, uint32_t line);
+#define LT_AT(call) (lt_trace_location(__FILE__, (uint32_t)__LINE__), (call))
+/* Where the op that made `tensor` was traced: 1 and *file, *line when known, else 0. */
+LT_API int lt_tensor_traced_at(const lt_tensor* tensor, const char** file, uint32_t* line);
+
 /* Frees a string returned by this library (lt_metrics_report, ...); NULL is ignored. */
 LT_API void lt_string_free(char* s);
 
