@@ -222,9 +222,9 @@ namespace {
 // process exits; a freed slot is marked dead and reused only after kQuarantine later frees on
 // the same thread, so a stale handle reads a dead slot for at least that long. Each thread
 // keeps its own FIFO of freed slots and its own chunk to carve from, so recording an op takes
-// no lock (the malloc it replaces took none either: core bench BM_TraceOneOp); the mutex is
-// taken once per kChunk new slots and when a thread exits, handing its freed slots to the
-// shared list that other threads draw from.
+// no lock (the malloc it replaces took none either: core bench BM_TraceOneOp,
+// docs/architecture.md); the mutex is taken once per kChunk new slots and when a thread exits,
+// handing its freed slots to the shared list that other threads draw from.
 constexpr size_t kChunk = 1024, kQuarantine = 4096;
 
 struct SlotList {  // intrusive FIFO through lt_tensor::next
