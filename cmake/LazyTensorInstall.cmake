@@ -1,6 +1,6 @@
 # Install and export rules (SDK engineer): headers, liblazytensor (versioned SONAME), the
 # LazyTensor::{core,plugin_api,cpp} targets, LazyTensorConfig.cmake + version file, the
-# lt_add_plugin() helper and lazytensor.pc. Included last from the top-level CMakeLists.txt so
+# lt_add_plugin() helper, lazytensor{,-cpp,-plugin}.pc and the example plugin's sources. Included last from the top-level CMakeLists.txt so
 # every target it names already exists. The tree is relocatable: nothing below records an
 # absolute prefix (the core finds plugins relative to itself, tools use $ORIGIN rpaths).
 include(CMakePackageConfigHelpers)
@@ -50,5 +50,15 @@ configure_file("${PROJECT_SOURCE_DIR}/cmake/lazytensor.pc.in"
                "${PROJECT_BINARY_DIR}/lazytensor.pc" @ONLY)
 configure_file("${PROJECT_SOURCE_DIR}/cmake/lazytensor-cpp.pc.in"
                "${PROJECT_BINARY_DIR}/lazytensor-cpp.pc" @ONLY)
+configure_file("${PROJECT_SOURCE_DIR}/cmake/lazytensor-plugin.pc.in"
+               "${PROJECT_BINARY_DIR}/lazytensor-plugin.pc" @ONLY)
 install(FILES "${PROJECT_BINARY_DIR}/lazytensor.pc" "${PROJECT_BINARY_DIR}/lazytensor-cpp.pc"
+              "${PROJECT_BINARY_DIR}/lazytensor-plugin.pc"
         DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+
+# The example backend, as a plugin author starts from it (docs/writing-a-backend.md): its
+# CMakeLists.txt builds it against the installed package with find_package(LazyTensor).
+install(FILES "${PROJECT_SOURCE_DIR}/examples/external_plugin/CMakeLists.txt"
+              "${PROJECT_SOURCE_DIR}/examples/external_plugin/toy_plugin.cpp"
+              "${PROJECT_SOURCE_DIR}/examples/external_plugin/toy_demo.c"
+        DESTINATION "${CMAKE_INSTALL_DATADIR}/lazytensor/examples/external_plugin")

@@ -22,6 +22,10 @@ T* need(T* p, const char* fn, const char* what) {
   if (!p) fail(LT_STATUS_INVALID_ARGUMENT, "{}: {} is NULL", fn, what);
   return p;
 }
+// A tensor handle must also be live (not used after its last lt_tensor_free).
+lt_tensor* need(lt_tensor* p, const char* fn, const char* what) {
+  return live_tensor(p, fn, what);
+}
 
 // A C caller may pass any int as lt_dtype; reading it through memcpy keeps out-of-range
 // values defined behaviour in C++ (they are then rejected by valid_dtype).
@@ -50,9 +54,19 @@ Dims checked_shape(const char* fn, const int64_t* shape, size_t rank) {
   return d;
 }
 
+// lt_trace_location: the user's file and line for the next op this thread records.
+struct TraceLocation {
+  const char* file;
+  uint32_t line;
+};
+[[gnu::tls_model("initial-exec")]] thread_local TraceLocation t_trace{nullptr,
+                                                                      0};  // runtime.cpp: why
+
 // The one path from a C op call to the registry (lt_apply and every typed wrapper).
 lt_error* apply_id(lt_device* device, uint16_t op, lt_tensor* const* inputs, size_t n,
                    const lt_attr* attrs, size_t num_attrs, lt_tensor** out) {
+  const TraceLocation here = t_trace;  // consumed by this op, even one that fails
+  t_trace.file = nullptr;
   return guard([&] {
     const char* name = op_name(op);
     if (!out) fail(LT_STATUS_INVALID_ARGUMENT, "{}: out is NULL", name);
@@ -67,7 +81,7 @@ lt_error* apply_id(lt_device* device, uint16_t op, lt_tensor* const* inputs, siz
     }
     Device* dev = nullptr;
     for (size_t i = 0; i < n; ++i) {
-      if (!inputs[i]) fail(LT_STATUS_INVALID_ARGUMENT, "{}: input {} is NULL", name, i);
+      if (!is_live(inputs[i])) live_tensor(inputs[i], name, fmt::format("input {}", i).c_str());
       if (dev && inputs[i]->device != dev)
         fail(LT_STATUS_INVALID_ARGUMENT, "{}: inputs are on different devices ({} and {})", name,
              dev->name, inputs[i]->device->name);
@@ -78,6 +92,11 @@ lt_error* apply_id(lt_device* device, uint16_t op, lt_tensor* const* inputs, siz
     if (!dev) fail(LT_STATUS_INVALID_ARGUMENT, "{}: device is NULL and there are no inputs", name);
     OpCall call{dev, op, refs, n, attrs, num_attrs};
     NodeRef r = apply_op(call);
+    // A node made now (not an operand returned as is) keeps the location.
+    if (here.file && !r->trace_file && r->refs.load(std::memory_order_relaxed) == 1) {
+      r->trace_file = here.file;
+      r->trace_line = here.line;
+    }
     dev->runtime->metrics.ops_traced.fetch_add(1, std::memory_order_relaxed);
     *out = tensor_new(dev, std::move(r));
     autograd::on_apply(name, inputs, n, attrs, num_attrs, *out);  // autograd hook (train)
@@ -153,6 +172,17 @@ LT_API const char* lt_version_string(void) {
 }
 LT_API uint32_t lt_version(void) {
   return (LT_VERSION_MAJOR << 16) | (LT_VERSION_MINOR << 8) | LT_VERSION_PATCH;
+}
+
+LT_API void lt_trace_location(const char* file, uint32_t line) {
+  t_trace.file = file;
+  t_trace.line = line;
+}
+LT_API int lt_tensor_traced_at(const lt_tensor* tensor, const char** file, uint32_t* line) {
+  if (!is_live(tensor) || !tensor->node->trace_file) return 0;
+  if (file) *file = tensor->node->trace_file;
+  if (line) *line = tensor->node->trace_line;
+  return 1;
 }
 
 // ---- runtime ----
@@ -281,30 +311,32 @@ LT_API lt_error* lt_tensor_materialize(lt_tensor* tensor) {
   return guard([&] { materialize_tensor(need(tensor, "lt_tensor_materialize", "tensor")); });
 }
 
+// Freed handles (is_live false) read as NULL here: see lt.h.
 LT_API lt_tensor* lt_tensor_retain(lt_tensor* tensor) {
-  if (tensor) tensor->refs.fetch_add(1, std::memory_order_relaxed);
+  if (!is_live(tensor)) return nullptr;
+  tensor->refs.fetch_add(1, std::memory_order_relaxed);
   return tensor;
 }
 LT_API void lt_tensor_free(lt_tensor* tensor) {
-  if (tensor) tensor_release(tensor);
+  if (is_live(tensor)) tensor_release(tensor);  // a second free of a handle is ignored
 }
 LT_API lt_dtype lt_tensor_dtype(const lt_tensor* t) {
-  return t ? t->node->dtype : LT_DTYPE_INVALID;
+  return is_live(t) ? t->node->dtype : LT_DTYPE_INVALID;
 }
 LT_API size_t lt_tensor_rank(const lt_tensor* t) {
-  return t ? t->node->shape.size() : 0;
+  return is_live(t) ? t->node->shape.size() : 0;
 }
 LT_API const int64_t* lt_tensor_shape(const lt_tensor* t) {
-  return t ? t->node->shape.data() : nullptr;
+  return is_live(t) ? t->node->shape.data() : nullptr;
 }
 LT_API int64_t lt_tensor_numel(const lt_tensor* t) {
-  return t ? t->node->shape.numel() : 0;
+  return is_live(t) ? t->node->shape.numel() : 0;
 }
 LT_API lt_device* lt_tensor_device(const lt_tensor* t) {
-  return t ? t->device : nullptr;
+  return is_live(t) ? t->device : nullptr;
 }
 LT_API int lt_tensor_is_materialized(const lt_tensor* t) {
-  if (!t) return 0;
+  if (!is_live(t)) return 0;
   Node* n = t->node;
   if (n->has_scalar || n->materialized.load(std::memory_order_acquire)) return 1;
   if (!t->device->queue) return 0;
@@ -346,7 +378,7 @@ LT_API lt_error* lt_tensor_mark_dynamic(lt_tensor* tensor, size_t dim, int dynam
   });
 }
 LT_API const char* lt_tensor_name(const lt_tensor* tensor) {
-  if (!tensor || !tensor->node->name) return "";
+  if (!is_live(tensor) || !tensor->node->name) return "";
   return tensor->node->name->c_str();
 }
 

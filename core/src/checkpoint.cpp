@@ -592,6 +592,7 @@ void save(const char* path_c, size_t count, const char* const* names, lt_tensor*
       fail(LT_STATUS_INVALID_ARGUMENT, "{}: '{}': duplicate tensor name '{}'", fn, path, name);
     if (!tensors[i])
       fail(LT_STATUS_INVALID_ARGUMENT, "{}: '{}': tensor '{}' is NULL", fn, path, name);
+    if (!is_live(tensors[i])) live_tensor(tensors[i], fn, fmt::format("tensor '{}'", name).c_str());
     if (!format_dtype(tensors[i]->node->dtype)) {
       fail(LT_STATUS_INTERNAL, "{}: '{}': tensor '{}' has dtype {} with no safetensors name", fn,
            path, name, lt_dtype_name(tensors[i]->node->dtype));

@@ -126,7 +126,7 @@ void check_bool_bytes(const unsigned char* p, size_t n) {
 LT_API lt_error* lt_tensor_to_dlpack(lt_tensor* tensor, DLManagedTensor** out) {
   return guard([&] {
     const char* fn = "lt_tensor_to_dlpack";
-    if (!tensor) fail(LT_STATUS_INVALID_ARGUMENT, "{}: tensor is NULL", fn);
+    live_tensor(tensor, fn, "tensor");
     if (!out) fail(LT_STATUS_INVALID_ARGUMENT, "{}: out is NULL", fn);
     Node* n = tensor->node;
     Device* dev = tensor->device;

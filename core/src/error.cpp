@@ -48,6 +48,18 @@ LT_API const char* lt_error_message(const lt_error* error) {
 LT_API lt_status_code lt_error_code(const lt_error* error) {
   return error ? error->code : LT_STATUS_OK;
 }
+LT_API const char* lt_status_name(lt_status_code code) {
+  // Read as an int: a C caller may pass any value, and an out-of-range enum is UB in C++.
+  int raw = 0;
+  static_assert(sizeof code == sizeof raw);
+  std::memcpy(&raw, &code, sizeof raw);
+  static const char* const kNames[] = {
+      "OK",          "INVALID_ARGUMENT", "SHAPE_MISMATCH", "DTYPE_MISMATCH",   "UNKNOWN_OP",
+      "UNSUPPORTED", "NOT_FOUND",        "PLUGIN_ERROR",   "FALLBACK_REFUSED", "OUT_OF_MEMORY",
+      "IO_ERROR",    "INTERNAL",         "ABI_MISMATCH",   "DISTRIBUTED"};
+  static_assert(sizeof kNames / sizeof kNames[0] == LT_STATUS_DISTRIBUTED + 1);
+  return raw >= 0 && raw <= LT_STATUS_DISTRIBUTED ? kNames[raw] : "UNKNOWN";
+}
 LT_API void lt_error_destroy(lt_error* error) {
   if (error && !error->is_static) delete error;
 }

@@ -2,6 +2,8 @@
 // helpers and attribute sets.
 #include "ir.h"
 
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "ops.h"
@@ -147,4 +149,13 @@ void node_drop_operands(Node* n) noexcept {
   n->heap_ops = nullptr;
 }
 
+}  // namespace lt
+
+namespace lt {
+std::string trace_location(const Node* n) {
+  // Ops recorded inside LazyTensor's own headers (nn.hpp, free functions) say nothing useful.
+  if (!n || !n->trace_file || std::strstr(n->trace_file, "/include/lazytensor/")) return {};
+  const char* base = std::strrchr(n->trace_file, '/');
+  return std::string(base ? base + 1 : n->trace_file) + ":" + std::to_string(n->trace_line);
+}
 }  // namespace lt

@@ -165,6 +165,11 @@ struct Node {
 
   // Scalar data leaf (lt_scalar, random seeds): raw bytes in `dtype`, never hashed.
   bool has_scalar = false;
+  // Where the user's program recorded this node (lt_trace_location before the op, or the C++
+  // API's std::source_location): file (static storage, e.g. __FILE__) and line, or NULL and 0
+  // when not given. Never hashed; messages print "traced at <file>:<line>" (trace_location()).
+  uint32_t trace_line = 0;
+  const char* trace_file = nullptr;
   uint64_t scalar_bits = 0;
 
   // Materialisation state: written only under the device mutex; `materialized` is
@@ -183,6 +188,10 @@ struct Node {
   }  // op "input" (kOpInput == 0): host data, scalar, placeholder
   size_t nbytes() const { return static_cast<size_t>(shape.numel()) * lt_dtype_size(dtype); }
 };
+
+// "train.cpp:57" (the file's last path component) for a node with a recorded location, else
+// "" — for recompile reasons, fallback warnings and graph dumps ("traced at train.cpp:57").
+std::string trace_location(const Node* n);
 
 // Process-wide count of live nodes (metric "nodes_alive"; leak tests read it).
 extern std::atomic<int64_t> g_nodes_alive;

@@ -124,14 +124,23 @@ std::unique_ptr<Plugin> load_one(Runtime* rt, const std::string& path, std::stri
       return nullptr;
     }
   }
+  // dlopen first, ourselves: its dlerror() text ("undefined symbol: foo", "wrong ELF class")
+  // is what a plugin author needs, and Boost.DLL consumes it and reports an unrelated errno.
+  void* probe = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!probe) {
+    const char* dl = dlerror();
+    reason = fmt::format("cannot load shared object: {}", dl ? dl : "dlopen failed");
+    return nullptr;
+  }
   boost::dll::shared_library lib;
   try {
     lib.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   } catch (const std::exception& e) {
-    const char* dl = dlerror();
-    reason = fmt::format("cannot load shared object: {}", dl ? dl : e.what());
+    ::dlclose(probe);
+    reason = fmt::format("cannot load shared object: {}", e.what());
     return nullptr;
   }
+  ::dlclose(probe);  // `lib` holds its own reference to the same object
   if (!lib.has(LT_PLUGIN_ENTRY_SYMBOL)) {
     reason = fmt::format("entry symbol '{}' not found", LT_PLUGIN_ENTRY_SYMBOL);
     return nullptr;

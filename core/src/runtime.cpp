@@ -2,6 +2,8 @@
 // tensor handles and the device registry of pending tensors, and the plugin report.
 #include "runtime.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <mutex>
 #include <sstream>
@@ -195,8 +197,122 @@ namespace lt {
 
 // ---- tensors ------------------------------------------------------------------------------
 
+namespace {
+// The handle pool (see struct lt_tensor). Slots are carved from chunks that live until the
+// process exits; a freed slot is marked dead and reused only after kQuarantine later frees on
+// the same thread, so a stale handle reads a dead slot for at least that long. Each thread
+// keeps its own FIFO of freed slots and its own chunk to carve from, so recording an op takes
+// no lock (the malloc it replaces took none either: core bench BM_TraceOneOp,
+// docs/architecture.md); the mutex is taken once per kChunk new slots and when a thread exits,
+// handing its freed slots to the shared list that other threads draw from.
+constexpr size_t kChunk = 1024, kQuarantine = 4096;
+
+struct SlotList {  // intrusive FIFO through lt_tensor::next
+  Tensor *head = nullptr, *tail = nullptr;
+  size_t count = 0;
+  void push(Tensor* t) noexcept {
+    t->next = nullptr;
+    if (tail)
+      tail->next = t;
+    else
+      head = t;
+    tail = t;
+    ++count;
+  }
+  Tensor* pop() noexcept {
+    Tensor* t = head;
+    head = t->next;
+    if (!head) tail = nullptr;
+    --count;
+    t->next = nullptr;
+    return t;
+  }
+  void append(SlotList& o) noexcept {
+    if (!o.head) return;
+    if (tail)
+      tail->next = o.head;
+    else
+      head = o.head;
+    tail = o.tail;
+    count += o.count;
+    o = SlotList{};
+  }
+};
+
+struct SharedPool {
+  std::mutex mu;
+  std::vector<Tensor*> chunks;  // never freed: stale handles must stay readable
+  SlotList freed;               // from threads that exited
+  pthread_key_t key;            // its destructor hands a thread's freed slots to `freed`
+};
+SharedPool& shared_pool();
+
+// Trivially destructible on purpose: tensors freed by static destructors at exit (after the
+// main thread's thread_local destructors) still find it intact.
+struct LocalPool {
+  SlotList freed;
+  Tensor* carve = nullptr;
+  size_t carve_left = 0;
+  bool registered = false;
+};
+// initial-exec: one %fs-relative load instead of a __tls_get_addr call on every op (the
+// library is linked by programs, and its few bytes of TLS fit glibc's static reserve when
+// dlopened too).
+[[gnu::tls_model("initial-exec")]] thread_local LocalPool t_pool;
+
+void local_pool_exit(void* p) {
+  auto* lp = static_cast<LocalPool*>(p);
+  SharedPool& sp = shared_pool();
+  std::lock_guard lk(sp.mu);
+  sp.freed.append(lp->freed);
+}
+
+SharedPool& shared_pool() {
+  static SharedPool* pool = [] {
+    auto* p = new SharedPool;  // outlives every static destructor
+    pthread_key_create(&p->key, local_pool_exit);
+    return p;
+  }();
+  return *pool;
+}
+
+Tensor* pool_take() {
+  LocalPool& lp = t_pool;
+  if (lp.freed.count > kQuarantine) return lp.freed.pop();
+  if (!lp.carve_left) {
+    SharedPool& sp = shared_pool();
+    if (!lp.registered) {
+      pthread_setspecific(sp.key, &lp);
+      lp.registered = true;
+    }
+    std::lock_guard lk(sp.mu);
+    if (sp.freed.count > kQuarantine + kChunk) {  // an exited thread's slots, oldest first
+      for (size_t i = 0; i < kChunk; ++i) lp.freed.push(sp.freed.pop());
+      if (lp.freed.count > kQuarantine) return lp.freed.pop();
+    }
+    lp.carve = static_cast<Tensor*>(::operator new(sizeof(Tensor) * kChunk));
+    sp.chunks.push_back(lp.carve);
+    lp.carve_left = kChunk;
+  }
+  --lp.carve_left;
+  return lp.carve++;
+}
+
+void pool_give(Tensor* t) noexcept {
+  t->magic = Tensor::kDead;
+  t_pool.freed.push(t);
+}
+}  // namespace
+
+void dead_tensor(const Tensor* t, const char* fn, const char* what) {
+  if (!t) fail(LT_STATUS_INVALID_ARGUMENT, "{}: {} is NULL", fn, what);
+  fail(LT_STATUS_INVALID_ARGUMENT,
+       "{}: {} {} is not a live tensor handle: it was used after its last lt_tensor_free", fn, what,
+       static_cast<const void*>(t));
+}
+
 Tensor* tensor_new(Device* dev, NodeRef node) {
-  auto* t = new Tensor;
+  auto* t = new (pool_take()) Tensor;
   t->node = node.release();
   t->device = dev;
   runtime_retain(dev->runtime);
@@ -237,7 +353,8 @@ void tensor_release(Tensor* t) noexcept {
     tensor_unlink(dev, t);
   }
   node_release(t->node);
-  delete t;
+  t->node = nullptr;  // every member is trivially destructible: the slot is just marked
+  pool_give(t);
   runtime_release(rt);
 }
 

@@ -159,7 +159,14 @@ struct lt_device {
   lt_tensor* reg_tail = nullptr;
 };
 
+// Handles come from a pool (runtime.cpp) that never returns memory to the heap, and a freed
+// handle waits in a FIFO quarantine before its slot is reused: a handle used after its last
+// lt_tensor_free still points at a slot marked dead, which the C API reports as
+// INVALID_ARGUMENT naming the handle (lt::live_tensor) instead of reading freed memory.
 struct lt_tensor {
+  static constexpr uint32_t kLive = 0x4c54544eu;  // "LTTN"
+  static constexpr uint32_t kDead = 0xdeadbeefu;
+  uint32_t magic = kLive;  // kDead while the slot is free
   std::atomic<uint32_t> refs{1};
   lt::Node* node = nullptr;  // owned reference
   lt_device* device = nullptr;
@@ -209,6 +216,17 @@ std::string choose_openblas_coretype();
 // Tensor helpers (tensor.cpp)
 Tensor* tensor_new(Device* dev, NodeRef node);  // registers pending tensors
 void tensor_release(Tensor* t) noexcept;
+// Throws INVALID_ARGUMENT "<fn>: <what> <handle> was used after lt_tensor_free ..." (runtime.cpp).
+[[noreturn]] void dead_tensor(const Tensor* t, const char* fn, const char* what);
+// `t` itself when it is a live handle; NULL and freed handles are INVALID_ARGUMENT errors.
+inline Tensor* live_tensor(Tensor* t, const char* fn, const char* what) {
+  if (!t || t->magic != Tensor::kLive) dead_tensor(t, fn, what);
+  return t;
+}
+// The same check for the accessors that report a bad handle by their return value.
+inline bool is_live(const Tensor* t) noexcept {
+  return t && t->magic == Tensor::kLive;
+}
 
 std::string metrics_report(Runtime* rt, bool json);
 void reset_graph_timings(Runtime* rt) noexcept;  // the per-graph timings of cached plans

@@ -254,3 +254,21 @@ TEST(Runtime, OptionsSelectTheDeviceAndRejectBadValues) {
 }
 
 }  // namespace
+
+// Issue #28 (source locations): methods and operators record the user's line, not the header's.
+TEST(SourceLocation, MethodsAndOperatorsRecordTheCallersLine) {
+  lt::Runtime rt = lt::Runtime::create();
+  lt::Device d = rt.default_device();
+  lt::Tensor x = lt::Tensor::from<float>(d, {1, 2, 3});
+  auto where = [](const lt::Tensor& t) {
+    const char* file = nullptr;
+    uint32_t line = 0;
+    if (!lt_tensor_traced_at(t.get(), &file, &line)) return std::string("none");
+    return std::string(file) + ":" + std::to_string(line);
+  };
+  const std::string here = std::string(__FILE__) + ":";
+  const lt::Tensor a = x + x, b = x.relu(), c = x * 2.0, e = -x, f = 3.0 - x, g = x.add(1.0);
+  const uint32_t line = __LINE__ - 1;
+  for (const lt::Tensor* t : {&a, &b, &c, &e, &f, &g})
+    EXPECT_EQ(where(*t), here + std::to_string(line));
+}

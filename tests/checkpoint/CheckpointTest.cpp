@@ -6,6 +6,8 @@
 #include "checkpoint_test_util.hpp"
 #include "lazytensor/checkpoint.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace {
 
 using lt::test::catch_error;
@@ -92,7 +94,8 @@ TEST(ModuleCheckpoint, StoresParametersAndOptimizerStateUnderTheirNames) {
   EXPECT_EQ(ck.metadata("lt.optimizer"), "AdamW");
   EXPECT_EQ(ck.metadata("run"), "unit-test");
   EXPECT_EQ(ck.tensor("optim.step", cpu()).item<int64_t>(), 1);
-  EXPECT_EQ(ck.info("optim.v.2").shape, (std::vector<int64_t>{16, 4}));
+  EXPECT_EQ(ck.info("optim.v.2").shape, (std::vector<int64_t>{4, 16}));  // fc2.weight's: [out, in]
+  EXPECT_EQ(ck.metadata("lt.format"), "2");
   EXPECT_EQ(ck.tensor("fc2.bias", cpu()).to_bytes(), model.fc2.bias.to_bytes());
 
   auto err = catch_error([&] {
@@ -141,8 +144,9 @@ TEST(ModuleCheckpoint, MismatchingFilesLeaveModuleAndOptimizerUntouched) {
     extra.emplace_back(name, *p);
   }
   extra.emplace_back("fc3.weight", lt::zeros(cpu(), {2, 2}));
-  lt::save(dir.file("partial.safetensors"), partial);
-  lt::save(dir.file("extra.safetensors"), extra);
+  // (with the format save_checkpoint writes: without it they would read as format 1)
+  lt::save(dir.file("partial.safetensors"), partial, {{"lt.format", "2"}});
+  lt::save(dir.file("extra.safetensors"), extra, {{"lt.format", "2"}});
   // A corrupt copy of the good file.
   std::vector<uint8_t> bytes = lt::test::read_bytes(dir.file("good.safetensors"));
   bytes.resize(bytes.size() - 1);
@@ -158,8 +162,8 @@ TEST(ModuleCheckpoint, MismatchingFilesLeaveModuleAndOptimizerUntouched) {
       {"wider.safetensors",
        false,
        LT_STATUS_SHAPE_MISMATCH,
-       {"'fc1.weight' has shape [8,32] in the file but [8,16] in the module",
-        "'fc2.weight' has shape [32,4]"}},
+       {"'fc1.weight' has shape [32,8] in the file but [16,8] in the module",
+        "'fc2.weight' has shape [4,32]"}},
       {"f64.safetensors",
        false,
        LT_STATUS_DTYPE_MISMATCH,
@@ -230,6 +234,105 @@ TEST(ModuleCheckpoint, ResumedTrainingMatchesUninterruptedTraining) {
   auto a = straight.named_parameters(), b = second.named_parameters();
   for (size_t i = 0; i < a.size(); ++i)
     EXPECT_EQ(a[i].second->to_bytes(), b[i].second->to_bytes()) << a[i].first;
+}
+
+// Issue #28: nn::Linear stores its weight [out, in] like PyTorch since checkpoint format 2
+// (metadata "lt.format" = "2"). A format-1 file (no "lt.format", Linear weights and their Adam
+// moments stored [in, out], as lt::save_checkpoint wrote them before) still loads, converted
+// once, and training continues exactly as from a format-2 file of the same state.
+TEST(ModuleCheckpoint, Format1FilesWithInOutLinearWeightsLoadConverted) {
+  ScratchDir dir;
+  Mlp source(8, 16, 4, 1);
+  lt::optim::AdamW source_opt(source.parameters(), 1e-2);
+  const lt::optim::WarmupCosine schedule{1e-2, 0, 10, 0.0};
+  for (int64_t s = 0; s < 2; ++s) train_step(source, source_opt, schedule, s);
+  EXPECT_EQ(source.fc1.weight.shape(), (std::vector<int64_t>{16, 8}));  // [out, in]
+  lt::save_checkpoint(dir.file("v2.safetensors"), source, &source_opt);
+  EXPECT_EQ(lt::Checkpoint(dir.file("v2.safetensors")).metadata("lt.format").value_or(""), "2");
+
+  // The same state as the old writer laid it out: weights (parameters 0 and 2) and their
+  // moments transposed, no "lt.format".
+  std::vector<std::pair<std::string, lt::Tensor>> v1;
+  for (auto& [name, p] : source.named_parameters())
+    v1.emplace_back(name, name.ends_with(".weight") ? p->t().materialize() : *p);
+  for (auto& [name, t] : source_opt.named_state()) {
+    const bool weight_state = name.ends_with(".0") || name.ends_with(".2");
+    v1.emplace_back("optim." + name, weight_state ? t.t().materialize() : t);
+  }
+  lt::save(dir.file("v1.safetensors"), v1, {{"lt.optimizer", source_opt.name()}});
+  EXPECT_EQ(lt::Checkpoint(dir.file("v1.safetensors")).info("fc1.weight").shape,
+            (std::vector<int64_t>{8, 16}));
+
+  Mlp from_v1(8, 16, 4, 9), from_v2(8, 16, 4, 9);
+  lt::optim::AdamW opt_v1(from_v1.parameters(), 1e-2), opt_v2(from_v2.parameters(), 1e-2);
+  lt::load_checkpoint(dir.file("v1.safetensors"), from_v1, &opt_v1);
+  lt::load_checkpoint(dir.file("v2.safetensors"), from_v2, &opt_v2);
+  auto pa = from_v1.named_parameters(), pb = source.named_parameters();
+  for (size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_EQ(pa[i].second->shape(), pb[i].second->shape()) << pa[i].first;
+    EXPECT_EQ(pa[i].second->to_bytes(), pb[i].second->to_bytes()) << pa[i].first;
+    EXPECT_TRUE(lt::requires_grad(*pa[i].second)) << pa[i].first;
+  }
+  auto sa = opt_v1.named_state(), sb = source_opt.named_state();
+  for (size_t i = 0; i < sa.size(); ++i)
+    EXPECT_EQ(sa[i].second.to_bytes(), sb[i].second.to_bytes()) << sa[i].first;
+  for (int64_t s = 2; s < 4; ++s) {
+    const float a = train_step(from_v1, opt_v1, schedule, s);
+    const float b = train_step(from_v2, opt_v2, schedule, s);
+    EXPECT_EQ(a, b) << "step " << s;
+  }
+
+  // A format from the future is refused, naming it.
+  lt::save(dir.file("v3.safetensors"), v1, {{"lt.optimizer", "AdamW"}, {"lt.format", "3"}});
+  auto err = catch_error([&] { lt::load_checkpoint(dir.file("v3.safetensors"), from_v1); });
+  ASSERT_TRUE(err.thrown);
+  EXPECT_EQ(err.code, LT_STATUS_UNSUPPORTED);
+  EXPECT_TRUE(contains(err.message, "checkpoint format '3'")) << err.message;
+}
+
+}  // namespace
+
+namespace {
+
+// Issue #28: a state dict PyTorch saved (here: the file torch_state_dict_gen.cpp writes in
+// PyTorch's names and layout) loads by name into the same module tree, and the module then
+// computes what PyTorch computes.
+TEST(TorchStateDict, LoadsByNameIntoTheSameModuleTree) {
+  lt::nn::Sequential net;
+  net.emplace<lt::nn::Linear>(cpu(), 3, 4, 1);
+  net.emplace<lt::nn::LayerNorm>(cpu(), 4);
+  net.emplace<lt::nn::ReLU>();
+  net.emplace<lt::nn::Linear>(cpu(), 4, 2, 2);
+  std::vector<std::string> names;
+  for (auto& [name, t] : net.torch_named_parameters()) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias", "3.weight",
+                                             "3.bias"}));
+  lt::load_state_dict(LT_TORCH_STATE_DICT, net);
+  for (lt::Tensor* p : net.parameters()) EXPECT_TRUE(lt::requires_grad(*p));
+
+  lt::Checkpoint ck(LT_TORCH_STATE_DICT);
+  auto floats = [](const std::string& json) {
+    return nlohmann::json::parse(json).get<std::vector<double>>();
+  };
+  std::vector<double> x = floats(ck.metadata("input").value()),
+                      want = floats(ck.metadata("output").value());
+  std::vector<float> xf(x.begin(), x.end());
+  std::vector<float> got = net(lt::Tensor::from(cpu(), xf, {2, 3})).to_vector<float>();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+
+  // A module tree that does not match is refused with every problem named, nothing assigned.
+  lt::nn::Sequential other;
+  auto& first = other.emplace<lt::nn::Linear>(cpu(), 3, 5, 1);
+  other.emplace<lt::nn::ReLU>();
+  const auto before = first.weight.to_bytes();
+  auto err = catch_error([&] { lt::load_state_dict(LT_TORCH_STATE_DICT, other); });
+  ASSERT_TRUE(err.thrown);
+  EXPECT_EQ(err.code, LT_STATUS_SHAPE_MISMATCH) << err.message;
+  EXPECT_TRUE(contains(err.message, "'0.weight' has shape [4,3] in the file but [5,3]"))
+      << err.message;
+  EXPECT_TRUE(contains(err.message, "unexpected tensor '3.weight'")) << err.message;
+  EXPECT_EQ(first.weight.to_bytes(), before);
 }
 
 }  // namespace

@@ -161,3 +161,54 @@ TEST_F(Errors, ImpossibleSizesAreRefusedAtTheOp) {
              "lt_tensor_from_host: shape [9223372036854775807]");
   EXPECT_EQ(o, nullptr);
 }
+
+// Issue #28: a handle used after its last lt_tensor_free is an INVALID_ARGUMENT error naming the
+// handle (it used to be a SIGSEGV), in ops, reads, autograd and the accessors.
+TEST_F(Errors, HandleUsedAfterFreeIsInvalidArgumentNamingIt) {
+  lt_tensor* c = nullptr;
+  LT_OK(lt_add(a, a, &c));
+  char handle[32];
+  std::snprintf(handle, sizeof handle, "%p", static_cast<void*>(c));
+  lt_tensor_free(c);
+  lt_tensor* o = nullptr;
+  std::vector<float> host(6);
+  EXPECT_ERR(lt_tensor_to_host(c, host.data(), 24), LT_STATUS_INVALID_ARGUMENT,
+             std::string("lt_tensor_to_host: tensor ") + handle + " is not a live tensor handle");
+  EXPECT_ERR(lt_tensor_to_host(c, host.data(), 24), LT_STATUS_INVALID_ARGUMENT,
+             "used after its last lt_tensor_free");
+  EXPECT_ERR(lt_mul(a, c, &o), LT_STATUS_INVALID_ARGUMENT,
+             std::string("mul: input 1 ") + handle + " is not a live tensor handle");
+  EXPECT_EQ(o, nullptr);
+  EXPECT_ERR(lt_tensor_materialize(c), LT_STATUS_INVALID_ARGUMENT, handle);
+  EXPECT_ERR(lt_tensor_set_name(c, "x"), LT_STATUS_INVALID_ARGUMENT, handle);
+  EXPECT_ERR(lt_backward(c, nullptr), LT_STATUS_INVALID_ARGUMENT, handle);
+  EXPECT_ERR(lt_tensor_set_requires_grad(c, 1), LT_STATUS_INVALID_ARGUMENT, handle);
+  EXPECT_EQ(lt_tensor_rank(c), 0u);
+  EXPECT_EQ(lt_tensor_shape(c), nullptr);
+  EXPECT_EQ(lt_tensor_dtype(c), LT_DTYPE_INVALID);
+  EXPECT_EQ(lt_tensor_device(c), nullptr);
+  EXPECT_EQ(lt_tensor_retain(c), nullptr);
+  lt_tensor_free(c);  // a second free is ignored
+  // Other handles are untouched, and new ones work.
+  LT_OK(lt_add(a, a, &o));
+  EXPECT_EQ(to_host(o), (std::vector<float>{2, 4, 6, 8, 10, 12}));
+  lt_tensor_free(o);
+}
+
+// Issue #28 (source locations): LT_AT records the caller's file and line on the node the op
+// makes; an op without it records none, and a location is consumed by one op only.
+TEST_F(Errors, LtAtRecordsTheCallersLine) {
+  lt_tensor *c = nullptr, *e = nullptr;
+  const uint32_t line = __LINE__ + 1;
+  LT_OK(LT_AT(lt_add(a, a, &c)));
+  const char* file = nullptr;
+  uint32_t got = 0;
+  ASSERT_EQ(lt_tensor_traced_at(c, &file, &got), 1);
+  EXPECT_STREQ(file, __FILE__);
+  EXPECT_EQ(got, line);
+  LT_OK(lt_mul(c, a, &e));
+  EXPECT_EQ(lt_tensor_traced_at(e, &file, &got), 0);
+  EXPECT_EQ(lt_tensor_traced_at(a, &file, &got), 0);  // a leaf from host data
+  lt_tensor_free(c);
+  lt_tensor_free(e);
+}

@@ -12,8 +12,8 @@ using namespace lt_test;
 namespace {
 std::string all_dirs() {
   std::string p;
-  for (const char* c :
-       {"not_elf", "no_entry", "wrong_abi", "null_fns", "create_fails", "zero_devices", "partial"})
+  for (const char* c : {"not_elf", "no_entry", "wrong_abi", "null_fns", "create_fails",
+                        "zero_devices", "undefined_sym", "partial"})
     p += (p.empty() ? "" : ":") + plugin_dir(c);
   return p;
 }
@@ -33,6 +33,8 @@ TEST(PluginLoader, ReportsEachBrokenPluginWithPathAndReason) {
       {"null_fns/lt_plugin_null_fns.so", "required functions are NULL: compile, execute"},
       {"create_fails/lt_plugin_create_fails.so", "create failed: simulated create failure"},
       {"zero_devices/lt_plugin_zero_devices.so", "0 devices"},
+      // dlopen's own words, not an unrelated errno ("Bad file descriptor") after them.
+      {"undefined_sym/lt_plugin_undefined_sym.so", "undefined symbol: lt_test_symbol_nowhere"},
   };
   for (auto& c : cases) {
     size_t at = r.find(c.path_part);
@@ -40,6 +42,7 @@ TEST(PluginLoader, ReportsEachBrokenPluginWithPathAndReason) {
     size_t eol = r.find('\n', at);
     std::string line = r.substr(at, eol - at);
     EXPECT_NE(line.find(c.reason_part), std::string::npos) << line;
+    EXPECT_EQ(line.find("Bad file descriptor"), std::string::npos) << line;
   }
   // partial.c is built with this header's ABI version.
   EXPECT_NE(r.find("partial 0.1-test (ABI " + std::to_string(LT_PLUGIN_ABI_MAJOR) + "." +

@@ -17,5 +17,24 @@ int main(void) {
     return 1;
   }
   if (lt_dtype_size(LT_DTYPE_F32) != 4 || LT_PLUGIN_API_STRUCT_SIZE == 0) return 1;
+  /* lt_status_name: every code has its own name; anything else is "UNKNOWN". */
+  if (strcmp(lt_status_name(LT_STATUS_OK), "OK") != 0 ||
+      strcmp(lt_status_name(LT_STATUS_INVALID_ARGUMENT), "INVALID_ARGUMENT") != 0 ||
+      strcmp(lt_status_name(LT_STATUS_DISTRIBUTED), "DISTRIBUTED") != 0 ||
+      strcmp(lt_status_name((lt_status_code)14), "UNKNOWN") != 0 ||
+      strcmp(lt_status_name((lt_status_code)-1), "UNKNOWN") != 0) {
+    fprintf(stderr, "lt_status_name: wrong name\n");
+    return 1;
+  }
+  {
+    int i, j;
+    for (i = LT_STATUS_OK; i <= LT_STATUS_DISTRIBUTED; ++i)
+      for (j = 0; j < i; ++j)
+        if (strcmp(lt_status_name((lt_status_code)i), lt_status_name((lt_status_code)j)) == 0 ||
+            strcmp(lt_status_name((lt_status_code)i), "UNKNOWN") == 0) {
+          fprintf(stderr, "lt_status_name(%d) is not its own name\n", i);
+          return 1;
+        }
+  }
   return lt_random_bits(1, 2) == lt_random_bits(1, 2) ? 0 : 1;
 }

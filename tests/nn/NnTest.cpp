@@ -46,7 +46,8 @@ TEST(Init, KaimingAndXavierBounds) {
 
 TEST(Layers, LinearMatchesHandComputation) {
   lt::nn::Linear l(dev(), 2, 1, 1);
-  l.weight = lt::Tensor::from(dev(), std::vector<float>{2, 3}, {2, 1});
+  EXPECT_EQ(l.weight.shape(), (std::vector<int64_t>{1, 2}));  // [out, in], as PyTorch
+  l.weight = lt::Tensor::from(dev(), std::vector<float>{2, 3}, {1, 2});
   l.bias = lt::Tensor::from(dev(), std::vector<float>{1});
   auto y = l(lt::Tensor::from(dev(), std::vector<float>{1, 1, 2, 0}, {2, 2})).to_vector<float>();
   EXPECT_EQ(y, (std::vector<float>{6, 5}));
@@ -126,6 +127,71 @@ TEST(Losses, CrossEntropyLabelsAndOneHotAgree) {
   EXPECT_NEAR(a, (l0 + l1) / 2, 1e-5);
   EXPECT_NEAR(b, a, 1e-6);
   EXPECT_NEAR(lt::nn::mse_loss(logits, logits * 0.0).item<float>(), (1 + 4 + 9 + 3) / 6.0, 1e-5);
+}
+
+}  // namespace
+
+// ---- libtorch habits (issue #28): loss.backward(), x.grad(), nn::Sequential, lt::linspace ----
+
+namespace {
+
+TEST(LibtorchHabits, TensorBackwardMemberAccumulatesLikeTheFreeFunction) {
+  lt::Tensor w = lt::Tensor::from(dev(), std::vector<float>{1, 2, 3});
+  lt::set_requires_grad(w);
+  lt::Tensor loss = (w * w).sum();  // d/dw = 2w
+  loss.backward();
+  EXPECT_EQ(w.grad().to_vector<float>(), (std::vector<float>{2, 4, 6}));
+  (w * 3.0).sum().backward();  // accumulates, as in PyTorch
+  EXPECT_EQ(w.grad().to_vector<float>(), (std::vector<float>{5, 7, 9}));
+  EXPECT_EQ(lt::grad(w).to_vector<float>(), (std::vector<float>{5, 7, 9}));
+  lt::Tensor nograd = lt::Tensor::from(dev(), std::vector<float>{1});
+  EXPECT_FALSE(nograd.grad().defined());
+}
+
+TEST(LibtorchHabits, LinspaceIncludesBothEndsLikeTorch) {
+  EXPECT_EQ(lt::linspace(dev(), 0, 1, 5).to_vector<float>(),
+            (std::vector<float>{0, 0.25f, 0.5f, 0.75f, 1}));
+  EXPECT_EQ(lt::linspace(dev(), -1, 2, 4).to_vector<float>(), (std::vector<float>{-1, 0, 1, 2}));
+  EXPECT_EQ(lt::linspace(dev(), 3, -3, 3).to_vector<float>(), (std::vector<float>{3, 0, -3}));
+  EXPECT_EQ(lt::linspace(dev(), 7, 9, 1).to_vector<float>(), (std::vector<float>{7}));
+  EXPECT_EQ(lt::linspace(dev(), 7, 9, 0).numel(), 0);
+  // The last value is `end` exactly, even where start + (n-1) * step rounds off.
+  auto v = lt::linspace(dev(), 0.1, 0.7, 7).to_vector<float>();
+  EXPECT_EQ(v.back(), 0.7f);
+  EXPECT_EQ(v.front(), 0.1f);
+  auto d = lt::linspace(dev(), 0, 1, 11, lt::f64).to_vector<double>();
+  for (int i = 0; i < 11; ++i) EXPECT_NEAR(d[i], i / 10.0, 1e-15);
+  EXPECT_EQ(lt::linspace(dev(), 0, 10, 4, lt::i64).to_vector<int64_t>(),
+            (std::vector<int64_t>{0, 3, 6, 10}));
+  EXPECT_THROW(lt::linspace(dev(), 0, 1, -1), lt::Error);
+}
+
+TEST(LibtorchHabits, SequentialNamesLayersLikePyTorchAndChainsThem) {
+  lt::nn::Sequential net;
+  auto& l0 = net.emplace<lt::nn::Linear>(dev(), 3, 4, 1);
+  net.emplace<lt::nn::ReLU>();
+  auto& l2 = net.emplace<lt::nn::Linear>(dev(), 4, 2, 2);
+  EXPECT_EQ(net.size(), 3u);
+  std::vector<std::string> names;
+  for (auto& [name, t] : net.named_parameters()) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias"}));
+  lt::Tensor x = lt::Tensor::from(dev(), std::vector<float>{1, -2, 3, 0.5f, 0, -1}, {2, 3});
+  EXPECT_EQ(net(x).to_vector<float>(), l2(l0(x).relu()).to_vector<float>());
+  EXPECT_EQ(&net[0], static_cast<lt::nn::Module*>(&l0));
+  EXPECT_THROW(net[3], lt::Error);
+  // It trains: one SGD-like step along -grad lowers a regression loss.
+  lt::Tensor y = lt::Tensor::from(dev(), std::vector<float>{1, 0, 0, 1}, {2, 2});
+  lt::Tensor loss = lt::nn::mse_loss(net(x), y);
+  const float before = loss.item<float>();
+  loss.backward();
+  for (lt::Tensor* p : net.parameters()) {
+    lt::Tensor g = p->grad();
+    ASSERT_TRUE(g.defined());
+    lt::Tensor updated = lt::detach(*p - g * 0.05);
+    lt::set_requires_grad(updated);
+    *p = updated;
+  }
+  EXPECT_LT(lt::nn::mse_loss(net(x), y).item<float>(), before);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ for f in include/lazytensor/lt.h include/lazytensor/lt_plugin.h include/lazytens
   "$libdir/cmake/LazyTensor/LazyTensorConfig.cmake" \
   "$libdir/cmake/LazyTensor/LazyTensorConfigVersion.cmake" \
   "$libdir/cmake/LazyTensor/LazyTensorPlugin.cmake" "$libdir/pkgconfig/lazytensor.pc" \
+  "$libdir/pkgconfig/lazytensor-plugin.pc" share/lazytensor/examples/external_plugin/toy_plugin.cpp \
   "$libdir/lazytensor/plugins/liblt_plugin_cpu_eager.so" bin/lt-info bin/lt-conformance \
   bin/lt-run share/lazytensor/digits.csv.gz; do
   [ -e "$p/$f" ] || { echo "missing from the package: $f"; exit 1; }
@@ -44,8 +45,8 @@ grep -q "| $p/share/lazytensor/digits.csv.gz: train" "$work/lt_run.log" ||
   { echo "lt-run did not read the prefix's data set"; exit 1; }
 grep -q "^test accuracy" "$work/lt_run.log" || { cat "$work/lt_run.log"; exit 1; }
 
-step "examples/external_plugin builds against the package alone"
-"$cmake" -S "$src/examples/external_plugin" -B "$work/toy" "${gen[@]}" \
+step "the installed example plugin (share/lazytensor/examples) builds against the package alone"
+"$cmake" -S "$p/share/lazytensor/examples/external_plugin" -B "$work/toy" "${gen[@]}" \
   "-DCMAKE_PREFIX_PATH=$p" >"$work/toy.log" 2>&1 || { cat "$work/toy.log"; exit 1; }
 "$cmake" --build "$work/toy" >>"$work/toy.log" 2>&1 || { cat "$work/toy.log"; exit 1; }
 [ -f "$work/toy/liblt_plugin_toy.so" ] || { echo "plugin not in its own build dir"; exit 1; }
@@ -88,4 +89,13 @@ cxxflags="$(pkg-config --cflags --libs lazytensor-cpp)"
 echo "pkg-config lazytensor-cpp: $cxxflags"
 c++ -o "$work/cpp_pc" "$src/examples/cpp_quickstart/main.cpp" $cxxflags
 env -u LD_LIBRARY_PATH "$work/cpp_pc" >/dev/null
+step "pkg-config lazytensor-plugin alone: the installed example plugin links with nothing left undefined and passes lt-conformance"
+pflags="$(pkg-config --cflags --libs lazytensor-plugin)"
+echo "pkg-config lazytensor-plugin: $pflags"
+mkdir -p "$work/pc_toy"
+c++ -shared -Wl,--no-undefined -o "$work/pc_toy/liblt_plugin_toy.so" \
+  "$p/share/lazytensor/examples/external_plugin/toy_plugin.cpp" $pflags
+"$p/bin/lt-conformance" "$work/pc_toy/liblt_plugin_toy.so" --gtest_brief=1 >"$work/pc_conf.log" 2>&1 \
+  || { cat "$work/pc_conf.log"; exit 1; }
+tail -n 1 "$work/pc_conf.log"
 echo "sdk install test: ok"

@@ -9,6 +9,13 @@
 #define NULL_FNS 3
 #define CREATE_FAILS 4
 #define ZERO_DEVICES 5
+#define UNDEFINED_SYMBOL 6
+
+#if BROKEN_KIND == UNDEFINED_SYMBOL
+/* Defined nowhere: dlopen(RTLD_NOW) fails with "undefined symbol: lt_test_symbol_nowhere", the
+ * message a plugin built without its static libraries gets. */
+extern int lt_test_symbol_nowhere(void);
+#endif
 
 struct lt_plugin_error {
   int unused;
@@ -29,6 +36,9 @@ static void err_destroy(lt_plugin_error* e) {
 }
 static lt_plugin_error* create(lt_plugin_create_args* a) {
   if (BROKEN_KIND == CREATE_FAILS) return &g_err;
+#if BROKEN_KIND == UNDEFINED_SYMBOL
+  if (lt_test_symbol_nowhere()) return &g_err;
+#endif
   a->context = (lt_plugin_context*)&g_ctx;
   return NULL;
 }

@@ -59,7 +59,12 @@ static void err_destroy(lt_plugin_error* e) {
   free(e);
 }
 
+/* LT_TEST_PARTIAL_WRONG_ADD=1: add is off by one, so that a conformance run fails on purpose
+ * (tests/sdk/conformance_table_test.sh checks how lt-conformance reports it). */
+static float g_wrong_add;
 static lt_plugin_error* create(lt_plugin_create_args* a) {
+  const char* wrong = getenv("LT_TEST_PARTIAL_WRONG_ADD");
+  g_wrong_add = wrong && strcmp(wrong, "1") == 0 ? 1.0f : 0.0f;
   lt_plugin_context* c = (lt_plugin_context*)calloc(1, sizeof *c);
   if (!c) return make_err(LT_STATUS_OUT_OF_MEMORY, "out of memory");
   c->log = a->log;
@@ -229,7 +234,7 @@ static lt_plugin_error* execute(lt_plugin_execute_args* a) {
       const float* ya = vals[n->operands[1]];
       for (size_t j = 0; j < n->numel; ++j) {
         float u = xa[bcast_offset(n, x, j)], v = ya[bcast_offset(n, y, j)];
-        out[j] = n->op == OP_ADD ? u + v : u * v;
+        out[j] = n->op == OP_ADD ? u + v + g_wrong_add : u * v;
       }
     } else if (n->op == OP_MATMUL) {
       const float* ya = vals[n->operands[1]];

@@ -34,6 +34,17 @@ const std::vector<std::string> kOps = [] {
   return ops;
 }();
 
+// COLLECTIVE ops of the table: the core runs them on host memory unless a backend claims them,
+// so a plugin that does not claim them still has them (not "fallback").
+const std::set<std::string> kCollectives = [] {
+  std::set<std::string> out;
+#define LT_OP(Camel, name, capi, cfn, cppfn, category, ...) \
+  if (std::string(#category) == "COLLECTIVE") out.insert(name);
+#include "lazytensor/lt_ops.def"
+#undef LT_OP
+  return out;
+}();
+
 bool is_word_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
 }
@@ -110,6 +121,66 @@ class OpTable : public ::testing::EmptyTestEventListener {
   std::set<std::string> current_ops_;
 };
 
+// Replaces GoogleTest's printer, whose failure lines start with the suite's source path in
+// the tree lt-conformance was built in (meaningless in an installed package). Each failing test
+// gets: its name, each failed check as "<file name>:<line>: <message>" (the file under
+// tests/conformance/ in the LazyTensor sources), and the command that reruns only that test.
+class FailurePrinter : public ::testing::EmptyTestEventListener {
+ public:
+  FailurePrinter(std::string argv0, std::string plugin)
+      : argv0_(std::move(argv0)), plugin_(std::move(plugin)) {}
+  void OnTestProgramStart(const ::testing::UnitTest& u) override {
+    std::printf("running %d conformance tests\n", u.test_to_run_count());
+    std::fflush(stdout);
+  }
+  void OnTestStart(const ::testing::TestInfo&) override {
+    lines_.clear();
+    more_ = 0;
+  }
+  void OnTestPartResult(const ::testing::TestPartResult& r) override {
+    if (!r.failed() && !r.skipped()) return;
+    if (lines_.size() >= kMaxChecks) {  // the first few say what is wrong; the rest, how often
+      ++more_;
+      return;
+    }
+    std::string where = r.file_name() ? fs::path(r.file_name()).filename().string() : "";
+    if (!where.empty() && r.line_number() >= 0) where += ":" + std::to_string(r.line_number());
+    // The message, its SCOPED_TRACE lines ("<path>:<line>: <what>") reduced to <what>.
+    std::string msg, line;
+    std::string text = r.message();
+    for (size_t b = 0; b <= text.size();) {
+      size_t e = text.find('\n', b);
+      if (e == std::string::npos) e = text.size();
+      line = text.substr(b, e - b);
+      b = e + 1;
+      if (line.empty() || line == "Google Test trace:") continue;
+      size_t colon = line.find(": ");
+      if (colon != std::string::npos && line.find('/') < colon && line.find(".cpp:") < colon)
+        line = "while: " + line.substr(colon + 2);
+      msg += (msg.empty() ? "" : "\n      ") + line;
+    }
+    lines_.push_back("    " + (where.empty() ? "" : where + ": ") + msg);
+  }
+  void OnTestEnd(const ::testing::TestInfo& t) override {
+    const auto* r = t.result();
+    if (!r->Failed() && !r->Skipped()) return;
+    std::string full = std::string(t.test_suite_name()) + "." + t.name();
+    std::printf("%s %s\n", r->Failed() ? "FAIL" : "SKIP", full.c_str());
+    for (const auto& l : lines_) std::printf("%s\n", l.c_str());
+    if (more_) std::printf("    ... and %d more failed checks\n", more_);
+    if (r->Failed())
+      std::printf("    rerun it alone: %s %s --gtest_filter=%s\n", argv0_.c_str(), plugin_.c_str(),
+                  full.c_str());
+    std::fflush(stdout);
+  }
+
+ private:
+  static constexpr size_t kMaxChecks = 5;
+  std::string argv0_, plugin_;
+  std::vector<std::string> lines_;
+  int more_ = 0;
+};
+
 int usage() {
   std::fprintf(stderr,
                "usage: lt-conformance <path/to/liblt_plugin_NAME.so> [gtest options]\n"
@@ -178,7 +249,10 @@ int main(int argc, char** argv) {
   args.push_back(nullptr);  // GoogleTest shifts argv up to and including argv[argc]
   ::testing::InitGoogleTest(&gargc, args.data());
   auto* table = new OpTable;  // owned by GoogleTest's listener list
-  ::testing::UnitTest::GetInstance()->listeners().Append(table);
+  auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+  listeners.Append(table);
+  delete listeners.Release(listeners.default_result_printer());
+  listeners.Append(new FailurePrinter(fs::path(argv[0]).filename().string(), plugin.string()));
   int rc = RUN_ALL_TESTS();
 
   // One row per op of the table. An op the plugin runs (natively, or as its decomposition into
@@ -194,9 +268,14 @@ int main(int argc, char** argv) {
     int fails = table->op_failures.count(op) ? table->op_failures[op] : 0;
     const char* runs = claimed_set.count(op)      ? "native"
                        : decomposed_set.count(op) ? "decomposed"
+                       : kCollectives.count(op)   ? "core"
                                                   : "fallback";
     std::string res = "pass", note;
-    if (runs[0] == 'f') {
+    if (runs[0] == 'c') {
+      res = "-";
+      note = "collective: the core runs it on host memory (a backend may claim it)";
+      if (fails) unattributed += fails;
+    } else if (runs[0] == 'f') {
       res = "-";
       note = "not run here: cpu_eager runs it";
       if (fails) unattributed += fails;

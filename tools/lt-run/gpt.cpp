@@ -34,15 +34,87 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+// Shortest text that reads back as the same double.
+std::string num(double v) {
+  char buf[32];
+  for (int digits = 15; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+// The run's settings a resumed run restores (--load), as metadata keys "run.<option>": the
+// option's command-line name, its value in `o`, and how to set it back.
+struct Setting {
+  const char* name;
+  std::string (*get)(const GptOptions&);
+  void (*set)(GptOptions&, const std::string&);
+};
+const Setting kSettings[] = {
+    {"batch", [](const GptOptions& o) { return std::to_string(o.batch); },
+     [](GptOptions& o, const std::string& v) { o.batch = std::stoll(v); }},
+    {"steps", [](const GptOptions& o) { return std::to_string(o.steps); },
+     [](GptOptions& o, const std::string& v) { o.steps = std::stoll(v); }},
+    {"lr", [](const GptOptions& o) { return num(o.lr); },
+     [](GptOptions& o, const std::string& v) { o.lr = std::stod(v); }},
+    {"warmup", [](const GptOptions& o) { return std::to_string(o.warmup); },
+     [](GptOptions& o, const std::string& v) { o.warmup = std::stoll(v); }},
+    {"weight-decay", [](const GptOptions& o) { return num(o.weight_decay); },
+     [](GptOptions& o, const std::string& v) { o.weight_decay = std::stod(v); }},
+    {"clip", [](const GptOptions& o) { return num(o.clip); },
+     [](GptOptions& o, const std::string& v) { o.clip = std::stod(v); }},
+    {"dropout", [](const GptOptions& o) { return num(o.dropout); },
+     [](GptOptions& o, const std::string& v) { o.dropout = std::stod(v); }},
+    {"precision", [](const GptOptions& o) { return o.precision; },
+     [](GptOptions& o, const std::string& v) { o.precision = v; }},
+    {"seed", [](const GptOptions& o) { return std::to_string(o.seed); },
+     [](GptOptions& o, const std::string& v) { o.seed = std::stoull(v); }},
+    {"eval-every", [](const GptOptions& o) { return std::to_string(o.eval_every); },
+     [](GptOptions& o, const std::string& v) { o.eval_every = std::stoll(v); }},
+    {"eval-batches", [](const GptOptions& o) { return std::to_string(o.eval_batches); },
+     [](GptOptions& o, const std::string& v) { o.eval_batches = std::stoll(v); }},
+    {"corpus", [](const GptOptions& o) { return o.corpus; },
+     [](GptOptions& o, const std::string& v) { o.corpus = v; }},
+};
+
 // What a checkpoint records besides tensors, as safetensors' string metadata.
 std::map<std::string, std::string> metadata(const lt::models::GptConfig& c,
-                                            const lt::text::Vocab& vocab, int64_t step) {
+                                            const lt::text::Vocab& vocab, int64_t step,
+                                            const GptOptions& o) {
   nlohmann::json bytes = nlohmann::json::array();  // bytes, not chars: JSON wants UTF-8
   for (char ch : vocab.chars()) bytes.push_back(static_cast<unsigned char>(ch));
-  return {{"format", "lazytensor-gpt-1"},         {"vocab_bytes", bytes.dump()},
-          {"context", std::to_string(c.context)}, {"layers", std::to_string(c.layers)},
-          {"width", std::to_string(c.dim)},       {"heads", std::to_string(c.heads)},
-          {"step", std::to_string(step)}};
+  std::map<std::string, std::string> m = {
+      {"format", "lazytensor-gpt-1"},         {"vocab_bytes", bytes.dump()},
+      {"context", std::to_string(c.context)}, {"layers", std::to_string(c.layers)},
+      {"width", std::to_string(c.dim)},       {"heads", std::to_string(c.heads)},
+      {"step", std::to_string(step)}};
+  for (const Setting& s : kSettings) m[std::string("run.") + s.name] = s.get(o);
+  return m;
+}
+
+// --load: the checkpoint's run settings replace the defaults of the options not given; a given
+// option that differs overrides it, and says so. Returns the restored ones, for the header.
+std::string restore_settings(const lt::Checkpoint& ck, const std::string& file, GptOptions& o) {
+  std::string restored;
+  for (const Setting& s : kSettings) {
+    auto v = ck.metadata(std::string("run.") + s.name);
+    if (!v) continue;  // a checkpoint from before settings were stored
+    if (o.given.count(s.name)) {
+      if (s.get(o) != *v)
+        std::printf("lt-run: --%s %s overrides the checkpoint's %s\n", s.name, s.get(o).c_str(),
+                    v->c_str());
+      continue;
+    }
+    try {
+      s.set(o, *v);
+    } catch (const std::exception&) {
+      throw lt::Error(LT_STATUS_INVALID_ARGUMENT,
+                      file + ": bad run setting '" + s.name + "' = '" + *v + "' in its metadata");
+    }
+    restored += (restored.empty() ? "" : ", ") + std::string(s.name) + " " + *v;
+  }
+  return restored;
 }
 
 int64_t meta_int(const lt::Checkpoint& ck, const std::string& file, const char* key) {
@@ -118,6 +190,7 @@ std::string generate(lt::models::Gpt& model, const lt::Device& dev, const lt::te
   tokens.erase(tokens.begin(), tokens.begin() + start);
   std::vector<float> logits = feed(static_cast<int64_t>(tokens.size()));
   const double compiles_before = rt.metric("compiles");
+  const double compile_ms_before = rt.metric("compile_ms");
   for (int64_t i = 0; i < o.generate; ++i) {
     // Top-k, then softmax at the temperature, then one draw from (seed, i).
     std::vector<int> order(static_cast<size_t>(v));
@@ -161,21 +234,13 @@ std::string generate(lt::models::Gpt& model, const lt::Device& dev, const lt::te
 
 }  // namespace
 
-int run_gpt(const GptOptions& o, lt::Runtime& rt, const lt::Device& dev) {
-  // --precision: training, evaluation and sampling under autocast (f16: loss scaling too).
-  const lt::DType precision = lt::amp::parse_precision(o.precision);
-  lt::amp::Autocast autocast(precision);
-  lt::models::GptConfig cfg;
-  cfg.context = o.context;
-  cfg.layers = o.layers;
-  cfg.dim = o.width;
-  cfg.heads = o.heads;
-  cfg.dropout = o.dropout;
-  cfg.seed = o.seed;
-
+int run_gpt(const GptOptions& options, lt::Runtime& rt, const lt::Device& dev) {
+  GptOptions o = options;
   std::unique_ptr<lt::Checkpoint> ck;
   lt::text::Vocab vocab;
   int64_t start_step = 0;
+  lt::models::GptConfig cfg;
+  std::string restored;
   if (!o.load.empty()) {
     ck = std::make_unique<lt::Checkpoint>(o.load);
     vocab = meta_vocab(*ck, o.load);
@@ -184,7 +249,30 @@ int run_gpt(const GptOptions& o, lt::Runtime& rt, const lt::Device& dev) {
     cfg.dim = meta_int(*ck, o.load, "width");
     cfg.heads = meta_int(*ck, o.load, "heads");
     start_step = meta_int(*ck, o.load, "step");
+    // The model's shape is the checkpoint's: a different one given again cannot apply.
+    const std::pair<const char*, std::pair<int64_t, int64_t>> shape[] = {
+        {"context", {o.context, cfg.context}},
+        {"layers", {o.layers, cfg.layers}},
+        {"width", {o.width, cfg.dim}},
+        {"heads", {o.heads, cfg.heads}}};
+    for (const auto& [name, v] : shape)
+      if (o.given.count(name) && v.first != v.second)
+        std::printf("lt-run: --%s %lld ignored: the checkpoint's model has %s %lld\n", name,
+                    (long long)v.first, name, (long long)v.second);
+    restored = restore_settings(*ck, o.load, o);
+    // Sampling from a checkpoint trains only when steps are asked for.
+    if (o.generate > 0 && !o.given.count("steps")) o.steps = start_step;
+  } else {
+    cfg.context = o.context;
+    cfg.layers = o.layers;
+    cfg.dim = o.width;
+    cfg.heads = o.heads;
   }
+  cfg.dropout = o.dropout;
+  cfg.seed = o.seed;
+  // --precision: training, evaluation and sampling under autocast (f16: loss scaling too).
+  const lt::DType precision = lt::amp::parse_precision(o.precision);
+  lt::amp::Autocast autocast(precision);
   const bool train = o.steps > start_step;
   lt::text::Corpus corpus;
   if (train || o.generate == 0 || !ck) {
@@ -228,6 +316,7 @@ int run_gpt(const GptOptions& o, lt::Runtime& rt, const lt::Device& dev) {
       dev.name().c_str(), (long long)cfg.layers, (long long)cfg.dim, (long long)cfg.heads,
       (long long)cfg.context, (long long)cfg.vocab, (long long)model.num_parameters(),
       o.precision.c_str(), data);
+  if (!restored.empty()) std::printf("restored from %s: %s\n", o.load.c_str(), restored.c_str());
   if (dist)
     std::printf(
         "distributed: world size %lld (MPI), global batch %lld = %lld rows on rank 0, "
@@ -243,7 +332,8 @@ int run_gpt(const GptOptions& o, lt::Runtime& rt, const lt::Device& dev) {
   std::vector<lt::Tensor*> params = model.parameters();
   std::optional<lt::amp::GradScaler> scaler;
   if (precision == lt::f16) scaler.emplace(dev);
-  StepBar bar(o.steps);
+  StepBar bar(o.steps, start_step);
+  if (train) bar.compiling();
   double ema = 0, tok_s = 0, interval_sum = 0;
   int64_t interval_n = 0;
   // --stop-after: an interrupted run (the schedule still spans --steps).
@@ -251,6 +341,7 @@ int run_gpt(const GptOptions& o, lt::Runtime& rt, const lt::Device& dev) {
   double train_s = 0;
   int64_t timed_steps = 0;
   const double compiles_before = rt.metric("compiles");
+  const double compile_ms_before = rt.metric("compile_ms");
   for (int64_t step = start_step; step < end; ++step) {
     auto t0 = Clock::now();
     const double lr = schedule(step);
@@ -287,7 +378,9 @@ int run_gpt(const GptOptions& o, lt::Runtime& rt, const lt::Device& dev) {
     ema = step == start_step ? l : 0.9 * ema + 0.1 * l;
     interval_sum += l;
     ++interval_n;
-    bar.step(step + 1, ema, lr, tok_s);
+    char extra[96];
+    std::snprintf(extra, sizeof extra, "| loss %.4f  lr %.2e  %.0f tok/s", ema, lr, tok_s);
+    bar.step(step + 1, extra);
     const bool last = step + 1 == end;
     if ((o.eval_every > 0 && (step + 1) % o.eval_every == 0) || last) {
       double val = evaluate(model, dev, corpus.val, o, o.eval_batches);
@@ -304,19 +397,22 @@ int run_gpt(const GptOptions& o, lt::Runtime& rt, const lt::Device& dev) {
       interval_n = 0;
     }
   }
+  bar.finish();
   if (loss_log) std::fclose(loss_log);
   if (train) {
     const double flops = model.train_flops(o.batch, cfg.context);
+    // ms/step is over the steps after the first, which carries the compile (shown apart).
     std::printf(
-        "training: %lld steps, %.1f ms/step, %.0f tokens/s, %.1f GFLOP/s (model FLOPs), "
-        "compiles during training %.0f\n",
-        (long long)std::max<int64_t>(0, end - start_step),
+        "training: %lld steps, first step %.2f s (compile %.2f s), then %.1f ms/step, %.0f "
+        "tokens/s, %.1f GFLOP/s (model FLOPs), compiles during training %.0f\n",
+        (long long)std::max<int64_t>(0, end - start_step), bar.first_step_seconds(),
+        (rt.metric("compile_ms") - compile_ms_before) / 1e3,
         timed_steps ? 1e3 * train_s / timed_steps : 0.0, tok_s,
         timed_steps ? flops * timed_steps / train_s / 1e9 : 0.0,
         rt.metric("compiles") - compiles_before);
   }
   if (!o.save.empty() && rank0) {  // rank 0 alone writes checkpoints
-    lt::save_checkpoint(o.save, model, &opt, metadata(cfg, vocab, std::max(end, start_step)));
+    lt::save_checkpoint(o.save, model, &opt, metadata(cfg, vocab, std::max(end, start_step), o));
     std::printf("saved %s (step %lld)\n", o.save.c_str(), (long long)std::max(end, start_step));
   }
   if (o.generate > 0) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 
 #include "lazytensor/lazytensor.hpp"
@@ -21,6 +22,9 @@ struct GptOptions {
   bool distributed = false;  // data-parallel over the lt_dist_init group (docs/distributed.md)
   size_t bucket_bytes = 0;   // gradient all-reduce bucket; 0: lt::dist::kDefaultBucketBytes
   std::string fault;         // test hook "RANK:STEP:exit|error" (main.cpp)
+  // Options given on the command line by name ("batch", "steps", ...): with --load, the
+  // others are restored from the checkpoint and these override it (gpt.cpp says which).
+  std::set<std::string> given;
 };
 
 // --inject-fault (main.cpp): exits or throws on that rank at that step.

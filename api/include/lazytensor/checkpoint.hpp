@@ -4,7 +4,9 @@
 //
 // Names in a module checkpoint: every parameter under its Module::named_parameters() name
 // ("fc1.weight"), the optimizer's Optimizer::named_state() under "optim.<name>" ("optim.step",
-// "optim.m.0", ...), and the optimizer's name() as metadata "lt.optimizer".
+// "optim.m.0", ...), the optimizer's name() as metadata "lt.optimizer", and the format as
+// metadata "lt.format" ("2": nn::Linear weights [out, in]; absent in format-1 files, read with
+// a one-time conversion). lt::load_state_dict reads PyTorch-saved safetensors state dicts.
 #ifndef LAZYTENSOR_CHECKPOINT_HPP
 #define LAZYTENSOR_CHECKPOINT_HPP
 
@@ -13,6 +15,7 @@
 #include "lazytensor/nn.hpp"
 #include "lazytensor/optim.hpp"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -139,6 +142,38 @@ class Checkpoint {
 namespace detail {
 inline constexpr const char* kOptimizerKey = "lt.optimizer";
 inline constexpr const char* kOptimizerPrefix = "optim.";
+// Module checkpoint format, metadata "lt.format": absent in format 1 (nn::Linear weights
+// [in, out]); "2" since Linear stores [out, in] like PyTorch. Readers convert format 1 once.
+inline constexpr const char* kFormatKey = "lt.format";
+inline constexpr int kFormat = 2;
+
+// The file names (parameters, and optimizer state "optim.<slot>.<i>") whose tensors a format-1
+// file holds transposed (Module::transposed_since_format2).
+inline std::set<std::string> format1_transposed(nn::Module& module, optim::Optimizer* optimizer) {
+  std::set<std::string> out;
+  std::vector<const Tensor*> moved = module.transposed_since_format2();
+  auto is_moved = [&](const Tensor* t) {
+    return std::find(moved.begin(), moved.end(), t) != moved.end();
+  };
+  for (auto& [name, slot] : module.named_parameters())
+    if (is_moved(slot)) out.insert(name);
+  if (optimizer) {
+    const auto& ps = optimizer->parameters();
+    for (auto& [name, t] : optimizer->named_state()) {
+      size_t dot = name.rfind('.');
+      if (dot == std::string::npos) continue;
+      const std::string index = name.substr(dot + 1);
+      if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos) continue;
+      size_t i = std::stoul(index);
+      if (i < ps.size() && is_moved(ps[i])) out.insert(kOptimizerPrefix + name);
+    }
+  }
+  return out;
+}
+inline std::vector<int64_t> reversed(std::vector<int64_t> v) {
+  std::reverse(v.begin(), v.end());
+  return v;
+}
 }  // namespace detail
 
 // Saves the module's parameters and, when given, the optimizer's state (see the top of this
@@ -147,10 +182,13 @@ inline constexpr const char* kOptimizerPrefix = "optim.";
 inline void save_checkpoint(const std::string& path, nn::Module& module,
                             optim::Optimizer* optimizer = nullptr,
                             std::map<std::string, std::string> metadata = {}) {
-  if (metadata.count(detail::kOptimizerKey)) {
-    throw Error(LT_STATUS_INVALID_ARGUMENT, "save_checkpoint: '" + path + "': metadata key '" +
-                                                detail::kOptimizerKey + "' is reserved");
+  for (const char* key : {detail::kOptimizerKey, detail::kFormatKey}) {
+    if (metadata.count(key)) {
+      throw Error(LT_STATUS_INVALID_ARGUMENT,
+                  "save_checkpoint: '" + path + "': metadata key '" + key + "' is reserved");
+    }
   }
+  metadata[detail::kFormatKey] = std::to_string(detail::kFormat);
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (auto& [name, slot] : module.named_parameters()) tensors.emplace_back(name, *slot);
   if (optimizer) {
@@ -170,6 +208,15 @@ inline void save_checkpoint(const std::string& path, nn::Module& module,
 inline void load_checkpoint(const std::string& path, nn::Module& module,
                             optim::Optimizer* optimizer = nullptr) {
   Checkpoint ck(path);
+  const std::optional<std::string> format = ck.metadata(detail::kFormatKey);
+  if (format && *format != std::to_string(detail::kFormat)) {
+    throw Error(LT_STATUS_UNSUPPORTED, "load_checkpoint: '" + path + "' has checkpoint format '" +
+                                           *format + "'; this LazyTensor reads formats 1 and " +
+                                           std::to_string(detail::kFormat));
+  }
+  // Format 1 (no "lt.format"): Linear weights and their optimizer state are stored transposed.
+  const std::set<std::string> transposed =
+      format ? std::set<std::string>{} : detail::format1_transposed(module, optimizer);
   std::vector<std::string> problems;
   lt_status_code code = LT_STATUS_OK;
   auto problem = [&](lt_status_code c, std::string what) {
@@ -188,10 +235,14 @@ inline void load_checkpoint(const std::string& path, nn::Module& module,
       problem(LT_STATUS_DTYPE_MISMATCH, "'" + name + "' is " + dtype_name(info.dtype) +
                                             " in the file but " + dtype_name(like.dtype()) +
                                             " in the " + what);
-    } else if (info.shape != like.shape()) {
+    } else if ((transposed.count(name) ? detail::reversed(info.shape) : info.shape) !=
+               like.shape()) {
       problem(LT_STATUS_SHAPE_MISMATCH,
               "'" + name + "' has shape " + detail::shape_string(info.shape) + " in the file but " +
-                  detail::shape_string(like.shape_span()) + " in the " + what);
+                  detail::shape_string(like.shape_span()) + " in the " + what +
+                  (transposed.count(name) ? " (read as checkpoint format 1, [in, out], since the "
+                                            "file has no 'lt.format')"
+                                          : ""));
     }
   };
 
@@ -227,18 +278,82 @@ inline void load_checkpoint(const std::string& path, nn::Module& module,
   }
 
   // Read everything first; any failure here still leaves the module and optimizer untouched.
+  // A format-1 tensor stored transposed is transposed once, here, and computed at once.
+  auto read = [&](const std::string& name, const Device& device) {
+    Tensor t = ck.tensor(name, device);
+    if (!transposed.count(name)) return t;
+    NoGradGuard no_grad;
+    return t.t().materialize();
+  };
   std::vector<Tensor> values;
   values.reserve(params.size());
   for (auto& [name, slot] : params) {
-    Tensor t = ck.tensor(name, slot->device());
+    Tensor t = read(name, slot->device());
     if (requires_grad(*slot)) set_requires_grad(t);
     values.push_back(std::move(t));
   }
   if (optimizer) {
     std::vector<std::pair<std::string, Tensor>> loaded;
     for (auto& [name, t] : state)
-      loaded.emplace_back(name, ck.tensor(detail::kOptimizerPrefix + name, t.device()));
+      loaded.emplace_back(name, read(detail::kOptimizerPrefix + name, t.device()));
     optimizer->load_state(loaded);  // checks everything before it changes anything
+  }
+  for (size_t i = 0; i < params.size(); ++i) *params[i].second = std::move(values[i]);
+}
+
+// Loads a state dict saved by PyTorch (safetensors.torch.save_file(model.state_dict(), path))
+// into the same module tree, by PyTorch's names (Module::torch_named_parameters: "0.weight" in
+// an nn::Sequential, LayerNorm's "weight"/"bias"); Linear weights are [out, in] on both sides.
+// Floating tensors of another dtype (f16, bf16, f64) are converted to the parameter's dtype.
+// strict (PyTorch's default): tensors the module does not have are an error too. Everything is
+// checked before anything is assigned; the error lists every problem.
+inline void load_state_dict(const std::string& path, nn::Module& module, bool strict = true) {
+  Checkpoint ck(path);
+  auto params = module.torch_named_parameters();
+  std::vector<std::string> problems;
+  lt_status_code code = LT_STATUS_OK;
+  auto problem = [&](lt_status_code c, std::string what) {
+    if (code == LT_STATUS_OK) code = c;
+    problems.push_back(std::move(what));
+  };
+  auto is_float = [](DType d) { return d == f32 || d == f64 || d == bf16 || d == f16; };
+  std::set<std::string> expected;
+  for (auto& [name, slot] : params) {
+    expected.insert(name);
+    if (!ck.contains(name)) {
+      problem(LT_STATUS_NOT_FOUND, "'" + name + "' is missing");
+      continue;
+    }
+    TensorInfo info = ck.info(name);
+    if (info.dtype != slot->dtype() && !(is_float(info.dtype) && is_float(slot->dtype()))) {
+      problem(LT_STATUS_DTYPE_MISMATCH, "'" + name + "' is " + dtype_name(info.dtype) +
+                                            " in the file but " + dtype_name(slot->dtype()) +
+                                            " in the module");
+    } else if (info.shape != slot->shape()) {
+      problem(LT_STATUS_SHAPE_MISMATCH,
+              "'" + name + "' has shape " + detail::shape_string(info.shape) + " in the file but " +
+                  detail::shape_string(slot->shape_span()) + " in the module");
+    }
+  }
+  if (strict) {
+    for (const std::string& name : ck.names())
+      if (!expected.count(name))
+        problem(LT_STATUS_INVALID_ARGUMENT, "unexpected tensor '" + name + "' (not in the module)");
+  }
+  if (!problems.empty()) {
+    std::string msg = "load_state_dict: '" + path + "' does not match: ";
+    for (size_t i = 0; i < problems.size(); ++i) msg += (i ? "; " : "") + problems[i];
+    throw Error(code, msg);
+  }
+  std::vector<Tensor> values;
+  for (auto& [name, slot] : params) {
+    Tensor t = ck.tensor(name, slot->device());
+    if (t.dtype() != slot->dtype()) {
+      NoGradGuard no_grad;
+      t = t.cast(slot->dtype()).materialize();
+    }
+    if (requires_grad(*slot)) set_requires_grad(t);
+    values.push_back(std::move(t));
   }
   for (size_t i = 0; i < params.size(); ++i) *params[i].second = std::move(values[i]);
 }

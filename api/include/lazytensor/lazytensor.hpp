@@ -19,6 +19,7 @@
 #include <initializer_list>
 #include <limits>
 #include <ostream>
+#include <source_location>
 #include <span>
 #include <sstream>
 #include <stdexcept>
@@ -426,6 +427,18 @@ class Tensor {
     return *this;
   }
 
+  // ---- autograd, libtorch spelling (lazytensor/autograd.hpp has the free functions)
+  // Back-propagates from this value into every leaf that requires gradients, accumulating;
+  // `seed` is needed when it has more than one element. Same as lt::backward(*this, seed).
+  void backward() const { check(lt_backward(req("backward"), nullptr)); }
+  void backward(const Tensor& seed) const { check(lt_backward(req("backward"), seed.get())); }
+  // The gradient accumulated in this leaf, or a null Tensor when none (lt::grad(t)).
+  Tensor grad() const {
+    lt_tensor* g = nullptr;
+    check(lt_tensor_grad(req("grad"), &g));
+    return Tensor(g);
+  }
+
   // ---- host data
   template <class T>
   static Tensor from(const Device& device, std::span<const T> data, IntList shape) {
@@ -513,13 +526,14 @@ class Tensor {
   // ---- ops as methods (free functions below do the same)
   // One method per UNARY / BINARY row of lazytensor/lt_ops.def: neg() ... logical_not(),
   // add(b) ... or_(b), matmul(b).
-#define LT_CPP_UNARY(m, fn, name) \
-  Tensor m() const {              \
-    return unary(fn, name);       \
+// Each takes the caller's std::source_location: the node records where the user traced it.
+#define LT_CPP_UNARY(m, fn, name)                                              \
+  Tensor m(std::source_location loc = std::source_location::current()) const { \
+    return unary(fn, name, loc);                                               \
   }
-#define LT_CPP_BINARY(m, fn, name)  \
-  Tensor m(const Tensor& b) const { \
-    return binary(fn, b, name);     \
+#define LT_CPP_BINARY(m, fn, name)                                                              \
+  Tensor m(const Tensor& b, std::source_location loc = std::source_location::current()) const { \
+    return binary(fn, b, name, loc);                                                            \
   }
 #define LT_CPP_CALL(m, fn, name)
 #define LT_CPP_NONE(m, fn, name)
@@ -527,26 +541,26 @@ class Tensor {
 #include "lazytensor/lt_ops.def"
 #undef LT_OP
   // Scalar right operands become lt_scalar of this tensor's dtype.
-  Tensor add(double s) const {
-    return add(like(s));
+  Tensor add(double s, std::source_location loc = std::source_location::current()) const {
+    return add(like(s), loc);
   }
-  Tensor sub(double s) const {
-    return sub(like(s));
+  Tensor sub(double s, std::source_location loc = std::source_location::current()) const {
+    return sub(like(s), loc);
   }
-  Tensor mul(double s) const {
-    return mul(like(s));
+  Tensor mul(double s, std::source_location loc = std::source_location::current()) const {
+    return mul(like(s), loc);
   }
-  Tensor div(double s) const {
-    return div(like(s));
+  Tensor div(double s, std::source_location loc = std::source_location::current()) const {
+    return div(like(s), loc);
   }
-  Tensor pow(double s) const {
-    return pow(like(s));
+  Tensor pow(double s, std::source_location loc = std::source_location::current()) const {
+    return pow(like(s), loc);
   }
-  Tensor maximum(double s) const {
-    return maximum(like(s));
+  Tensor maximum(double s, std::source_location loc = std::source_location::current()) const {
+    return maximum(like(s), loc);
   }
-  Tensor minimum(double s) const {
-    return minimum(like(s));
+  Tensor minimum(double s, std::source_location loc = std::source_location::current()) const {
+    return minimum(like(s), loc);
   }
 
   Tensor cast(DType dtype) const {
@@ -703,20 +717,27 @@ class Tensor {
   using BinaryFn = lt_error* (*)(lt_tensor*, lt_tensor*, lt_tensor**);
   using ReduceFn = lt_error* (*)(lt_tensor*, const int64_t*, size_t, int, lt_tensor**);
 
-  Tensor unary(UnaryFn fn, const char* name) const {
+  // lt_trace_location right before the op's C call: the core stamps the node it records.
+  Tensor unary(UnaryFn fn, const char* name, const std::source_location& loc) const {
     lt_tensor* out = nullptr;
-    check(fn(req(name), &out));
+    lt_tensor* a = req(name);
+    lt_trace_location(loc.file_name(), loc.line());
+    check(fn(a, &out));
     return Tensor(out);
   }
-  Tensor binary(BinaryFn fn, const Tensor& b, const char* name) const {
+  Tensor binary(BinaryFn fn, const Tensor& b, const char* name,
+                const std::source_location& loc) const {
     if (fn == &lt_matmul && detail::autocast_dtype() != LT_DTYPE_INVALID) {
       Tensor x = to_autocast(), y = b.to_autocast();
       lt_tensor* out = nullptr;
+      lt_trace_location(loc.file_name(), loc.line());
       check(fn(x.req(name), y.req(name), &out));
       return Tensor(out);
     }
     lt_tensor* out = nullptr;
-    check(fn(req(name), b.req(name), &out));
+    lt_tensor *x = req(name), *y = b.req(name);
+    lt_trace_location(loc.file_name(), loc.line());
+    check(fn(x, y, &out));
     return Tensor(out);
   }
   Tensor reduce(ReduceFn fn, const IntList& axes, bool keepdims, const char* name) const {
@@ -914,6 +935,24 @@ inline Tensor arange(const Device& device, double start, double stop, double ste
   check(lt_arange(device.get(), start, stop, step, dtype, &out));
   return Tensor(out);
 }
+// `steps` values evenly spaced from `start` to `end`, both included (torch.linspace): the
+// first half counts up from start and the second half down from end, so both ends are exact.
+inline Tensor linspace(const Device& device, double start, double end, int64_t steps,
+                       DType dtype = LT_DTYPE_F32) {
+  if (steps < 0) {
+    throw Error(LT_STATUS_INVALID_ARGUMENT,
+                "linspace: steps must be non-negative, got " + std::to_string(steps));
+  }
+  const bool is_float = dtype == LT_DTYPE_F32 || dtype == LT_DTYPE_F64;
+  const DType work = is_float ? dtype : LT_DTYPE_F64;
+  if (steps <= 1) return full(device, {steps}, start, dtype);
+  const double step = (end - start) / static_cast<double>(steps - 1);
+  Tensor i = arange(device, 0, static_cast<double>(steps), 1.0, work);
+  Tensor up = i.mul(step).add(start);
+  Tensor down = i.sub(static_cast<double>(steps - 1)).mul(step).add(end);
+  Tensor v = where(i.lt(Tensor::scalar(device, static_cast<double>(steps / 2), work)), up, down);
+  return work == dtype ? v : v.cast(dtype);
+}
 inline Tensor random_uniform(const Device& device, IntList shape, uint64_t seed, double low = 0.0,
                              double high = 1.0, DType dtype = LT_DTYPE_F32) {
   lt_tensor* out = nullptr;
@@ -953,22 +992,34 @@ inline Tensor apply(const std::string& op, const std::vector<Tensor>& inputs,
 // `x * 0.5` on an i32 tensor multiplies by 0; cast first when that is not wanted.
 // Comparison operators return bool tensors; use Tensor::is_same for handle identity.
 
-inline Tensor operator-(const Tensor& a) {
-  return a.neg();
+namespace detail {
+// A tensor operand with the source location of the expression that uses it (operators).
+struct Traced {
+  Traced(const Tensor& t, std::source_location loc = std::source_location::current())
+      : t(t), loc(loc) {}
+  const Tensor& t;
+  std::source_location loc;
+};
+}  // namespace detail
+
+inline Tensor operator-(detail::Traced a) {
+  return a.t.neg(a.loc);
 }
 inline Tensor operator!(const Tensor& a) {
   return a.logical_not();
 }
 
-#define LT_DETAIL_BINARY_OPERATOR(OP, METHOD)                   \
-  inline Tensor operator OP(const Tensor& a, const Tensor& b) { \
-    return a.METHOD(b);                                         \
-  }                                                             \
-  inline Tensor operator OP(const Tensor& a, double s) {        \
-    return a.METHOD(Tensor::scalar(a.device(), s, a.dtype()));  \
-  }                                                             \
-  inline Tensor operator OP(double s, const Tensor& b) {        \
-    return Tensor::scalar(b.device(), s, b.dtype()).METHOD(b);  \
+// Operators cannot take a defaulted std::source_location, so their tensor operand converts to
+// detail::Traced, whose constructor's default argument is evaluated at the user's expression.
+#define LT_DETAIL_BINARY_OPERATOR(OP, METHOD)                               \
+  inline Tensor operator OP(detail::Traced a, const Tensor& b) {            \
+    return a.t.METHOD(b, a.loc);                                            \
+  }                                                                         \
+  inline Tensor operator OP(detail::Traced a, double s) {                   \
+    return a.t.METHOD(Tensor::scalar(a.t.device(), s, a.t.dtype()), a.loc); \
+  }                                                                         \
+  inline Tensor operator OP(double s, detail::Traced b) {                   \
+    return Tensor::scalar(b.t.device(), s, b.t.dtype()).METHOD(b.t, b.loc); \
   }
 LT_DETAIL_BINARY_OPERATOR(+, add)
 LT_DETAIL_BINARY_OPERATOR(-, sub)

@@ -13,7 +13,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -79,6 +83,32 @@ class Module {
     if (!ps.empty()) sync(ps.front()->device());
   }
 
+  // The parameters under the names PyTorch's state_dict() gives the same module tree (where
+  // they differ: LayerNorm and GroupNorm's gamma and beta are "weight" and "bias" there);
+  // lt::load_state_dict reads a PyTorch-saved safetensors file by these names.
+  std::vector<std::pair<std::string, Tensor*>> torch_named_parameters() {
+    std::vector<std::pair<std::string, Tensor*>> out;
+    for (auto& [name, t] : params_) {
+      auto alias = torch_names_.find(t);
+      out.emplace_back(alias == torch_names_.end() ? name : alias->second, t);
+    }
+    for (auto& [name, child] : children_) {
+      for (auto& [sub, t] : child->torch_named_parameters()) out.emplace_back(name + "." + sub, t);
+    }
+    return out;
+  }
+
+  // The parameters whose layout changed in checkpoint format 2 (nn::Linear's weight: [in, out]
+  // before, [out, in] like PyTorch since): lt::load_checkpoint transposes them, and their
+  // optimizer state, when it reads a format-1 file.
+  std::vector<const Tensor*> transposed_since_format2() {
+    std::vector<const Tensor*> out(transposed_.begin(), transposed_.end());
+    for (auto& [name, child] : children_) {
+      for (const Tensor* t : child->transposed_since_format2()) out.push_back(t);
+    }
+    return out;
+  }
+
  protected:
   // Registers a parameter slot (a member of the derived class) and marks it trainable.
   void register_parameter(std::string name, Tensor& slot) {
@@ -88,14 +118,24 @@ class Module {
   void register_module(std::string name, Module& child) {
     children_.emplace_back(std::move(name), &child);
   }
+  // The parameter's name in PyTorch's state_dict, when it differs from ours.
+  void set_torch_name(Tensor& slot, std::string torch_name) {
+    torch_names_[&slot] = std::move(torch_name);
+  }
+  void mark_transposed_since_format2(Tensor& slot) { transposed_.push_back(&slot); }
 
  private:
   std::vector<std::pair<std::string, Tensor*>> params_;
   std::vector<std::pair<std::string, Module*>> children_;
+  std::map<const Tensor*, std::string> torch_names_;
+  std::vector<const Tensor*> transposed_;
   bool training_ = true;
 };
 
-// y = x W + b; W [in, out] (so no transpose is traced), b [out].
+// y = x W^T + b with W [out, in] and b [out], as torch.nn.Linear (so PyTorch's weights load by
+// name). The transpose costs nothing on the host backends: the step program folds a transpose
+// read only by GEMMs into the GEMM as a transposed operand (docs/architecture.md). Checkpoints
+// of format 1 stored W as [in, out]; lt::load_checkpoint converts them once.
 class Linear : public Module {
  public:
   Linear(const Device& device, int64_t in, int64_t out, uint64_t seed, bool bias = true)
@@ -105,8 +145,10 @@ class Linear : public Module {
                                                   std::to_string(in) + " -> " +
                                                   std::to_string(out));
     }
-    weight = kaiming_uniform(device, {in, out}, in, seed);
+    // Drawn as [in, out] and transposed: the same initial values as format-1 models had.
+    weight = kaiming_uniform(device, {in, out}, in, seed).t();
     register_parameter("weight", weight);
+    mark_transposed_since_format2(weight);
     if (bias) {
       double b = 1.0 / std::sqrt(static_cast<double>(in));
       this->bias = random_uniform(device, {out}, seed ^ 0x5bd1e995ULL, -b, b);
@@ -120,7 +162,7 @@ class Linear : public Module {
                                                 detail::shape_string(x.shape_span()) +
                                                 " does not end in " + std::to_string(in_));
     }
-    Tensor y = matmul(x, weight);
+    Tensor y = matmul(x, weight.t());
     return bias.defined() ? y + bias : y;
   }
   Tensor operator()(const Tensor& x) const { return forward(x); }
@@ -179,6 +221,8 @@ class LayerNorm : public Module {
     beta = zeros(device, {dim});
     register_parameter("gamma", gamma);
     register_parameter("beta", beta);
+    set_torch_name(gamma, "weight");
+    set_torch_name(beta, "bias");
   }
   Tensor forward(const Tensor& x) const {
     if (x.rank() == 0 || x.dim(-1) != dim_) {
@@ -216,6 +260,8 @@ class GroupNorm : public Module {
     beta = zeros(device, {channels});
     register_parameter("gamma", gamma);
     register_parameter("beta", beta);
+    set_torch_name(gamma, "weight");
+    set_torch_name(beta, "bias");
   }
   Tensor forward(const Tensor& x) const {
     if (x.rank() != 4 || x.dim(1) != channels_) {
@@ -324,6 +370,57 @@ class ReLU : public Module {
 class GELU : public Module {
  public:
   Tensor operator()(const Tensor& x) const { return x.gelu(); }
+};
+
+// Modules applied in order, each to the previous one's output (torch::nn::Sequential). It owns
+// them; they are named "0", "1", ... as in PyTorch, so parameters read "0.weight".
+//   nn::Sequential net;
+//   net.emplace<nn::Linear>(dev, 64, 128, 1);
+//   net.emplace<nn::ReLU>();
+//   net.emplace<nn::Linear>(dev, 128, 10, 2);
+//   Tensor logits = net(x);
+class Sequential : public Module {
+ public:
+  Sequential() = default;
+  // Constructs an M in place at the end and returns it (it never moves afterwards).
+  template <class M, class... Args>
+  M& emplace(Args&&... args) {
+    return add(std::make_unique<M>(std::forward<Args>(args)...));
+  }
+  // Appends a module built elsewhere; M must be callable with a Tensor and return one.
+  template <class M>
+  M& add(std::unique_ptr<M> module) {
+    static_assert(std::is_base_of_v<Module, M>, "Sequential: M must derive from nn::Module");
+    static_assert(std::is_invocable_r_v<Tensor, M&, const Tensor&>,
+                  "Sequential: M must be callable as Tensor(const Tensor&)");
+    if (!module) throw Error(LT_STATUS_INVALID_ARGUMENT, "Sequential::add: module is null");
+    M* m = module.get();
+    register_module(std::to_string(layers_.size()), *m);
+    layers_.push_back({std::move(module), [m](const Tensor& x) { return (*m)(x); }});
+    return *m;
+  }
+  Tensor forward(const Tensor& x) {
+    Tensor y = x;
+    for (auto& layer : layers_) y = layer.call(y);
+    return y;
+  }
+  Tensor operator()(const Tensor& x) { return forward(x); }
+  size_t size() const { return layers_.size(); }
+  Module& operator[](size_t i) {
+    if (i >= layers_.size()) {
+      throw Error(LT_STATUS_INVALID_ARGUMENT, "Sequential: index " + std::to_string(i) +
+                                                  " out of range for " +
+                                                  std::to_string(layers_.size()) + " modules");
+    }
+    return *layers_[i].module;
+  }
+
+ private:
+  struct Layer {
+    std::unique_ptr<Module> module;
+    std::function<Tensor(const Tensor&)> call;
+  };
+  std::vector<Layer> layers_;
 };
 
 // ---- losses ------------------------------------------------------------------------------

@@ -53,8 +53,20 @@ LT_API uint32_t lt_version(void);
  * long as the error. */
 LT_API const char* lt_error_message(const lt_error* error);
 LT_API lt_status_code lt_error_code(const lt_error* error);
+/* The code's name without the prefix ("INVALID_ARGUMENT" for LT_STATUS_INVALID_ARGUMENT),
+ * static storage; "UNKNOWN" for a value that is not an lt_status_code. */
+LT_API const char* lt_status_name(lt_status_code code);
 /* Frees an error; NULL is ignored. */
 LT_API void lt_error_destroy(lt_error* error);
+
+/* Source locations: the next op this thread records keeps `file` and `line` (the user's
+ * program), shown in recompile reasons, fallback warnings and graph dumps ("traced at
+ * train.c:57"). `file` must have static storage duration (a __FILE__ literal). LT_AT wraps
+ * one op call: LT_AT(lt_add(a, b, &c)). The C++ API passes std::source_location itself. */
+LT_API void lt_trace_location(const char* file, uint32_t line);
+#define LT_AT(call) (lt_trace_location(__FILE__, (uint32_t)__LINE__), (call))
+/* Where the op that made `tensor` was traced: 1 and *file, *line when known, else 0. */
+LT_API int lt_tensor_traced_at(const lt_tensor* tensor, const char** file, uint32_t* line);
 
 /* Frees a string returned by this library (lt_metrics_report, ...); NULL is ignored. */
 LT_API void lt_string_free(char* s);
@@ -126,7 +138,11 @@ LT_API lt_error* lt_tensor_materialize(lt_tensor* tensor);
 
 /* Another handle to the same value (reference count + 1). Free each with lt_tensor_free. */
 LT_API lt_tensor* lt_tensor_retain(lt_tensor* tensor);
-/* Releases one handle; the value and its graph are freed with the last one. NULL ignored. */
+/* Releases one handle; the value and its graph are freed with the last one. NULL ignored.
+ * A handle used after its last free is detected: entry points that return lt_error* fail with
+ * LT_STATUS_INVALID_ARGUMENT naming the handle, the accessors below answer as for NULL, and a
+ * second free is ignored. (Freed slots are reused only after thousands of later frees, so a
+ * handle kept far longer than that may alias a new tensor: do not rely on it as a feature.) */
 LT_API void lt_tensor_free(lt_tensor* tensor);
 
 LT_API lt_dtype lt_tensor_dtype(const lt_tensor* tensor);

@@ -7,6 +7,7 @@
 
 #include "autograd/autograd.h"
 #include "error.h"
+#include "runtime.h"  // lt::live_tensor: handles used after lt_tensor_free
 
 namespace lt::autograd {
 namespace {
@@ -199,7 +200,8 @@ extern "C" {
 
 LT_API lt_error* lt_backward(lt_tensor* loss, lt_tensor* seed) {
   return lt::guard([&] {
-    if (!loss) raise(LT_STATUS_INVALID_ARGUMENT, "backward: loss is NULL");
+    lt::live_tensor(loss, "backward", "loss");
+    if (seed) lt::live_tensor(seed, "backward", "seed");
     require_history(loss, "backward");
     std::vector<Ref> seeds;
     seeds.push_back(make_seed(loss, seed, "backward"));
@@ -222,6 +224,7 @@ LT_API lt_error* lt_grad(lt_tensor* const* outputs, lt_tensor* const* seeds, siz
     for (size_t k = 0; k < num_outputs; ++k) {
       if (!outputs[k])
         raise(LT_STATUS_INVALID_ARGUMENT, "grad: outputs[" + std::to_string(k) + "] is NULL");
+      lt::live_tensor(outputs[k], "grad", ("outputs[" + std::to_string(k) + "]").c_str());
       require_history(outputs[k], "grad");
       outs.push_back(outputs[k]);
       seed_refs.push_back(make_seed(outputs[k], seeds ? seeds[k] : nullptr, "grad"));
@@ -230,6 +233,7 @@ LT_API lt_error* lt_grad(lt_tensor* const* outputs, lt_tensor* const* seeds, siz
     for (size_t j = 0; j < num_inputs; ++j) {
       if (!inputs[j])
         raise(LT_STATUS_INVALID_ARGUMENT, "grad: inputs[" + std::to_string(j) + "] is NULL");
+      lt::live_tensor(inputs[j], "grad", ("inputs[" + std::to_string(j) + "]").c_str());
       capture.insert(inputs[j]);
     }
     std::unordered_map<lt_tensor*, Ref> found;

@@ -7,6 +7,7 @@
 
 #include "autograd/autograd.h"
 #include "error.h"
+#include "runtime.h"  // lt::live_tensor: handles used after lt_tensor_free
 
 namespace lt::autograd {
 namespace {
@@ -213,7 +214,7 @@ extern "C" {
 
 LT_API lt_error* lt_tensor_set_requires_grad(lt_tensor* tensor, int requires_grad) {
   return lt::guard([&] {
-    if (!tensor) raise(LT_STATUS_INVALID_ARGUMENT, "set_requires_grad: tensor is NULL");
+    lt::live_tensor(tensor, "set_requires_grad", "tensor");
     lt_dtype d = lt_tensor_dtype(tensor);
     if (requires_grad && !is_float(d)) {
       raise(LT_STATUS_DTYPE_MISMATCH,
@@ -253,6 +254,7 @@ LT_API int lt_tensor_requires_grad(const lt_tensor* tensor) {
 LT_API lt_error* lt_tensor_grad(lt_tensor* tensor, lt_tensor** out) {
   return lt::guard([&] {
     if (!tensor || !out) raise(LT_STATUS_INVALID_ARGUMENT, "tensor_grad: tensor or out is NULL");
+    lt::live_tensor(tensor, "tensor_grad", "tensor");
     lt_tensor* g = nullptr;
     {
       std::lock_guard<std::mutex> lock(g_mu);
@@ -266,7 +268,7 @@ LT_API lt_error* lt_tensor_grad(lt_tensor* tensor, lt_tensor** out) {
 
 LT_API lt_error* lt_tensor_zero_grad(lt_tensor* tensor) {
   return lt::guard([&] {
-    if (!tensor) raise(LT_STATUS_INVALID_ARGUMENT, "tensor_zero_grad: tensor is NULL");
+    lt::live_tensor(tensor, "tensor_zero_grad", "tensor");
     Ref dead;
     {
       std::lock_guard<std::mutex> lock(g_mu);
@@ -278,7 +280,7 @@ LT_API lt_error* lt_tensor_zero_grad(lt_tensor* tensor) {
 
 LT_API lt_error* lt_tensor_set_grad(lt_tensor* tensor, lt_tensor* grad) {
   return lt::guard([&] {
-    if (!tensor) raise(LT_STATUS_INVALID_ARGUMENT, "tensor_set_grad: tensor is NULL");
+    lt::live_tensor(tensor, "tensor_set_grad", "tensor");
     Ref g;  // declared before the lock: freed (re-entering the hooks) after it is released
     if (grad) {
       if (lt_tensor_device(grad) != lt_tensor_device(tensor)) {
@@ -321,6 +323,7 @@ LT_API lt_error* lt_tensor_set_grad(lt_tensor* tensor, lt_tensor* grad) {
 LT_API lt_error* lt_tensor_detach(lt_tensor* tensor, lt_tensor** out) {
   return lt::guard([&] {
     if (!tensor || !out) raise(LT_STATUS_INVALID_ARGUMENT, "tensor_detach: tensor or out is NULL");
+    lt::live_tensor(tensor, "tensor_detach", "tensor");
     // A new value (an identity reshape) so that its autograd entry is its own.
     NoGradScope no_grad;
     lt_tensor* r = nullptr;

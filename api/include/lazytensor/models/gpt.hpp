@@ -50,6 +50,13 @@ inline void init_normal(Tensor& slot, double stddev, uint64_t seed) {
   slot = random_normal(slot.device(), slot.shape(), seed, 0.0, stddev, slot.dtype());
   set_requires_grad(slot);
 }
+// A Linear weight ([out, in]) drawn as [in, out] and transposed: the values format-1 models
+// (weights stored [in, out]) had, so training curves stay as they were.
+inline void init_normal_linear(Tensor& slot, double stddev, uint64_t seed) {
+  slot =
+      random_normal(slot.device(), {slot.dim(1), slot.dim(0)}, seed, 0.0, stddev, slot.dtype()).t();
+  set_requires_grad(slot);
+}
 inline void init_zeros(Tensor& slot) {
   slot = zeros(slot.device(), slot.shape(), slot.dtype());
   set_requires_grad(slot);
@@ -72,10 +79,10 @@ class CausalSelfAttention : public nn::Module {
     register_module("qkv", qkv);
     register_module("proj", proj);
     register_module("drop", drop);
-    detail::init_normal(qkv.weight, 0.02, seed);
+    detail::init_normal_linear(qkv.weight, 0.02, seed);
     detail::init_zeros(qkv.bias);
-    detail::init_normal(proj.weight, 0.02 / std::sqrt(2.0 * static_cast<double>(c.layers)),
-                        seed + 1);
+    detail::init_normal_linear(proj.weight, 0.02 / std::sqrt(2.0 * static_cast<double>(c.layers)),
+                               seed + 1);
     detail::init_zeros(proj.bias);
   }
 
@@ -139,10 +146,10 @@ class GptBlock : public nn::Module {
     register_module("fc1", fc1);
     register_module("fc2", fc2);
     register_module("drop", drop);
-    detail::init_normal(fc1.weight, 0.02, seed + 10);
+    detail::init_normal_linear(fc1.weight, 0.02, seed + 10);
     detail::init_zeros(fc1.bias);
-    detail::init_normal(fc2.weight, 0.02 / std::sqrt(2.0 * static_cast<double>(c.layers)),
-                        seed + 11);
+    detail::init_normal_linear(fc2.weight, 0.02 / std::sqrt(2.0 * static_cast<double>(c.layers)),
+                               seed + 11);
     detail::init_zeros(fc2.bias);
   }
   Tensor operator()(const Tensor& x, KVCache* cache = nullptr, size_t layer = 0) {
@@ -184,7 +191,7 @@ class Gpt : public nn::Module {
     register_module("head", head);
     detail::init_normal(tok.weight, 0.02, c.seed);
     detail::init_normal(pos.weight, 0.02, c.seed + 1);
-    detail::init_normal(head.weight, 0.02, c.seed + 3);
+    detail::init_normal_linear(head.weight, 0.02, c.seed + 3);
     detail::init_zeros(head.bias);
   }
 
