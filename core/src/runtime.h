@@ -153,6 +153,14 @@ struct lt_device {
   // execution is synchronous.
   std::unique_ptr<lt::ExecQueue> queue;
 
+  // The step-boundary guard (executor.cpp, exec_mu): reads since the last lt_sync whose graph
+  // grew and compiled anew, the last read graph's size, and whether the warning was given.
+  struct StepGuard {
+    size_t last_nodes = 0;
+    int growing_reads = 0;
+    bool warned = false;
+  } step_guard;
+
   // Registry of live tensors that may hold pending nodes (intrusive list, insertion order).
   std::mutex reg_mu;
   lt_tensor* reg_head = nullptr;

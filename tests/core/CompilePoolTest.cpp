@@ -93,6 +93,11 @@ TEST(CompilePool, ShutdownDropsWaitingJobsAndFinishesRunningOnes) {
   }
   ASSERT_TRUE(gate.wait_entered(1));
   std::thread closer([&] { pool->shutdown(); });
+  // The running job holds the only thread until released: release it only once shutdown has
+  // dropped the waiting one (else the thread could pick that up first, and it would run).
+  for (int i = 0; i < 10000 && pool->waiting() != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(pool->waiting(), 0u);
   gate.release();
   closer.join();
   EXPECT_EQ(running.get(), 1);                     // the running job finished
