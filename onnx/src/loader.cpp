@@ -224,7 +224,6 @@ void load(lt_onnx_model& M) {
     for (const NodeP& n : M.m.graph.nodes) needs |= n.domain.empty() || n.domain == "ai.onnx";
     if (needs) fail(LT_STATUS_IO_ERROR, M.path + ": no opset_import for the ai.onnx domain");
   }
-  check_and_order(M);
   std::set<std::string> init_names;
   for (const TensorP& t : M.m.graph.initializers) {
     if (!init_names.insert(t.name).second) {
@@ -235,6 +234,7 @@ void load(lt_onnx_model& M) {
     if (!init_names.count(v.name)) M.inputs.push_back(io_info(v, M.path, "input"));
   }
   for (const ValueInfoP& v : M.m.graph.outputs) M.outputs.push_back(io_info(v, M.path, "output"));
+  check_and_order(M);
   // Initializers: uploaded once; small ones also kept on the host for shape computations.
   for (const TensorP& t : M.m.graph.initializers) {
     RawTensor r = decode_tensor(t, M.base_dir, M.path + ": initializer '" + t.name + "'");

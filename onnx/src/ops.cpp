@@ -404,7 +404,8 @@ Window window(Ctx& c, const std::vector<int64_t>& in_spatial, std::vector<int64_
 // Pooling as a max/sum over the kernel's strided slices of the padded input: any rank,
 // dilations, asymmetric pads and ceil mode.
 Tensor pool_slices(Ctx& c, Tensor x, const Window& w, bool is_max, bool ceil_mode,
-                   bool count_include_pad, bool is_lp = false, double p = 2) {
+                   bool count_include_pad, bool is_lp = false, double p = 2,
+                   Tensor* argmax = nullptr, bool column_major = false) {
   auto s = x.shape();
   size_t nd = w.kernel.size();
   std::vector<int64_t> before(s.size(), 0), after(s.size(), 0), out(nd);
@@ -464,7 +465,39 @@ Tensor pool_slices(Ctx& c, Tensor x, const Window& w, bool is_max, bool ceil_mod
       stp[2 + i] = w.strides[i];
     }
     Tensor v = xp.slice(st, sp, stp);
-    if (is_max) {
+    if (is_max && argmax) {
+      // Flat index (over N, C and the spatial dims) of this tap at every output position.
+      std::vector<int64_t> rs(s.size(), 1);
+      rs[0] = s[0];
+      rs[1] = s[1];
+      int64_t sp_n = 1;
+      for (size_t i = 0; i < nd; ++i) sp_n *= s[2 + i];
+      Tensor idx = lt::arange(c.dev, 0, double(s[0] * s[1]), 1, LT_DTYPE_I64).reshape(rs) *
+                   c.scalar(double(sp_n), LT_DTYPE_I64);
+      std::vector<int64_t> stride_sp(nd, 1);
+      for (size_t i = 0; i < nd; ++i) {
+        for (size_t j = 0; j < nd; ++j) {
+          if (column_major ? j < i : j > i) stride_sp[i] *= s[2 + j];
+        }
+      }
+      for (size_t i = 0; i < nd; ++i) {
+        std::vector<int64_t> ps(s.size(), 1);
+        ps[2 + i] = out[i];
+        Tensor pos = lt::arange(c.dev, double(st[2 + i] - w.pads[i]),
+                                double(st[2 + i] - w.pads[i] + out[i] * w.strides[i]),
+                                double(w.strides[i]), LT_DTYPE_I64);
+        pos = slice1(pos, 0, 0, out[i]).reshape(ps);
+        idx = idx + pos * c.scalar(double(stride_sp[i]), LT_DTYPE_I64);
+      }
+      if (!acc.defined()) {
+        acc = v;
+        *argmax = idx.broadcast_to(v.shape());
+      } else {
+        Tensor better = v > acc;
+        *argmax = lt::where(better, idx, *argmax);
+        acc = lt::maximum(acc, v);
+      }
+    } else if (is_max) {
       acc = acc.defined() ? lt::maximum(acc, v) : v;
     } else {
       acc = acc.defined() ? acc + v : v;
@@ -495,8 +528,13 @@ OpEntry pool(bool is_max) {
             Window w = window(c, sp, c.attr_ints("kernel_shape"), ceil_mode);
             bool cip = c.attr_i("count_include_pad", 0) != 0;
             Tensor xf = is_float(x.dtype()) ? x : x.cast(LT_DTYPE_F32);
-            Tensor y = pool_slices(c, xf, w, is_max, ceil_mode, cip);
-            return one(c, cast_to(y, x.dtype()), in[0].ot);
+            Tensor idx;
+            bool want_idx = is_max && c.node->outputs.size() > 1 && !c.node->outputs[1].empty();
+            Tensor y = pool_slices(c, xf, w, is_max, ceil_mode, cip, false, 2,
+                                   want_idx ? &idx : nullptr, c.attr_i("storage_order", 0) != 0);
+            Vals out = one(c, cast_to(y, x.dtype()), in[0].ot);
+            if (want_idx) out.push_back(c.from_tensor(idx, kInt64));
+            return out;
           },
           1};
 }
@@ -586,11 +624,13 @@ Vals op_conv_transpose(Ctx& c, const NodeP&, Vals& in) {
     for (size_t i = 0; i < nd; ++i) {
       int64_t target = !oshape.empty() ? oshape[oshape.size() - nd + i] : s[2 + i] * strides[i];
       int64_t total = strides[i] * (s[2 + i] - 1) + opad[i] + ((kernel[i] - 1) * dil[i] + 1) - target;
-      if (total < 0) total = 0;
       bool upper_first = ap != "SAME_UPPER";
       pads[i] = upper_first ? total - total / 2 : total / 2;
       pads[i + nd] = total - pads[i];
-      if (!oshape.empty()) {
+      if (total < 0) {
+        pads[i] = 0;
+        pads[i + nd] = total;
+      } else if (!oshape.empty()) {
         pads[i] = total / 2;
         pads[i + nd] = total - pads[i];
         if (ap == "SAME_UPPER") std::swap(pads[i], pads[i + nd]);
@@ -822,7 +862,7 @@ Tensor pad_mode(Ctx& c, Tensor x, const std::vector<int64_t>& pads, const std::s
 }
 
 // Resize along each axis by gathers with host index tables (they depend on shapes only).
-Tensor resize_axis(Ctx& c, Tensor x, int64_t axis, int64_t out_len, double scale,
+Tensor resize_axis(Ctx& c, Tensor x, int64_t axis, int64_t out_len, double out_len_f, double scale,
                    const std::string& mode, const std::string& ctm, const std::string& nearest,
                    double cubic_a, bool exclude_outside, double roi_start, double roi_end) {
   int64_t in_len = x.shape()[axis];
@@ -830,7 +870,7 @@ Tensor resize_axis(Ctx& c, Tensor x, int64_t axis, int64_t out_len, double scale
   auto coord = [&](int64_t o) -> double {
     if (ctm == "half_pixel") return (o + 0.5) / scale - 0.5;
     if (ctm == "pytorch_half_pixel") return out_len > 1 ? (o + 0.5) / scale - 0.5 : 0;
-    if (ctm == "align_corners") return out_len == 1 ? 0 : o * double(in_len - 1) / double(out_len - 1);
+    if (ctm == "align_corners") return out_len_f == 1 ? 0 : o * double(in_len - 1) / (out_len_f - 1);
     if (ctm == "asymmetric") return o / scale;
     if (ctm == "tf_half_pixel_for_nn") return (o + 0.5) / scale;
     if (ctm == "tf_crop_and_resize") {
@@ -1441,7 +1481,10 @@ std::map<std::string, OpEntry> build_table() {
   t["Identity"] = {FN { (void)n; (void)c; return {in.at(0)}; }, 1};
   t["Dropout"] = {FN {
     (void)n;
-    if (in.size() > 2 && in[2].present && c.ints(in[2]).at(0) != 0) c.error("training_mode dropout is not supported");
+    if (in.size() > 2 && in[2].present && c.ints(in[2]).at(0) != 0) {
+      double ratio = in.size() > 1 && in[1].present ? c.doubles(in[1]).at(0) : 0.5;
+      if (ratio != 0) c.error("training_mode dropout with ratio > 0 (random) is not supported");
+    }
     Vals out = {in.at(0)};
     out.push_back(c.from_tensor(lt::ones(c.dev, shape_of(c, in[0]), LT_DTYPE_BOOL), kBool));
     return out;
@@ -2159,7 +2202,7 @@ std::map<std::string, OpEntry> build_table() {
     }
     std::string mode = c.attr_s("mode", "nearest");
     std::string ctm = upsample || c.opset < 11 ? "asymmetric" : c.attr_s("coordinate_transformation_mode", "half_pixel");
-    std::string nearest = c.attr_s("nearest_mode", "round_prefer_floor");
+    std::string nearest = upsample || c.opset < 11 ? "floor" : c.attr_s("nearest_mode", "round_prefer_floor");
     double cubic_a = c.attr_f("cubic_coeff_a", -0.75f);
     bool excl = c.attr_i("exclude_outside", 0) != 0;
     std::vector<int64_t> axes = c.attr_ints("axes");
@@ -2203,7 +2246,7 @@ std::map<std::string, OpEntry> build_table() {
         }
       }
       if (out[i] == s[i] && sc_[i] == 1.0 && ctm != "tf_crop_and_resize") continue;
-      y = resize_axis(c, y, static_cast<int64_t>(i), out[i], sc_[i], mode, ctm, nearest, cubic_a, excl, rs, re);
+      y = resize_axis(c, y, static_cast<int64_t>(i), out[i], s[i] * sc_[i], sc_[i], mode, ctm, nearest, cubic_a, excl, rs, re);
     }
     return one(c, cast_to(y, x.dtype()), in[0].ot);
   };
@@ -2214,9 +2257,10 @@ std::map<std::string, OpEntry> build_table() {
     Tensor x = c.T(in.at(0)), s = c.T(in.at(1));
     int32_t ot = in.size() > 2 && in[2].present ? in[2].ot : kUint8;
     auto xs = x.shape();
-    int64_t axis = norm_axis(c, c.attr_i("axis", 1), static_cast<int64_t>(std::max<size_t>(xs.size(), 1)));
+    int64_t axis = c.attr_i("axis", 1);
     auto per_axis = [&](Tensor v) {
       if (v.rank() == 1 && xs.size() > 1 && v.shape()[0] > 1) {
+        axis = norm_axis(c, axis, static_cast<int64_t>(xs.size()));
         std::vector<int64_t> rs(xs.size(), 1);
         rs[axis] = v.shape()[0];
         return v.reshape(rs);
@@ -2234,9 +2278,10 @@ std::map<std::string, OpEntry> build_table() {
     (void)n;
     Tensor x = c.T(in.at(0)), s = c.T(in.at(1));
     auto xs = x.shape();
-    int64_t axis = norm_axis(c, c.attr_i("axis", 1), static_cast<int64_t>(std::max<size_t>(xs.size(), 1)));
+    int64_t axis = c.attr_i("axis", 1);
     auto per_axis = [&](Tensor v) {
       if (v.rank() == 1 && xs.size() > 1 && v.shape()[0] > 1) {
+        axis = norm_axis(c, axis, static_cast<int64_t>(xs.size()));
         std::vector<int64_t> rs(xs.size(), 1);
         rs[axis] = v.shape()[0];
         return v.reshape(rs);
@@ -2300,6 +2345,261 @@ std::map<std::string, OpEntry> build_table() {
   t["HannWindow"] = window_fn(0);
   t["HammingWindow"] = window_fn(1);
   t["BlackmanWindow"] = window_fn(2);
+  t["DynamicQuantizeLinear"] = {FN {
+    (void)n;
+    Tensor x = c.T(in.at(0));
+    Tensor zero = sc(c, x, 0);
+    Tensor mx = lt::maximum(x.max(), zero), mn = lt::minimum(x.min(), zero);
+    Tensor scale = (mx - mn) / sc(c, x, 255);
+    Tensor zp = lt::minimum(lt::maximum(round_even(c, -mn / scale), zero), sc(c, x, 255));
+    Tensor y = lt::minimum(lt::maximum(round_even(c, x / scale) + zp, zero), sc(c, x, 255));
+    return {c.from_tensor(y.cast(LT_DTYPE_I32), kUint8), c.from_tensor(scale, kFloat),
+            c.from_tensor(zp.cast(LT_DTYPE_I32), kUint8)};
+  }, 11};
+  t["Compress"] = {FN {
+    (void)n;
+    // The output's length is the condition's count of true values: read as a shape input.
+    Tensor x = c.T(in.at(0));
+    auto cond = c.ints(in.at(1));
+    std::vector<int64_t> idx;
+    int64_t axis = 0;
+    Tensor src = x;
+    if (c.has_attr("axis")) {
+      axis = norm_axis(c, c.attr_i("axis", 0), static_cast<int64_t>(x.rank()));
+    } else {
+      src = x.reshape({x.numel()});
+    }
+    int64_t len = src.shape()[axis];
+    for (size_t i = 0; i < cond.size() && static_cast<int64_t>(i) < len; ++i) {
+      if (cond[i]) idx.push_back(static_cast<int64_t>(i));
+    }
+    if (idx.empty()) {
+      auto s = src.shape();
+      s[axis] = 0;
+      return one(c, lt::zeros(c.dev, s, x.dtype()), in[0].ot);
+    }
+    return one(c, src.gather(Tensor::from<int64_t>(c.dev, idx), axis), in[0].ot);
+  }, 9};
+  t["MaxUnpool"] = {FN {
+    (void)n;
+    Tensor x = c.T(in.at(0));
+    Tensor idx = c.T(in.at(1)).cast(LT_DTYPE_I64);
+    auto s = x.shape();
+    std::vector<int64_t> out;
+    if (in.size() > 2 && in[2].present) {
+      out = c.ints(in[2]);
+    } else {
+      auto k = c.attr_ints("kernel_shape"), st = c.attr_ints("strides"), p = c.attr_ints("pads");
+      size_t nd = s.size() - 2;
+      if (st.empty()) st.assign(nd, 1);
+      if (p.empty()) p.assign(2 * nd, 0);
+      out = {s[0], s[1]};
+      for (size_t i = 0; i < nd; ++i) out.push_back((s[2 + i] - 1) * st[i] + k[i] - p[i] - p[i + nd]);
+    }
+    int64_t N = numel_of(out), m = x.numel();
+    Tensor r = lt::zeros(c.dev, {N}, x.dtype()).scatter_add(idx.reshape({m}), x.reshape({m}), 0);
+    return one(c, r.reshape(out), in[0].ot);
+  }, 9};
+  t["ReverseSequence"] = {FN {
+    (void)n;
+    Tensor x = c.T(in.at(0));
+    Tensor lens = c.T(in.at(1)).cast(LT_DTYPE_I64);
+    int64_t ta = c.attr_i("time_axis", 0), ba = c.attr_i("batch_axis", 1);
+    auto s = x.shape();
+    int64_t r = static_cast<int64_t>(s.size());
+    std::vector<int64_t> ts(r, 1), bs(r, 1);
+    ts[ta] = s[ta];
+    bs[ba] = s[ba];
+    Tensor i = lt::arange(c.dev, 0, double(s[ta]), 1, LT_DTYPE_I64).reshape(ts);
+    Tensor L = lens.reshape(bs);
+    Tensor src = lt::where(i < L, L - i - c.scalar(1, LT_DTYPE_I64), i).broadcast_to(s);
+    Tensor flat = flat_index(c, s, src, ta);
+    return one(c, x.reshape({numel_of(s)}).gather(flat, 0), in[0].ot);
+  }, 10};
+  auto qlinear = [](bool conv) {
+    return OpEntry{[conv](Ctx& c, const NodeP&, Vals& in) -> Vals {
+      auto deq = [&](size_t xi, size_t si, size_t zi, bool weight) {
+        Tensor x = c.T(in.at(xi)).cast(LT_DTYPE_F32);
+        Tensor z = c.T(in.at(zi)).cast(LT_DTYPE_F32), s = c.T(in.at(si)).cast(LT_DTYPE_F32);
+        if (weight && conv && s.rank() == 1 && s.shape()[0] > 1) {
+          std::vector<int64_t> rs(x.rank(), 1);
+          rs[0] = s.shape()[0];
+          s = s.reshape(rs);
+          z = z.reshape(rs);
+        }
+        if (!conv && weight && s.rank() == 1 && s.shape()[0] > 1) {
+          std::vector<int64_t> rs(x.rank(), 1);
+          rs.back() = s.shape()[0];
+          s = s.reshape(rs);
+          z = z.reshape(rs);
+        }
+        return (x - z) * s;
+      };
+      Tensor a = deq(0, 1, 2, false), b = deq(3, 4, 5, true);
+      Tensor y;
+      if (conv) {
+        auto s = a.shape();
+        auto ws = b.shape();
+        std::vector<int64_t> kernel = c.attr_ints("kernel_shape");
+        if (kernel.empty()) kernel.assign(ws.begin() + 2, ws.end());
+        Window win = window(c, std::vector<int64_t>(s.begin() + 2, s.end()), kernel, false);
+        Tensor bias;
+        if (in.size() > 8 && in[8].present) {
+          bias = c.T(in[8]).cast(LT_DTYPE_F32) * c.T(in.at(1)).cast(LT_DTYPE_F32) * c.T(in.at(4)).cast(LT_DTYPE_F32);
+        }
+        y = conv_nd(c, a, b, bias, win, c.attr_i("group", 1));
+      } else {
+        y = a.matmul(b);
+      }
+      Tensor ys = c.T(in.at(6)).cast(LT_DTYPE_F32), yz = c.T(in.at(7)).cast(LT_DTYPE_F32);
+      int32_t ot = in[7].ot;
+      Tensor q = round_even(c, y / ys) + yz;
+      double lo = ot == kUint8 ? 0 : -128, hi = ot == kUint8 ? 255 : 127;
+      q = lt::minimum(lt::maximum(q, sc(c, q, lo)), sc(c, q, hi));
+      return one(c, q.cast(LT_DTYPE_I32), ot);
+    }, 10};
+  };
+  t["QLinearConv"] = qlinear(true);
+  t["QLinearMatMul"] = qlinear(false);
+  t["Det"] = {FN {
+    (void)n;
+    // Leibniz formula over permutations (n <= 6): sums of products of lazy slices.
+    Tensor x = c.T(in.at(0));
+    auto s = x.shape();
+    int64_t r = static_cast<int64_t>(s.size()), N = s[r - 1];
+    if (N > 6) c.error("Det of matrices larger than 6x6 is not supported");
+    std::vector<int64_t> perm(N);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::vector<int64_t> batch(s.begin(), s.end() - 2);
+    Tensor acc;
+    do {
+      int inv = 0;
+      for (int64_t i = 0; i < N; ++i)
+        for (int64_t j = i + 1; j < N; ++j) inv += perm[i] > perm[j];
+      Tensor term;
+      for (int64_t i = 0; i < N; ++i) {
+        Tensor e = slice1(slice1(x, r - 2, i, i + 1), r - 1, perm[i], perm[i] + 1).reshape(batch);
+        term = term.defined() ? term * e : e;
+      }
+      if (inv % 2) term = -term;
+      acc = acc.defined() ? acc + term : term;
+    } while (std::next_permutation(perm.begin(), perm.end()));
+    return one(c, acc, in[0].ot);
+  }, 11};
+  t["DFT"] = {FN {
+    (void)n;
+    // A matmul with cos/sin tables that depend on the length only.
+    Tensor x = c.T(in.at(0));
+    auto s = x.shape();
+    int64_t r = static_cast<int64_t>(s.size());
+    int64_t axis = norm_axis(c, c.attr_i("axis", 1), r - 1);
+    bool inverse = c.attr_i("inverse", 0) != 0, onesided = c.attr_i("onesided", 0) != 0;
+    int64_t N = s[axis];
+    int64_t L = N;
+    if (in.size() > 1 && in[1].present) L = c.ints(in[1]).at(0);
+    Tensor re = slice1(x, r - 1, 0, 1), im;
+    if (s.back() == 2) im = slice1(x, r - 1, 1, 2);
+    // Move axis last: [..., N]
+    std::vector<int64_t> sq(s.begin(), s.end() - 1);
+    re = re.reshape(sq);
+    if (im.defined()) im = im.reshape(sq);
+    auto perm = perm_to_last(axis, r - 1);
+    re = re.permute(perm);
+    if (im.defined()) im = im.permute(perm);
+    if (L != N) {
+      auto ps = re.shape();
+      if (L < N) {
+        re = slice1(re, r - 2, 0, L);
+        if (im.defined()) im = slice1(im, r - 2, 0, L);
+      } else {
+        std::vector<int64_t> bf(ps.size(), 0), af(ps.size(), 0);
+        af.back() = L - N;
+        re = re.pad(bf, af, 0.0);
+        if (im.defined()) im = im.pad(bf, af, 0.0);
+      }
+    }
+    int64_t K = onesided ? L / 2 + 1 : L;
+    std::vector<double> cs(L * K), sn(L * K);
+    double sign = inverse ? 1 : -1;
+    for (int64_t j = 0; j < L; ++j)
+      for (int64_t k = 0; k < K; ++k) {
+        double a = 2 * M_PI * double((j * k) % L) / double(L);
+        cs[j * K + k] = std::cos(a);
+        sn[j * K + k] = sign * std::sin(a);
+      }
+    DType dt = x.dtype();
+    Tensor C = Tensor::from<double>(c.dev, cs, {L, K}).cast(dt), S = Tensor::from<double>(c.dev, sn, {L, K}).cast(dt);
+    Tensor ore = re.matmul(C), oim = re.matmul(S);
+    if (im.defined()) {
+      ore = ore - im.matmul(S);
+      oim = oim + im.matmul(C);
+    }
+    if (inverse) {
+      ore = ore / sc(c, ore, double(L));
+      oim = oim / sc(c, oim, double(L));
+    }
+    auto inv = inverse_perm(perm);
+    ore = ore.permute(inv);
+    oim = oim.permute(inv);
+    auto os = ore.shape();
+    os.push_back(1);
+    return one(c, lt::concat({ore.reshape(os), oim.reshape(os)}, r - 1), in[0].ot);
+  }, 17};
+  t["TfIdfVectorizer"] = {FN {
+    (void)n;
+    // Each pool n-gram counted by comparing strided slices of the input (no host values).
+    Tensor x = c.T(in.at(0)).cast(LT_DTYPE_I64);
+    bool batched = x.rank() == 2;
+    if (!batched) x = x.reshape({1, x.numel()});
+    int64_t B = x.shape()[0], C = x.shape()[1];
+    std::string mode = c.attr_s("mode", "TF");
+    int64_t mn = c.attr_i("min_gram_length", 1), mx = c.attr_i("max_gram_length", 1);
+    int64_t max_skip = c.attr_i("max_skip_count", 0);
+    auto counts = c.attr_ints("ngram_counts"), indexes = c.attr_ints("ngram_indexes"),
+         pool_ = c.attr_ints("pool_int64s");
+    if (c.has_attr("pool_strings")) fail(LT_STATUS_UNSUPPORTED, "out of scope: pool_strings (string n-grams)");
+    std::vector<float> weights = c.attr("weights") ? c.attr("weights")->floats : std::vector<float>{};
+    int64_t num_out = 0;
+    for (int64_t v : indexes) num_out = std::max(num_out, v + 1);
+    std::vector<Tensor> cols(num_out);
+    size_t gi = 0;
+    for (size_t len_i = 0; len_i < counts.size(); ++len_i) {
+      int64_t gl = static_cast<int64_t>(len_i) + 1;
+      size_t begin = static_cast<size_t>(counts[len_i]);
+      size_t end = len_i + 1 < counts.size() ? static_cast<size_t>(counts[len_i + 1]) : pool_.size();
+      for (size_t p = begin; p + gl <= end; p += gl, ++gi) {
+        if (gi >= indexes.size()) c.error("ngram_indexes is shorter than the pool");
+        if (gl < mn || gl > mx) continue;
+        Tensor total;
+        int64_t skips = gl == 1 ? 0 : max_skip;
+        for (int64_t k = 0; k <= skips; ++k) {
+          int64_t span = (gl - 1) * (k + 1);
+          if (span >= C) continue;
+          Tensor match;
+          for (int64_t j = 0; j < gl; ++j) {
+            Tensor sl = slice1(x, 1, j * (k + 1), j * (k + 1) + C - span);
+            Tensor e = sl == c.scalar(double(pool_[p + j]), LT_DTYPE_I64);
+            match = match.defined() ? (match && e) : e;
+          }
+          Tensor cnt = match.cast(LT_DTYPE_F32).sum({1}, true);
+          total = total.defined() ? total + cnt : cnt;
+        }
+        if (!total.defined()) continue;
+        int64_t o = indexes[gi];
+        double w = o < static_cast<int64_t>(weights.size()) ? weights[o] : 1.0;
+        Tensor col = mode == "TF" ? total
+                     : mode == "IDF" ? (total > c.scalar(0, LT_DTYPE_F32)).cast(LT_DTYPE_F32) * c.scalar(w, LT_DTYPE_F32)
+                                     : total * c.scalar(w, LT_DTYPE_F32);
+        cols[o] = cols[o].defined() ? cols[o] + col : col;
+      }
+    }
+    for (auto& col : cols) {
+      if (!col.defined()) col = lt::zeros(c.dev, {B, 1}, LT_DTYPE_F32);
+    }
+    Tensor y = num_out ? lt::concat(cols, 1) : lt::zeros(c.dev, {B, 0}, LT_DTYPE_F32);
+    if (!batched) y = y.reshape({num_out});
+    return one(c, y, kFloat);
+  }, 9};
   return t;
 }
 
@@ -2316,7 +2616,7 @@ std::string out_of_scope_reason(const std::string& domain, const std::string& op
   static const char* seq[] = {"SequenceConstruct", "SequenceInsert", "SequenceAt", "SequenceEmpty",
                               "SequenceErase", "SequenceLength", "SplitToSequence",
                               "ConcatFromSequence", "SequenceMap", "Optional", "OptionalGetElement",
-                              "OptionalHasElement", "StringNormalizer", "TfIdfVectorizer",
+                              "OptionalHasElement", "StringNormalizer",
                               "RegexFullMatch", "StringConcat", "StringSplit"};
   if (domain.empty() || domain == "ai.onnx") {
     for (const char* s : seq) {
