@@ -2600,6 +2600,109 @@ std::map<std::string, OpEntry> build_table() {
     if (!batched) y = y.reshape({num_out});
     return one(c, y, kFloat);
   }, 9};
+
+  t["GridSample"] = {FN {
+    (void)n;
+    // Coordinates, padding and taps as lazy elementwise ops; pixels fetched by a gather over
+    // the flattened input (every value stays on the device).
+    Tensor X = c.T(in.at(0)), G = c.T(in.at(1));
+    auto xs = X.shape();
+    if (xs.size() != 4) c.error("only 4-D input (2 spatial dims) is supported");
+    int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
+    auto gs = G.shape();
+    int64_t Ho = gs[1], Wo = gs[2];
+    std::string mode = c.attr_s("mode", "bilinear");
+    std::string pad = c.attr_s("padding_mode", "zeros");
+    bool align = c.attr_i("align_corners", 0) != 0;
+    DType dt = X.dtype();
+    Tensor gx = slice1(G, 3, 0, 1).reshape({N, Ho, Wo}), gy = slice1(G, 3, 1, 2).reshape({N, Ho, Wo});
+    auto S = [&](double v) { return sc(c, gx, v); };
+    auto denorm = [&](Tensor g, int64_t len) {
+      return align ? (g + S(1)) * S(0.5 * (len - 1)) : ((g + S(1)) * S(double(len)) - S(1)) * S(0.5);
+    };
+    Tensor fx = denorm(gx, W), fy = denorm(gy, H);
+    auto reflect = [&](Tensor x, double lo, double hi) {
+      double rng = hi - lo;
+      auto fold = [&](Tensor dx, bool below) {
+        Tensor nfl = (dx / S(rng)).floor();
+        Tensor r = dx - nfl * S(rng);
+        Tensor half = nfl * S(0.5);
+        Tensor even = (half - half.floor()) == S(0);
+        return below ? lt::where(even, S(lo) + r, S(hi) - r) : lt::where(even, S(hi) - r, S(lo) + r);
+      };
+      return lt::where(x < S(lo), fold(S(lo) - x, true), lt::where(x > S(hi), fold(x - S(hi), false), x));
+    };
+    double bx0 = align ? 0 : -0.5, bx1 = align ? W - 1 : W - 0.5;
+    double by0 = align ? 0 : -0.5, by1 = align ? H - 1 : H - 0.5;
+    if (mode == "nearest") {
+      fx = round_even(c, fx);
+      fy = round_even(c, fy);
+    }
+    auto adjust = [&](Tensor x, double lo, double hi, int64_t len) {
+      if (pad == "border") return lt::where((x < S(lo)) || (x > S(hi)), lt::minimum(lt::maximum(x, S(0)), S(double(len - 1))), x);
+      if (pad == "reflection") return reflect(x, lo, hi);
+      return x;
+    };
+    fx = adjust(fx, bx0, bx1, W);
+    fy = adjust(fy, by0, by1, H);
+    Tensor Xf = X.permute({0, 2, 3, 1}).reshape({N * H * W, C});
+    Tensor nbase = lt::arange(c.dev, 0, double(N), 1, LT_DTYPE_I64).reshape({N, 1, 1}) * c.scalar(double(H * W), LT_DTYPE_I64);
+    // Pixel at integer (float-valued) coordinates under the padding rule; [N,Ho,Wo,C].
+    auto pixel = [&](Tensor ix, Tensor iy) {
+      Tensor valid;
+      if (pad == "zeros") {
+        valid = (ix >= S(0)) && (ix <= S(double(W - 1))) && (iy >= S(0)) && (iy <= S(double(H - 1)));
+      } else if (pad == "reflection") {
+        ix = reflect(ix, bx0, bx1);
+        iy = reflect(iy, by0, by1);
+        ix = lt::where(ix < S(0), -((-ix).floor()), ix.floor());
+        iy = lt::where(iy < S(0), -((-iy).floor()), iy.floor());
+      }
+      Tensor cx = lt::minimum(lt::maximum(ix, S(0)), S(double(W - 1))).cast(LT_DTYPE_I64);
+      Tensor cy = lt::minimum(lt::maximum(iy, S(0)), S(double(H - 1))).cast(LT_DTYPE_I64);
+      Tensor flat = nbase + cy * c.scalar(double(W), LT_DTYPE_I64) + cx;
+      Tensor v = Xf.gather(flat, 0);  // [N,Ho,Wo,C]
+      if (valid.defined()) v = v * valid.cast(dt).reshape({N, Ho, Wo, 1});
+      return v;
+    };
+    Tensor out;
+    if (mode == "nearest") {
+      auto trunc = [&](Tensor v) { return lt::where(v < S(0), -((-v).floor()), v.floor()); };
+      out = pixel(trunc(fx), trunc(fy));
+    } else if (mode == "bilinear" || mode == "linear") {
+      Tensor x0 = fx.floor(), y0 = fy.floor();
+      Tensor tx = (fx - x0).reshape({N, Ho, Wo, 1}), ty = (fy - y0).reshape({N, Ho, Wo, 1});
+      Tensor one_ = sc(c, tx, 1);
+      out = pixel(x0, y0) * (one_ - tx) * (one_ - ty) + pixel(x0 + S(1), y0) * tx * (one_ - ty) +
+            pixel(x0, y0 + S(1)) * (one_ - tx) * ty + pixel(x0 + S(1), y0 + S(1)) * tx * ty;
+    } else if (mode == "bicubic" || mode == "cubic") {
+      Tensor x0 = fx.floor(), y0 = fy.floor();
+      auto coeffs = [&](Tensor t) {
+        double A = -0.75;
+        Tensor t1 = t + S(1), u = S(1) - t, u1 = S(2) - t;
+        std::vector<Tensor> w = {
+            ((t1 * S(A) - S(5 * A)) * t1 + S(8 * A)) * t1 - S(4 * A),
+            ((t * S(A + 2)) - S(A + 3)) * t * t + S(1),
+            ((u * S(A + 2)) - S(A + 3)) * u * u + S(1),
+            ((u1 * S(A) - S(5 * A)) * u1 + S(8 * A)) * u1 - S(4 * A)};
+        for (auto& v : w) v = v.reshape({N, Ho, Wo, 1});
+        return w;
+      };
+      auto wx = coeffs(fx - x0), wy = coeffs(fy - y0);
+      for (int j = 0; j < 4; ++j) {
+        Tensor row;
+        for (int i = 0; i < 4; ++i) {
+          Tensor v = pixel(x0 + S(i - 1), y0 + S(j - 1)) * wx[i];
+          row = row.defined() ? row + v : v;
+        }
+        Tensor term = row * wy[j];
+        out = out.defined() ? out + term : term;
+      }
+    } else {
+      c.error("mode '" + mode + "' is not supported");
+    }
+    return one(c, out.permute({0, 3, 1, 2}), in[0].ot);
+  }, 16};
   return t;
 }
 
