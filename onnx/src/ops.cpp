@@ -1374,6 +1374,12 @@ std::map<std::string, OpEntry> build_table() {
   t["PRelu"] = {FN {
     (void)n;
     Tensor x = c.T(in.at(0)), s = c.T(in.at(1));
+    // Before opset 7 a slope of shape [C] applies along the channel axis.
+    if (c.opset < 7 && s.rank() == 1 && x.rank() > 2 && s.shape()[0] == x.shape()[1]) {
+      std::vector<int64_t> rs(x.rank() - 1, 1);
+      rs[0] = s.shape()[0];
+      s = s.reshape(rs);
+    }
     return one(c, lt::where(x < sc(c, x, 0), x * s, x), in[0].ot);
   }, 1};
   t["Clip"] = {FN {
