@@ -21,9 +21,14 @@ bool is_float(DType d) {
 bool is_int(DType d) {
   return d == LT_DTYPE_I32 || d == LT_DTYPE_I64;
 }
+// Saturates at 2^62 (a fuzzed shape must not overflow).
 int64_t numel_of(const std::vector<int64_t>& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s) {
+    if (d <= 0) return 0;
+    if (n > (int64_t(1) << 62) / d) return int64_t(1) << 62;
+    n *= d;
+  }
   return n;
 }
 int64_t norm_axis(Ctx& c, int64_t a, int64_t r) {
@@ -111,9 +116,15 @@ template <class F>
 Value host_binary(Ctx& c, Value& a, Value& b, int32_t ot, F f) {
   auto os = bcast_shape(c, a.h->shape, b.h->shape);
   int64_t n = numel_of(os);
+  if (n > (int64_t(1) << 20)) c.error("a shape computation of " + std::to_string(n) + " elements");
   std::vector<double> out(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) out[i] = f(bread(*a.h, os, i), bread(*b.h, os, i));
   return c.from_host(os, out, ot, true);
+}
+
+// Index and weight tables built on the host (from shapes only) stay small.
+void check_table(Ctx& c, int64_t n) {
+  if (n < 0 || n > (int64_t(1) << 26)) c.error("a size of " + std::to_string(n) + " elements is out of range");
 }
 
 Tensor cast_to(const Tensor& t, DType d) {
@@ -866,6 +877,7 @@ Tensor resize_axis(Ctx& c, Tensor x, int64_t axis, int64_t out_len, double out_l
                    const std::string& mode, const std::string& ctm, const std::string& nearest,
                    double cubic_a, bool exclude_outside, double roi_start, double roi_end) {
   int64_t in_len = x.shape()[axis];
+  check_table(c, out_len);
   if (out_len == in_len && (ctm != "tf_crop_and_resize") && scale == 1.0) return x;
   auto coord = [&](int64_t o) -> double {
     if (ctm == "half_pixel") return (o + 0.5) / scale - 0.5;
@@ -1449,6 +1461,7 @@ std::map<std::string, OpEntry> build_table() {
     if (all_host({in.at(0), in.at(1), in.at(2)})) {
       auto os = bcast_shape(c, bcast_shape(c, in[0].h->shape, in[1].h->shape), in[2].h->shape);
       int64_t cnt = numel_of(os);
+      if (cnt > (int64_t(1) << 20)) c.error("a shape computation of " + std::to_string(cnt) + " elements");
       std::vector<double> v(cnt);
       for (int64_t i = 0; i < cnt; ++i) v[i] = bread(*in[0].h, os, i) != 0 ? bread(*in[1].h, os, i) : bread(*in[2].h, os, i);
       return {c.from_host(os, v, in[1].ot, true)};
@@ -1558,6 +1571,9 @@ std::map<std::string, OpEntry> build_table() {
       if (d.size() != 1) c.error("value must have one element");
       v = d[0];
     }
+    for (int64_t d : shape) {
+      if (d < 0) c.error("negative dim " + std::to_string(d) + " in the shape");
+    }
     if (numel_of(shape) <= 4096 && is_int(carrier_dtype(ot))) {
       return {c.from_host(shape, std::vector<double>(numel_of(shape), v), ot, true)};
     }
@@ -1567,9 +1583,11 @@ std::map<std::string, OpEntry> build_table() {
     (void)n;
     double st = c.doubles(in.at(0)).at(0), lim = c.doubles(in.at(1)).at(0), d = c.doubles(in.at(2)).at(0);
     if (d == 0) c.error("delta is 0");
-    int64_t cnt = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((lim - st) / d)));
+    double cnt_f = std::ceil((lim - st) / d);
+    if (!(cnt_f < 9e15)) c.error("Range of more than 9e15 elements");
+    int64_t cnt = std::max<int64_t>(0, static_cast<int64_t>(cnt_f));
     int32_t ot = in[0].ot;
-    if (all_host({in[0], in[1], in[2]})) {
+    if (all_host({in[0], in[1], in[2]}) && cnt <= 4096) {
       std::vector<double> v(cnt);
       for (int64_t i = 0; i < cnt; ++i) v[i] = st + i * d;
       return {c.from_host({cnt}, v, ot, true)};
@@ -2525,6 +2543,8 @@ std::map<std::string, OpEntry> build_table() {
       }
     }
     int64_t K = onesided ? L / 2 + 1 : L;
+    check_table(c, L);
+    check_table(c, L * K);
     std::vector<double> cs(L * K), sn(L * K);
     double sign = inverse ? 1 : -1;
     for (int64_t j = 0; j < L; ++j)
