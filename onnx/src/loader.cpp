@@ -43,7 +43,7 @@ namespace lt::onnx::detail {
 std::vector<uint8_t> read_whole_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) fail(LT_STATUS_NOT_FOUND, path + ": cannot open: " + std::strerror(errno));
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     fail(LT_STATUS_IO_ERROR, path + ": not a regular file");
@@ -71,8 +71,9 @@ std::vector<uint8_t> read_whole_file(const std::string& path) {
 namespace {
 
 std::string node_label(const NodeP& n, int64_t opset) {
-  return "node '" + (n.name.empty() ? (n.outputs.empty() ? std::string("?") : n.outputs[0]) : n.name) +
-         "' (" + n.op_type + ", opset " + std::to_string(opset) + ")";
+  return "node '" +
+         (n.name.empty() ? (n.outputs.empty() ? std::string("?") : n.outputs[0]) : n.name) + "' (" +
+         n.op_type + ", opset " + std::to_string(opset) + ")";
 }
 
 IoInfo io_info(const ValueInfoP& v, const std::string& path, const char* what) {
@@ -110,8 +111,8 @@ void check_and_order(lt_onnx_model& M) {
   for (const TensorP& t : g.initializers) sources.insert(t.name);
   for (const ValueInfoP& v : g.value_infos) {
     if (!v.kind.empty() && v.kind != "tensor") {
-      fail(LT_STATUS_UNSUPPORTED, "out of scope: " + path + ": value '" + v.name + "' is a " +
-                                      v.kind + ", not a tensor");
+      fail(LT_STATUS_UNSUPPORTED,
+           "out of scope: " + path + ": value '" + v.name + "' is a " + v.kind + ", not a tensor");
     }
   }
   const auto& table = op_table();
@@ -138,8 +139,8 @@ void check_and_order(lt_onnx_model& M) {
     auto it = table.find(n.op_type);
     if (it == table.end()) fail(LT_STATUS_UNSUPPORTED, label + ": op type not supported");
     if (opset < it->second.since) {
-      fail(LT_STATUS_UNSUPPORTED, label + ": supported from opset " +
-                                      std::to_string(it->second.since));
+      fail(LT_STATUS_UNSUPPORTED,
+           label + ": supported from opset " + std::to_string(it->second.since));
     }
     for (const AttributeP& a : n.attributes) {
       if (a.has_graph) {
@@ -147,7 +148,8 @@ void check_and_order(lt_onnx_model& M) {
              label + ": attribute '" + a.name + "' is a subgraph; control flow is not supported");
       }
       if (!a.ref_attr_name.empty()) {
-        fail(LT_STATUS_UNSUPPORTED, label + ": attribute '" + a.name + "' references a function attribute");
+        fail(LT_STATUS_UNSUPPORTED,
+             label + ": attribute '" + a.name + "' references a function attribute");
       }
     }
     for (const std::string& o : n.outputs) {
@@ -258,7 +260,8 @@ void load(lt_onnx_model& M) {
   }
 }
 
-std::vector<Tensor> run(lt_onnx_model& M, const std::vector<std::pair<std::string, Tensor>>& feeds) {
+std::vector<Tensor> run(lt_onnx_model& M,
+                        const std::vector<std::pair<std::string, Tensor>>& feeds) {
   std::map<std::string, Value> env;
   for (auto& [name, v] : M.inits) env[name] = v;
   std::set<std::string> given;
@@ -279,10 +282,9 @@ std::vector<Tensor> run(lt_onnx_model& M, const std::vector<std::pair<std::strin
     Tensor x = t;
     int32_t ot = io ? io->ot : env[name].ot;
     if (x.dtype() != carrier_dtype(ot)) {
-      fail(LT_STATUS_DTYPE_MISMATCH, M.path + ": input '" + name + "' is " +
-                                         dtype_name(x.dtype()) + ", the model declares " +
-                                         onnx_type_name(ot) + " (carried as " +
-                                         dtype_name(carrier_dtype(ot)) + ")");
+      fail(LT_STATUS_DTYPE_MISMATCH, M.path + ": input '" + name + "' is " + dtype_name(x.dtype()) +
+                                         ", the model declares " + onnx_type_name(ot) +
+                                         " (carried as " + dtype_name(carrier_dtype(ot)) + ")");
     }
     if (io && io->has_rank) {
       auto s = x.shape();
@@ -334,9 +336,9 @@ std::vector<Tensor> run(lt_onnx_model& M, const std::vector<std::pair<std::strin
     }
     for (size_t i = outs.size(); i < n.outputs.size(); ++i) {
       if (!n.outputs[i].empty()) {
-        fail(LT_STATUS_UNSUPPORTED,
-             M.path + ": " + node_label(n, M.opset) + ": output " + std::to_string(i) + " ('" +
-                 n.outputs[i] + "') is not supported");
+        fail(LT_STATUS_UNSUPPORTED, M.path + ": " + node_label(n, M.opset) + ": output " +
+                                        std::to_string(i) + " ('" + n.outputs[i] +
+                                        "') is not supported");
       }
     }
   }
@@ -352,7 +354,8 @@ std::vector<Tensor> run(lt_onnx_model& M, const std::vector<std::pair<std::strin
 lt_error* to_error(const std::exception& e) {
   if (auto* ie = dynamic_cast<const ImportError*>(&e)) return lt_error_create(ie->code, ie->what());
   if (auto* le = dynamic_cast<const lt::Error*>(&e)) return lt_error_create(le->code(), le->what());
-  if (dynamic_cast<const std::bad_alloc*>(&e)) return lt_error_create(LT_STATUS_OUT_OF_MEMORY, "out of memory");
+  if (dynamic_cast<const std::bad_alloc*>(&e))
+    return lt_error_create(LT_STATUS_OUT_OF_MEMORY, "out of memory");
   return lt_error_create(LT_STATUS_INTERNAL, e.what());
 }
 
@@ -373,7 +376,8 @@ std::string describe(const ModelP& m, const std::string& path, const std::vector
   std::ostringstream os;
   os << "model: " << path << "\n";
   os << "ir_version: " << m.ir_version;
-  if (!m.producer_name.empty()) os << "  producer: " << m.producer_name << " " << m.producer_version;
+  if (!m.producer_name.empty())
+    os << "  producer: " << m.producer_name << " " << m.producer_version;
   os << "\nopsets:";
   for (auto& [d, v] : m.opsets) os << " " << (d.empty() ? "ai.onnx" : d) << "=" << v;
   os << "\n";
@@ -383,9 +387,12 @@ std::string describe(const ModelP& m, const std::string& path, const std::vector
       os << " [";
       for (size_t i = 0; i < io.dims.size(); ++i) {
         if (i) os << ",";
-        if (!io.params[i].empty()) os << io.params[i];
-        else if (io.dims[i] < 0) os << "?";
-        else os << io.dims[i];
+        if (!io.params[i].empty())
+          os << io.params[i];
+        else if (io.dims[i] < 0)
+          os << "?";
+        else
+          os << io.dims[i];
       }
       os << "]";
     }
@@ -399,7 +406,8 @@ std::string describe(const ModelP& m, const std::string& path, const std::vector
   }
   os << "initializers: " << m.graph.initializers.size() << "\n";
   std::map<std::string, int> counts;
-  for (const NodeP& n : m.graph.nodes) counts[(n.domain.empty() ? "" : n.domain + ":") + n.op_type]++;
+  for (const NodeP& n : m.graph.nodes)
+    counts[(n.domain.empty() ? "" : n.domain + ":") + n.op_type]++;
   os << "ops (" << m.graph.nodes.size() << " nodes):\n";
   const auto& table = op_table();
   for (auto& [op, c] : counts) {
@@ -408,9 +416,9 @@ std::string describe(const ModelP& m, const std::string& path, const std::vector
     std::string dom = colon == std::string::npos ? "" : op.substr(0, colon);
     std::string type = colon == std::string::npos ? op : op.substr(colon + 1);
     oos = out_of_scope_reason(dom, type);
-    const char* status = !oos.empty() ? "out of scope"
+    const char* status = !oos.empty()                                             ? "out of scope"
                          : (dom.empty() || dom == "ai.onnx") && table.count(type) ? "supported"
-                                                                                    : "NOT supported";
+                                                                                  : "NOT supported";
     os << "  " << op << " x" << c << "  " << status << "\n";
   }
   return os.str();
@@ -422,7 +430,8 @@ std::string describe(const ModelP& m, const std::string& path, const std::vector
 extern "C" {
 
 LT_API lt_error* lt_onnx_load(lt_device* device, const char* path, lt_onnx_model** out) {
-  if (!device || !path || !out) return lt_error_create(LT_STATUS_INVALID_ARGUMENT, "lt_onnx_load: null argument");
+  if (!device || !path || !out)
+    return lt_error_create(LT_STATUS_INVALID_ARGUMENT, "lt_onnx_load: null argument");
   auto M = std::make_unique<lt_onnx_model>();
   lt_error* err = guard([&] {
     M->path = path;
@@ -455,7 +464,8 @@ LT_API const char* lt_onnx_output_name(const lt_onnx_model* m, size_t i) {
 
 static lt_error* io_info_c(const std::vector<IoInfo>* v, size_t i, lt_dtype* dtype, size_t* rank,
                            const int64_t** dims, const char** onnx_type) {
-  if (!v || i >= v->size()) return lt_error_create(LT_STATUS_INVALID_ARGUMENT, "lt_onnx: index out of range");
+  if (!v || i >= v->size())
+    return lt_error_create(LT_STATUS_INVALID_ARGUMENT, "lt_onnx: index out of range");
   const IoInfo& io = (*v)[i];
   if (dtype) *dtype = io.dt;
   if (rank) *rank = io.dims.size();
@@ -463,8 +473,8 @@ static lt_error* io_info_c(const std::vector<IoInfo>* v, size_t i, lt_dtype* dty
   if (onnx_type) *onnx_type = onnx_type_name(io.ot);
   return nullptr;
 }
-LT_API lt_error* lt_onnx_input_info(const lt_onnx_model* m, size_t i, lt_dtype* dtype,
-                                    size_t* rank, const int64_t** dims, const char** onnx_type) {
+LT_API lt_error* lt_onnx_input_info(const lt_onnx_model* m, size_t i, lt_dtype* dtype, size_t* rank,
+                                    const int64_t** dims, const char** onnx_type) {
   return io_info_c(m ? &m->inputs : nullptr, i, dtype, rank, dims, onnx_type);
 }
 LT_API lt_error* lt_onnx_output_info(const lt_onnx_model* m, size_t i, lt_dtype* dtype,
@@ -480,7 +490,9 @@ LT_API lt_error* lt_onnx_run(lt_onnx_model* m, const char* const* names, lt_tens
   return guard([&] {
     std::vector<std::pair<std::string, lt::Tensor>> feeds;
     for (size_t i = 0; i < n; ++i) {
-      if (!names[i]) fail(LT_STATUS_INVALID_ARGUMENT, "lt_onnx_run: input name " + std::to_string(i) + " is null");
+      if (!names[i])
+        fail(LT_STATUS_INVALID_ARGUMENT,
+             "lt_onnx_run: input name " + std::to_string(i) + " is null");
       feeds.emplace_back(names[i], lt::Tensor(inputs[i] ? lt_tensor_retain(inputs[i]) : nullptr));
     }
     std::vector<lt::Tensor> outs = run(*m, feeds);
@@ -489,7 +501,8 @@ LT_API lt_error* lt_onnx_run(lt_onnx_model* m, const char* const* names, lt_tens
 }
 
 LT_API lt_error* lt_onnx_describe(const lt_onnx_model* m, char** out) {
-  if (!m || !out) return lt_error_create(LT_STATUS_INVALID_ARGUMENT, "lt_onnx_describe: null argument");
+  if (!m || !out)
+    return lt_error_create(LT_STATUS_INVALID_ARGUMENT, "lt_onnx_describe: null argument");
   return guard([&] {
     std::string s = describe(m->m, m->path, &m->inputs, &m->outputs);
     *out = strdup(s.c_str());
@@ -497,7 +510,8 @@ LT_API lt_error* lt_onnx_describe(const lt_onnx_model* m, char** out) {
 }
 
 LT_API lt_error* lt_onnx_describe_file(const char* path, char** out) {
-  if (!path || !out) return lt_error_create(LT_STATUS_INVALID_ARGUMENT, "lt_onnx_describe_file: null argument");
+  if (!path || !out)
+    return lt_error_create(LT_STATUS_INVALID_ARGUMENT, "lt_onnx_describe_file: null argument");
   return guard([&] {
     std::vector<uint8_t> bytes = read_whole_file(path);
     ModelP m;

@@ -54,11 +54,10 @@ namespace {
 constexpr uint64_t kMaxFileBytes = uint64_t(1) << 34;  // 16 GiB
 
 // Reads a whole regular file: opened O_NONBLOCK, fstat S_ISREG, size checked before allocating.
-std::vector<uint8_t> read_file(const std::string& path, uint64_t offset = 0,
-                               int64_t length = -1) {
+std::vector<uint8_t> read_file(const std::string& path, uint64_t offset = 0, int64_t length = -1) {
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) fail(LT_STATUS_NOT_FOUND, path + ": cannot open: " + std::strerror(errno));
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     fail(LT_STATUS_IO_ERROR, path + ": not a regular file");
@@ -142,7 +141,8 @@ RawTensor decode_tensor(const TensorP& t, const std::string& base_dir, const std
   RawTensor r;
   r.ot = t.data_type;
   DType dt = carrier_dtype(t.data_type);
-  if (t.data_type == kString) fail(LT_STATUS_UNSUPPORTED, "out of scope: " + what + " is a string tensor");
+  if (t.data_type == kString)
+    fail(LT_STATUS_UNSUPPORTED, "out of scope: " + what + " is a string tensor");
   if (dt == LT_DTYPE_INVALID) {
     fail(LT_STATUS_DTYPE_MISMATCH,
          what + ": element type " + onnx_type_name(t.data_type) + " is not supported");
@@ -165,9 +165,12 @@ RawTensor decode_tensor(const TensorP& t, const std::string& base_dir, const std
     int64_t offset = 0, length = -1;
     for (auto& [k, v] : t.external_data) {
       try {
-        if (k == "location") location = v;
-        else if (k == "offset") offset = std::stoll(v);
-        else if (k == "length") length = std::stoll(v);
+        if (k == "location")
+          location = v;
+        else if (k == "offset")
+          offset = std::stoll(v);
+        else if (k == "length")
+          length = std::stoll(v);
       } catch (const std::exception&) {
         fail(LT_STATUS_IO_ERROR, what + ": external_data " + k + " '" + v + "' is not a number");
       }

@@ -11,7 +11,9 @@ std::vector<uint8_t> read_whole_file(const std::string& path);
 namespace {
 Tensor read_npy(const Device& dev, const std::string& path, const std::vector<uint8_t>& b,
                 int* ot_out) {
-  auto bad = [&](const std::string& why) { fail(LT_STATUS_IO_ERROR, path + ": not a valid .npy file: " + why); };
+  auto bad = [&](const std::string& why) {
+    fail(LT_STATUS_IO_ERROR, path + ": not a valid .npy file: " + why);
+  };
   if (b.size() < 10 || std::memcmp(b.data(), "\x93NUMPY", 6) != 0) bad("no magic");
   uint8_t major = b[6];
   size_t hlen, off;
@@ -54,9 +56,9 @@ Tensor read_npy(const Device& dev, const std::string& path, const std::vector<ui
     i = j;
   }
   static const std::pair<const char*, int32_t> types[] = {
-      {"<f4", kFloat}, {"<f8", kDouble}, {"<i4", kInt32}, {"<i8", kInt64}, {"|b1", kBool},
-      {"|u1", kUint8}, {"|i1", kInt8},   {"<f2", kFloat16}, {"<i2", kInt16}, {"<u2", kUint16},
-      {"<u4", kUint32}, {"<u8", kUint64}};
+      {"<f4", kFloat}, {"<f8", kDouble}, {"<i4", kInt32},  {"<i8", kInt64},
+      {"|b1", kBool},  {"|u1", kUint8},  {"|i1", kInt8},   {"<f2", kFloat16},
+      {"<i2", kInt16}, {"<u2", kUint16}, {"<u4", kUint32}, {"<u8", kUint64}};
   int32_t ot = 0;
   for (auto& [d, t] : types) {
     if (descr == d) ot = t;
@@ -91,7 +93,8 @@ using namespace lt::onnx::detail;
 
 extern "C" LT_API lt_error* lt_onnx_read_tensor(lt_device* device, const char* path,
                                                 lt_tensor** out, int* onnx_type) {
-  if (!device || !path || !out) return lt_error_create(LT_STATUS_INVALID_ARGUMENT, "lt_onnx_read_tensor: null argument");
+  if (!device || !path || !out)
+    return lt_error_create(LT_STATUS_INVALID_ARGUMENT, "lt_onnx_read_tensor: null argument");
   try {
     std::vector<uint8_t> b = read_whole_file(path);
     lt::Device dev(device);
@@ -106,7 +109,9 @@ extern "C" LT_API lt_error* lt_onnx_read_tensor(lt_device* device, const char* p
     } catch (const ParseError& e) {
       fail(LT_STATUS_IO_ERROR, p + ": not a valid TensorProto: " + e.what());
     }
-    if (t.data_type == 0) fail(LT_STATUS_UNSUPPORTED, "out of scope: " + p + ": not a tensor (a sequence, optional or map?)");
+    if (t.data_type == 0)
+      fail(LT_STATUS_UNSUPPORTED,
+           "out of scope: " + p + ": not a tensor (a sequence, optional or map?)");
     size_t slash = p.rfind('/');
     RawTensor r = decode_tensor(t, slash == std::string::npos ? "." : p.substr(0, slash), p);
     if (onnx_type) *onnx_type = r.ot;

@@ -340,8 +340,11 @@ void type(Reader r, ValueInfoP& v) {
         }
       }
     } else if (f == 4 || f == 5 || f == 7 || f == 8 || f == 9) {
-      v.kind = f == 4 ? "sequence" : f == 5 ? "map" : f == 7 ? "opaque" : f == 8 ? "sparse_tensor"
-                                                                                   : "optional";
+      v.kind = f == 4   ? "sequence"
+               : f == 5 ? "map"
+               : f == 7 ? "opaque"
+               : f == 8 ? "sparse_tensor"
+                        : "optional";
       r.skip(wt);
     } else {
       r.skip(wt);
@@ -408,9 +411,9 @@ GraphP graph(Reader r) {
 }  // namespace
 
 const char* onnx_type_name(int32_t t) {
-  static const char* names[] = {"undefined", "float",  "uint8",     "int8",       "uint16",
-                                "int16",     "int32",  "int64",     "string",     "bool",
-                                "float16",   "double", "uint32",    "uint64",     "complex64",
+  static const char* names[] = {"undefined",  "float",   "uint8",  "int8",   "uint16",
+                                "int16",      "int32",   "int64",  "string", "bool",
+                                "float16",    "double",  "uint32", "uint64", "complex64",
                                 "complex128", "bfloat16"};
   if (t >= 0 && t <= 16) return names[t];
   return "unknown";

@@ -51,7 +51,7 @@ struct TensorP {
   std::vector<double> double_data;
   std::vector<uint64_t> uint64_data;  // also uint32
   size_t string_count = 0;
-  bool external = false;  // data_location EXTERNAL
+  bool external = false;                                           // data_location EXTERNAL
   std::vector<std::pair<std::string, std::string>> external_data;  // location, offset, length
   bool has_segment = false;
 };
@@ -83,7 +83,7 @@ struct AttributeP {
   std::vector<float> floats;
   std::vector<int64_t> ints;
   std::vector<std::string> strings;
-  bool has_graph = false;   // g or graphs: subgraphs (If, Loop, Scan) are refused
+  bool has_graph = false;     // g or graphs: subgraphs (If, Loop, Scan) are refused
   std::string ref_attr_name;  // function attribute references are refused
 };
 

@@ -216,8 +216,8 @@ TEST_F(OnnxImport, ImpossibleShapesNameFileAndNode) {
 
 TEST_F(OnnxImport, ExternalDataLoadsAndEscapesAreRefused) {
   std::vector<float> w = {1, 2, 3, 4, 5, 6};
-  write("weights.bin", std::string(16, 'x') +
-                           std::string(reinterpret_cast<const char*>(w.data()), w.size() * 4));
+  write("weights.bin",
+        std::string(16, 'x') + std::string(reinterpret_cast<const char*>(w.data()), w.size() * 4));
   auto model = [&](const std::string& loc, int64_t off, int64_t len) {
     Graph g;
     g.nodes = {node("MatMul", {"x", "W"}, {"y"}, "fc")};
@@ -233,7 +233,8 @@ TEST_F(OnnxImport, ExternalDataLoadsAndEscapesAreRefused) {
   EXPECT_FLOAT_EQ(y[1], 2 + 4 + 6);
   lt::Error e = load_error(write("ext2.onnx", model("../weights.bin", 16, 24)));
   EXPECT_EQ(e.code(), LT_STATUS_IO_ERROR);
-  EXPECT_NE(std::string(e.what()).find("inside the model's directory"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("inside the model's directory"), std::string::npos)
+      << e.what();
   e = load_error(write("ext3.onnx", model("weights.bin", 30, 24)));
   EXPECT_EQ(e.code(), LT_STATUS_IO_ERROR);
   EXPECT_NE(std::string(e.what()).find("exceed"), std::string::npos) << e.what();

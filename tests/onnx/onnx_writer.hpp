@@ -84,7 +84,8 @@ struct Dim {
   int64_t value = -1;
   std::string param;
 };
-inline std::string value_info(const std::string& name, int elem_type, const std::vector<Dim>& dims) {
+inline std::string value_info(const std::string& name, int elem_type,
+                              const std::vector<Dim>& dims) {
   std::string shape;
   for (const Dim& d : dims) {
     std::string dim;

@@ -97,9 +97,12 @@ std::string compare(const lt::Tensor& got, const lt::Tensor& want, double rtol, 
   double worst = 0;
   for (size_t i = 0; i < g.size(); ++i) {
     bool ok;
-    if (std::isnan(w[i])) ok = std::isnan(g[i]);
-    else if (std::isinf(w[i])) ok = g[i] == w[i];
-    else ok = std::abs(g[i] - w[i]) <= atol + rtol * std::abs(w[i]);
+    if (std::isnan(w[i]))
+      ok = std::isnan(g[i]);
+    else if (std::isinf(w[i]))
+      ok = g[i] == w[i];
+    else
+      ok = std::abs(g[i] - w[i]) <= atol + rtol * std::abs(w[i]);
     if (!ok) {
       if (!bad) first = i;
       ++bad;
@@ -109,7 +112,8 @@ std::string compare(const lt::Tensor& got, const lt::Tensor& want, double rtol, 
   }
   if (!bad) return "";
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%zu of %zu values differ (first at %zu: %.9g, expected %.9g; max |diff| %.3g)",
+  std::snprintf(buf, sizeof buf,
+                "%zu of %zu values differ (first at %zu: %.9g, expected %.9g; max |diff| %.3g)",
                 bad, g.size(), first, g[first], w[first], worst);
   return buf;
 }
@@ -118,7 +122,8 @@ std::vector<fs::path> sorted_dirs(const fs::path& dir, const std::string& prefix
   std::vector<fs::path> v;
   std::error_code ec;
   for (auto& e : fs::directory_iterator(dir, ec)) {
-    if (e.is_directory() && e.path().filename().string().rfind(prefix, 0) == 0) v.push_back(e.path());
+    if (e.is_directory() && e.path().filename().string().rfind(prefix, 0) == 0)
+      v.push_back(e.path());
   }
   std::sort(v.begin(), v.end());
   return v;
@@ -126,7 +131,8 @@ std::vector<fs::path> sorted_dirs(const fs::path& dir, const std::string& prefix
 
 // NumPy has no bfloat16: the backend tests store bfloat16 values as uint16 bits (ONNX type 4).
 // Such a file meant for a bfloat16 input or output is reinterpreted, whatever the case.
-lt::Tensor as_declared(const lt::Device& dev, lt::Tensor t, int file_type, const std::string& declared) {
+lt::Tensor as_declared(const lt::Device& dev, lt::Tensor t, int file_type,
+                       const std::string& declared) {
   if (declared != "bfloat16" || file_type != 4) return t;
   std::vector<int32_t> v = t.to_vector<int32_t>();
   std::vector<uint16_t> bits(v.begin(), v.end());
@@ -165,7 +171,8 @@ Outcome run_case(const lt::Device& dev, const fs::path& dir, double rtol, double
         if (!fs::exists(f)) break;
         int ft = 0;
         lt::Tensor t = lt::onnx::read_tensor(dev, f.string(), &ft);
-        if (i >= inputs.size()) return {Outcome::kFail, f.string() + ": more inputs than the model has"};
+        if (i >= inputs.size())
+          return {Outcome::kFail, f.string() + ": more inputs than the model has"};
         t = as_declared(dev, t, ft, inputs[i].onnx_type);
         feeds.emplace_back(inputs[i].name, t);
       }
@@ -178,7 +185,8 @@ Outcome run_case(const lt::Device& dev, const fs::path& dir, double rtol, double
         want = as_declared(dev, want, ft, outputs[j].onnx_type);
         std::string diff = compare(outs[j], want, rtol, atol);
         if (!diff.empty()) {
-          return {Outcome::kFail, set.filename().string() + " output " + std::to_string(j) + ": " + diff};
+          return {Outcome::kFail,
+                  set.filename().string() + " output " + std::to_string(j) + ": " + diff};
         }
       }
     }
@@ -207,13 +215,20 @@ int cmd_test(const std::vector<std::string>& args) {
       if (i + 1 >= args.size()) throw std::runtime_error(a + " needs a value");
       return args[++i];
     };
-    if (a == "--device") device = next();
-    else if (a == "--rtol") rtol = std::stod(next());
-    else if (a == "--atol") atol = std::stod(next());
-    else if (a == "--expect") expect_path = next();
-    else if (a == "--filter") filter = next();
-    else if (a == "--only-listed") only_listed = true;
-    else dirs.push_back(a);
+    if (a == "--device")
+      device = next();
+    else if (a == "--rtol")
+      rtol = std::stod(next());
+    else if (a == "--atol")
+      atol = std::stod(next());
+    else if (a == "--expect")
+      expect_path = next();
+    else if (a == "--filter")
+      filter = next();
+    else if (a == "--only-listed")
+      only_listed = true;
+    else
+      dirs.push_back(a);
   }
   if (dirs.empty()) return usage();
   std::set<std::string> expected;
@@ -252,13 +267,18 @@ int cmd_test(const std::vector<std::string>& args) {
     Outcome o = run_case(dev, c, rtol, atol);
     bool listed = expected.count(name) > 0;
     expected_seen += listed;
-    const char* tag = o.kind == Outcome::kPass ? "PASS" : o.kind == Outcome::kSkip ? "SKIP" : "FAIL";
+    const char* tag = o.kind == Outcome::kPass   ? "PASS"
+                      : o.kind == Outcome::kSkip ? "SKIP"
+                                                 : "FAIL";
     std::printf("%s %s: %s%s\n", tag, name.c_str(), o.detail.c_str(),
                 listed && o.kind != Outcome::kPass ? "  [listed as passing]" : "");
     std::fflush(stdout);
-    if (o.kind == Outcome::kPass) ++pass;
-    else if (o.kind == Outcome::kSkip) ++skip;
-    else ++failed;
+    if (o.kind == Outcome::kPass)
+      ++pass;
+    else if (o.kind == Outcome::kSkip)
+      ++skip;
+    else
+      ++failed;
     if (listed && o.kind != Outcome::kPass) ++expected_failed;
   }
   std::printf("%zu passed, %zu failed, %zu skipped\n", pass, failed, skip);
@@ -268,7 +288,8 @@ int cmd_test(const std::vector<std::string>& args) {
       return 1;
     }
     if (expected_failed) {
-      std::printf("%zu cases listed as passing did not pass on %s\n", expected_failed, dev.name().c_str());
+      std::printf("%zu cases listed as passing did not pass on %s\n", expected_failed,
+                  dev.name().c_str());
       return 1;
     }
     return 0;
@@ -295,15 +316,19 @@ int cmd_run(const std::vector<std::string>& args) {
       if (i + 1 >= args.size()) throw std::runtime_error(a + " needs a value");
       return args[++i];
     };
-    if (a == "--device") device = next();
-    else if (a == "--bench") bench = std::stoi(next());
+    if (a == "--device")
+      device = next();
+    else if (a == "--bench")
+      bench = std::stoi(next());
     else if (a == "--input") {
       std::string v = next();
       size_t eq = v.find('=');
       if (eq == std::string::npos) throw std::runtime_error("--input wants NAME=FILE, got " + v);
       inputs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
-    } else if (model_path.empty()) model_path = a;
-    else return usage();
+    } else if (model_path.empty())
+      model_path = a;
+    else
+      return usage();
   }
   if (model_path.empty()) return usage();
   lt::Runtime rt = lt::Runtime::create();
@@ -318,7 +343,8 @@ int cmd_run(const std::vector<std::string>& args) {
   };
   auto t0 = std::chrono::steady_clock::now();
   std::vector<lt::Tensor> outs = step();
-  double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  double first_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   auto names = model.outputs();
   for (size_t i = 0; i < outs.size(); ++i) {
     std::cout << names[i].name << " = " << outs[i] << "\n";
@@ -329,7 +355,8 @@ int cmd_run(const std::vector<std::string>& args) {
     for (int i = 0; i < bench; ++i) {
       auto t = std::chrono::steady_clock::now();
       step();
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count());
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count());
     }
     std::sort(ms.begin(), ms.end());
     std::printf("bench: %d steps, median %.3f ms, min %.3f ms\n", bench, ms[ms.size() / 2], ms[0]);
