@@ -562,6 +562,11 @@ Tensor conv_nd(Ctx& c, Tensor x, Tensor w, Tensor b, const Window& win, int64_t 
     after[2 + i] = win.pads[i + nd];
   }
   bool need_pad = std::any_of(win.pads.begin(), win.pads.end(), [](int64_t p) { return p != 0; });
+  // Symmetric 2-D pads go to conv2d itself (no padded copy of the input).
+  if (nd == 2 && win.pads[0] == win.pads[2] && win.pads[1] == win.pads[3]) {
+    return lt::conv2d(x, w, b, {win.strides[0], win.strides[1]}, {win.pads[0], win.pads[1]},
+                      {win.dilations[0], win.dilations[1]}, group);
+  }
   if (need_pad) x = x.pad(before, after, 0.0);
   if (nd == 1) {
     Tensor x2 = to_spatial2(x, 1);
