@@ -714,9 +714,6 @@ Vals op_conv_transpose(Ctx& c, const NodeP&, Vals& in) {
 
 // ---- registry -----------------------------------------------------------------------------
 
-#define OP(name) t[name] = OpEntry
-#define FN [](Ctx & c, const NodeP& n, Vals& in) -> Vals
-
 Tensor unsqueeze_t(const Tensor& x, std::vector<int64_t> axes, Ctx& c) {
   auto s = x.shape();
   int64_t r = static_cast<int64_t>(s.size() + axes.size());
@@ -1385,1637 +1382,1685 @@ std::map<std::string, OpEntry> build_table() {
                (x < lt::zeros(x.device(), {}, x.dtype())).cast(x.dtype());
       },
       false);
-  t["IsNaN"] = {FN{Tensor x = c.T(in.at(0));
-  (void)n;
-  return one(c, x != x, kBool);
-}
-, 9
-};  // namespace
-t["IsInf"] = {FN{Tensor x = c.T(in.at(0));
-(void)n;
-bool pos = c.attr_i("detect_positive", 1), neg = c.attr_i("detect_negative", 1);
-Tensor inf = sc(c, x, std::numeric_limits<double>::infinity());
-Tensor r = lt::zeros(c.dev, x.shape(), LT_DTYPE_BOOL);
-if (pos) r = r || (x == inf);
-if (neg) r = r || (x == -inf);
-return one(c, r, kBool);
-}  // namespace lt::onnx::detail
-, 10
-}
-;
-t["Not"] = {FN{(void)n;
-return one(c, c.T(in.at(0)).logical_not(), kBool);
-}
-, 1
-}
-;
-t["Elu"] = unary([](Ctx& c, Tensor x) {
-  double a = c.attr_f("alpha", 1.0f);
-  return lt::where(x < sc(c, x, 0), (x.exp() - sc(c, x, 1)) * sc(c, x, a), x);
-});
-t["Celu"] = unary([](Ctx& c, Tensor x) {
-  double a = c.attr_f("alpha", 1.0f);
-  return lt::maximum(x, sc(c, x, 0)) +
-         lt::minimum(sc(c, x, 0), ((x / sc(c, x, a)).exp() - sc(c, x, 1)) * sc(c, x, a));
-});
-t["Selu"] = unary([](Ctx& c, Tensor x) {
-  double a = c.attr_f("alpha", 1.67326319217681884765625f),
-         g = c.attr_f("gamma", 1.05070102214813232421875f);
-  return lt::where(x > sc(c, x, 0), x, (x.exp() - sc(c, x, 1)) * sc(c, x, a)) * sc(c, x, g);
-});
-t["LeakyRelu"] = unary([](Ctx& c, Tensor x) {
-  return lt::where(x < sc(c, x, 0), x * sc(c, x, c.attr_f("alpha", 0.01f)), x);
-});
-t["ThresholdedRelu"] = unary([](Ctx& c, Tensor x) {
-  return lt::where(x > sc(c, x, c.attr_f("alpha", 1.0f)), x, sc(c, x, 0));
-});
-t["HardSigmoid"] = unary([](Ctx& c, Tensor x) {
-  return lt::minimum(
-      lt::maximum(x * sc(c, x, c.attr_f("alpha", 0.2f)) + sc(c, x, c.attr_f("beta", 0.5f)),
-                  sc(c, x, 0)),
-      sc(c, x, 1));
-});
-t["HardSwish"] = unary([](Ctx& c, Tensor x) {
-  return x *
-         lt::minimum(lt::maximum(x * sc(c, x, 1.0 / 6) + sc(c, x, 0.5), sc(c, x, 0)), sc(c, x, 1));
-});
-t["Shrink"] = unary(
-    [](Ctx& c, Tensor x) {
-      double l = c.attr_f("lambd", 0.5f), b = c.attr_f("bias", 0.0f);
-      Tensor xf = is_float(x.dtype()) ? x : x.cast(LT_DTYPE_F64);
-      Tensor r = lt::where(xf < sc(c, xf, -l), xf + sc(c, xf, b),
-                           lt::where(xf > sc(c, xf, l), xf - sc(c, xf, b), sc(c, xf, 0)));
-      return cast_to(r, x.dtype());
-    },
-    false);
-t["PRelu"] = {FN{(void)n;
-Tensor x = c.T(in.at(0)), s = c.T(in.at(1));
-// Before opset 7 a slope of shape [C] applies along the channel axis.
-if (c.opset < 7 && s.rank() == 1 && x.rank() > 2 && s.shape()[0] == x.shape()[1]) {
-  std::vector<int64_t> rs(x.rank() - 1, 1);
-  rs[0] = s.shape()[0];
-  s = s.reshape(rs);
-}
-return one(c, lt::where(x < sc(c, x, 0), x* s, x), in[0].ot);
-}
-, 1
-}
-;
-t["Clip"] = {FN{(void)n;
-Tensor x = c.T(in.at(0));
-if (c.opset < 11) {
-  x = lt::maximum(x, sc(c, x, c.attr_f("min", -std::numeric_limits<float>::infinity())));
-  x = lt::minimum(x, sc(c, x, c.attr_f("max", std::numeric_limits<float>::infinity())));
-} else {
-  if (in.size() > 1 && in[1].present) x = lt::maximum(x, c.T(in[1]));
-  if (in.size() > 2 && in[2].present) x = lt::minimum(x, c.T(in[2]));
-  x = x + sc(c, x, 0);
-}
-return one(c, x, in[0].ot);
-}
-, 1
-}
-;
-t["Add"] = binary_arith("add");
-t["Sub"] = binary_arith("sub");
-t["Mul"] = binary_arith("mul");
-t["Div"] = binary_arith("div");
-t["Pow"] = {FN{(void)n;
-Tensor x = c.T(in.at(0)), y = c.T(in.at(1));
-DType dt = x.dtype();
-DType w = is_float(dt) ? dt : LT_DTYPE_F64;
-if (w == LT_DTYPE_F32 && !is_float(y.dtype())) w = LT_DTYPE_F64;
-Tensor r = cast_to(x, w).pow(cast_to(y, w));
-if (is_int(dt)) r = round_even(c, r);
-return one(c, cast_to(r, dt), in[0].ot);
-}
-, 1
-}
-;
-t["Mod"] = {FN{(void)n;
-Tensor x = c.T(in.at(0)), y = c.T(in.at(1));
-DType dt = x.dtype();
-Tensor xf = cast_to(x, is_float(dt) ? dt : LT_DTYPE_F64), yf = cast_to(y, xf.dtype());
-Tensor q = xf / yf;
-Tensor r;
-if (c.attr_i("fmod", 0)) {
-  Tensor tq = lt::where(q < sc(c, q, 0), -((-q).floor()), q.floor());
-  r = xf - tq * yf;
-} else {
-  r = xf - q.floor() * yf;
-}
-return one(c, cast_to(r, dt), in[0].ot);
-}
-, 1
-}
-;
-t["BitShift"] = {FN{(void)n;
-Tensor x = c.T(in.at(0)), y = c.T(in.at(1));
-Tensor p = lt::full(c.dev, {}, 2.0, LT_DTYPE_F64).pow(y.cast(LT_DTYPE_F64));
-Tensor xf = x.cast(LT_DTYPE_F64);
-Tensor r = c.attr_s("direction", "") == "LEFT" ? xf * p : (xf / p).floor();
-return one(c, r.cast(x.dtype()), in[0].ot);
-}
-, 11
-}
-;
-t["Max"] = variadic(0);
-t["Min"] = variadic(1);
-t["Sum"] = variadic(2);
-t["Mean"] = variadic(3);
-t["Equal"] = compare(0);
-t["Less"] = compare(1);
-t["Greater"] = compare(2);
-t["LessOrEqual"] = compare(3);
-t["GreaterOrEqual"] = compare(4);
-t["And"] = {FN{(void)n;
-return one(c, c.T(in.at(0)) && c.T(in.at(1)), kBool);
-}
-, 1
-}
-;
-t["Or"] = {FN{(void)n;
-return one(c, c.T(in.at(0)) || c.T(in.at(1)), kBool);
-}
-, 1
-}
-;
-t["Xor"] = {FN{(void)n;
-return one(c, c.T(in.at(0)) != c.T(in.at(1)), kBool);
-}
-, 1
-}
-;
-t["Where"] = {FN{(void)n;
-if (all_host({in.at(0), in.at(1), in.at(2)})) {
-  auto os = bcast_shape(c, bcast_shape(c, in[0].h->shape, in[1].h->shape), in[2].h->shape);
-  int64_t cnt = numel_of(os);
-  if (cnt > (int64_t(1) << 20))
-    c.error("a shape computation of " + std::to_string(cnt) + " elements");
-  std::vector<double> v(cnt);
-  for (int64_t i = 0; i < cnt; ++i)
-    v[i] = bread(*in[0].h, os, i) != 0 ? bread(*in[1].h, os, i) : bread(*in[2].h, os, i);
-  return {c.from_host(os, v, in[1].ot, true)};
-}
-return one(c, lt::where(c.T(in[0]), c.T(in[1]), c.T(in[2])), in[1].ot);
-}
-, 1
-}
-;
-auto cast_fn = [](Ctx& c, Value& v, int32_t to) -> Value {
-  if (to == kString || carrier_dtype(to) == LT_DTYPE_INVALID) {
-    c.error(std::string("cast to ") + onnx_type_name(to) + " is not supported");
-  }
-  if (v.h && v.shape_class && is_int(carrier_dtype(to))) {
-    std::vector<double> vals = v.h->v;
-    for (double& d : vals) d = std::trunc(d);
-    return c.from_host(v.h->shape, vals, to, true);
-  }
-  Tensor x = c.T(v);
-  DType d = carrier_dtype(to);
-  Tensor r = cast_to(x, d);
-  // Narrow integer types wrap like the C conversion.
-  if (to == kUint8 || to == kInt8 || to == kUint16 || to == kInt16) {
-    double m = (to == kUint8 || to == kInt8) ? 256 : 65536;
-    Tensor f = r.cast(LT_DTYPE_F64);
-    Tensor w = f - (f / c.scalar(m, LT_DTYPE_F64)).floor() * c.scalar(m, LT_DTYPE_F64);
-    if (to == kInt8 || to == kInt16)
-      w = lt::where(w >= c.scalar(m / 2, LT_DTYPE_F64), w - c.scalar(m, LT_DTYPE_F64), w);
-    r = w.cast(d);
-  }
-  if (r.is_same(x)) r = x + sc(c, x, 0);
-  return c.from_tensor(r, to);
-};
-t["Cast"] = {[cast_fn](Ctx& c, const NodeP&, Vals& in) -> Vals {
-               return {cast_fn(c, in.at(0), static_cast<int32_t>(c.attr_i("to", kFloat)))};
-             },
-             1};
-t["CastLike"] = {[cast_fn](Ctx& c, const NodeP&, Vals& in) -> Vals {
-                   return {cast_fn(c, in.at(0), in.at(1).ot)};
-                 },
-                 15};
-t["Identity"] = {FN{(void)n;
-(void)c;
-return {in.at(0)};
-}
-, 1
-}
-;
-t["Dropout"] = {FN{(void)n;
-if (in.size() > 2 && in[2].present && c.ints(in[2]).at(0) != 0) {
-  double ratio = in.size() > 1 && in[1].present ? c.doubles(in[1]).at(0) : 0.5;
-  if (ratio != 0) c.error("training_mode dropout with ratio > 0 (random) is not supported");
-}
-Vals out = {in.at(0)};
-out.push_back(c.from_tensor(lt::ones(c.dev, shape_of(c, in[0]), LT_DTYPE_BOOL), kBool));
-return out;
-}
-, 1
-}
-;
-
-// Constants and shapes (evaluated on the host).
-t["Constant"] = {FN{(void)n;
-for (const AttributeP& a : c.node->attributes) {
-  if (a.name == "value") {
-    if (a.t.empty()) c.error("value has no tensor");
-    RawTensor r = decode_tensor(a.t[0], c.base_dir, "Constant value");
-    Value v;
-    v.present = true;
-    v.ot = r.ot;
-    lt_tensor* o = nullptr;
-    check(lt_tensor_from_host(c.dev.get(), carrier_dtype(r.ot), r.shape.data(), r.shape.size(),
-                              r.bytes.data(), r.bytes.size(), &o));
-    v.t = Tensor(o);
-    if (r.numel() <= 4096 && is_int(carrier_dtype(r.ot))) {
-      auto h = std::make_shared<HostVals>();
-      h->shape = r.shape;
-      h->v = raw_to_doubles(r);
-      v.h = h;
-      v.shape_class = true;
-    }
-    return {v};
-  }
-  if (a.name == "value_float") return {c.from_host({}, {a.f}, kFloat, false)};
-  if (a.name == "value_floats")
-    return {c.from_host({int64_t(a.floats.size())},
-                        std::vector<double>(a.floats.begin(), a.floats.end()), kFloat, false)};
-  if (a.name == "value_int") return {c.from_host({}, {double(a.i)}, kInt64, true)};
-  if (a.name == "value_ints")
-    return {c.from_host({int64_t(a.ints.size())}, std::vector<double>(a.ints.begin(), a.ints.end()),
-                        kInt64, true)};
-  if (a.name == "sparse_value") c.error("sparse constants are not supported");
-  if (a.name == "value_string" || a.name == "value_strings") {
-    fail(LT_STATUS_UNSUPPORTED, "out of scope: string constant");
-  }
-}
-c.error("Constant has no value attribute");
-}
-, 1
-}
-;
-t["Shape"] = {FN{(void)n;
-auto s = shape_of(c, in.at(0));
-int64_t r = static_cast<int64_t>(s.size());
-int64_t st = c.attr_i("start", 0), en = c.attr_i("end", r);
-if (st < 0) st += r;
-if (en < 0) en += r;
-st = std::clamp<int64_t>(st, 0, r);
-en = std::clamp<int64_t>(en, 0, r);
-std::vector<double> v;
-for (int64_t i = st; i < en; ++i) v.push_back(double(s[i]));
-return {c.from_host({int64_t(v.size())}, v, kInt64, true)};
-}
-, 1
-}
-;
-t["Size"] = {FN{(void)n;
-return {c.from_host({}, {double(numel_of(shape_of(c, in.at(0))))}, kInt64, true)};
-}
-, 1
-}
-;
-t["ConstantOfShape"] = {FN{(void)n;
-auto shape = c.ints(in.at(0));
-double v = 0;
-int32_t ot = kFloat;
-if (const AttributeP* a = c.attr("value"); a && !a->t.empty()) {
-  RawTensor r = decode_tensor(a->t[0], c.base_dir, "ConstantOfShape value");
-  ot = r.ot;
-  auto d = raw_to_doubles(r);
-  if (d.size() != 1) c.error("value must have one element");
-  v = d[0];
-}
-for (int64_t d : shape) {
-  if (d < 0) c.error("negative dim " + std::to_string(d) + " in the shape");
-}
-if (numel_of(shape) <= 4096 && is_int(carrier_dtype(ot))) {
-  return {c.from_host(shape, std::vector<double>(numel_of(shape), v), ot, true)};
-}
-return one(c, lt::full(c.dev, shape, v, carrier_dtype(ot)), ot);
-}
-, 9
-}
-;
-t["Range"] = {FN{(void)n;
-double st = c.doubles(in.at(0)).at(0), lim = c.doubles(in.at(1)).at(0),
-       d = c.doubles(in.at(2)).at(0);
-if (d == 0) c.error("delta is 0");
-double cnt_f = std::ceil((lim - st) / d);
-if (!(cnt_f < 9e15)) c.error("Range of more than 9e15 elements");
-int64_t cnt = std::max<int64_t>(0, static_cast<int64_t>(cnt_f));
-int32_t ot = in[0].ot;
-if (all_host({in[0], in[1], in[2]}) && cnt <= 4096) {
-  std::vector<double> v(cnt);
-  for (int64_t i = 0; i < cnt; ++i) v[i] = st + i * d;
-  return {c.from_host({cnt}, v, ot, true)};
-}
-DType dt = carrier_dtype(ot);
-Tensor ar = lt::arange(c.dev, 0, double(cnt), 1, dt);
-return one(c, ar* c.T(in[2]) + c.T(in[0]), ot);
-}
-, 11
-}
-;
-t["EyeLike"] = {FN{(void)n;
-auto s = shape_of(c, in.at(0));
-int32_t ot = static_cast<int32_t>(c.attr_i("dtype", in[0].ot));
-int64_t k = c.attr_i("k", 0);
-Tensor i = lt::arange(c.dev, 0, double(s[0]), 1, LT_DTYPE_I64).reshape({s[0], 1});
-Tensor j = lt::arange(c.dev, 0, double(s[1]), 1, LT_DTYPE_I64).reshape({1, s[1]});
-return one(c, ((j - i) == c.scalar(double(k), LT_DTYPE_I64)).cast(carrier_dtype(ot)), ot);
-}
-, 9
-}
-;
-
-// Layout.
-t["Reshape"] = {FN{(void)n;
-std::vector<int64_t> shape = c.opset >= 5 ? c.ints(in.at(1)) : c.attr_ints("shape");
-auto s = shape_of(c, in.at(0));
-auto target = reshape_target(c, s, shape, c.attr_i("allowzero", 0) != 0);
-if (all_host({in[0]})) return {c.from_host(target, in[0].h->v, in[0].ot, true)};
-return one(c, c.T(in[0]).reshape(target), in[0].ot);
-}
-, 1
-}
-;
-t["Flatten"] = {FN{(void)n;
-auto s = shape_of(c, in.at(0));
-int64_t r = static_cast<int64_t>(s.size());
-int64_t axis = c.attr_i("axis", 1);
-if (axis < 0) axis += r;
-if (axis < 0 || axis > r) c.error("axis out of range");
-int64_t a = 1, b = 1;
-for (int64_t i = 0; i < r; ++i) (i < axis ? a : b) *= s[i];
-return one(c, c.T(in[0]).reshape({a, b}), in[0].ot);
-}
-, 1
-}
-;
-t["Transpose"] = {FN{(void)n;
-Tensor x = c.T(in.at(0));
-auto perm = c.attr_ints("perm");
-int64_t r = static_cast<int64_t>(x.rank());
-if (perm.empty())
-  for (int64_t i = r - 1; i >= 0; --i) perm.push_back(i);
-return one(c, x.permute(perm), in[0].ot);
-}
-, 1
-}
-;
-t["Unsqueeze"] = {FN{(void)n;
-auto axes = c.opset >= 13 ? c.ints(in.at(1)) : c.attr_ints("axes");
-if (all_host({in.at(0)})) {
-  auto s = in[0].h->shape;
-  int64_t r = static_cast<int64_t>(s.size() + axes.size());
-  for (auto& a : axes) a = norm_axis(c, a, r);
-  std::sort(axes.begin(), axes.end());
-  std::vector<int64_t> out;
-  size_t j = 0, k = 0;
-  for (int64_t i = 0; i < r; ++i) {
-    if (k < axes.size() && axes[k] == i) {
-      out.push_back(1);
-      ++k;
-    } else
-      out.push_back(s[j++]);
-  }
-  return {c.from_host(out, in[0].h->v, in[0].ot, true)};
-}
-return one(c, unsqueeze_t(c.T(in[0]), axes, c), in[0].ot);
-}
-, 1
-}
-;
-t["Squeeze"] = {FN{(void)n;
-std::vector<int64_t> axes =
-    c.opset >= 13 ? (in.size() > 1 && in[1].present ? c.ints(in[1]) : std::vector<int64_t>{})
-                  : c.attr_ints("axes");
-auto s = shape_of(c, in.at(0));
-int64_t r = static_cast<int64_t>(s.size());
-for (auto& a : axes) a = norm_axis(c, a, r);
-std::vector<int64_t> out;
-for (int64_t i = 0; i < r; ++i) {
-  bool drop = axes.empty() ? s[i] == 1 : std::find(axes.begin(), axes.end(), i) != axes.end();
-  if (drop && s[i] != 1)
-    c.error("cannot squeeze axis " + std::to_string(i) + " of size " + std::to_string(s[i]));
-  if (!drop) out.push_back(s[i]);
-}
-if (all_host({in[0]})) return {c.from_host(out, in[0].h->v, in[0].ot, true)};
-return one(c, c.T(in[0]).reshape(out), in[0].ot);
-}
-, 1
-}
-;
-t["Concat"] = {FN{(void)n;
-int64_t axis = c.attr_i("axis", 0);
-if (all_host(in)) {
-  // Host concat of shape vectors (any rank).
-  std::vector<Value*> vs;
-  for (Value& v : in)
-    if (v.present) vs.push_back(&v);
-  auto s = vs[0]->h->shape;
-  int64_t r = static_cast<int64_t>(s.size());
-  axis = norm_axis(c, axis, r);
-  int64_t outer = 1, total = 0;
-  for (int64_t i = 0; i < axis; ++i) outer *= s[i];
-  for (Value* v : vs) total += v->h->shape[axis];
-  std::vector<double> out;
-  for (int64_t o = 0; o < outer; ++o) {
-    for (Value* v : vs) {
-      int64_t chunk = numel_of(v->h->shape) / std::max<int64_t>(outer, 1);
-      for (int64_t q = 0; q < chunk; ++q) out.push_back(v->h->v[o * chunk + q]);
-    }
-  }
-  s[axis] = total;
-  return {c.from_host(s, out, vs[0]->ot, true)};
-}
-std::vector<Tensor> ts;
-int32_t ot = 0;
-for (Value& v : in) {
-  if (!v.present) continue;
-  ts.push_back(c.T(v));
-  ot = v.ot;
-}
-int64_t r = static_cast<int64_t>(ts[0].rank());
-return one(c, lt::concat(ts, norm_axis(c, axis, r)), ot);
-}
-, 1
-}
-;
-t["Split"] = {FN{int64_t axis = c.attr_i("axis", 0);
-Tensor x = c.T(in.at(0));
-int64_t r = static_cast<int64_t>(x.rank());
-axis = norm_axis(c, axis, r);
-int64_t d = x.shape()[axis];
-std::vector<int64_t> split =
-    c.opset >= 13 ? (in.size() > 1 && in[1].present ? c.ints(in[1]) : std::vector<int64_t>{})
-                  : c.attr_ints("split");
-int64_t k = static_cast<int64_t>(n.outputs.size());
-if (split.empty()) {
-  int64_t ns = c.attr_i("num_outputs", k);
-  int64_t each = (d + ns - 1) / ns;
-  for (int64_t i = 0; i < ns; ++i) split.push_back(std::min(each, d - each * i));
-}
-Vals out;
-int64_t pos = 0;
-for (int64_t len : split) {
-  out.push_back(c.from_tensor(slice1(x, axis, pos, pos + len), in[0].ot));
-  pos += len;
-}
-if (pos != d) c.error("split sizes do not add up to the axis length " + std::to_string(d));
-return out;
-}
-, 1
-}
-;
-t["Slice"] = {FN{(void)n;
-std::vector<int64_t> starts, ends, axes, steps;
-if (c.opset >= 10) {
-  starts = c.ints(in.at(1));
-  ends = c.ints(in.at(2));
-  if (in.size() > 3 && in[3].present) axes = c.ints(in[3]);
-  if (in.size() > 4 && in[4].present) steps = c.ints(in[4]);
-} else {
-  starts = c.attr_ints("starts");
-  ends = c.attr_ints("ends");
-  axes = c.attr_ints("axes");
-}
-if (all_host({in[0]})) {
-  // Host slice of a shape value via a temporary on the device would defeat folding:
-  // do it here (1-D shape vectors only).
-  if (in[0].h->shape.size() == 1 && (steps.empty() || steps[0] == 1) && starts.size() == 1) {
-    int64_t d = in[0].h->shape[0];
-    int64_t b = starts[0], e = ends[0];
-    if (b < 0) b += d;
-    if (e < 0) e += d;
-    b = std::clamp<int64_t>(b, 0, d);
-    e = std::clamp<int64_t>(e, 0, d);
-    std::vector<double> v;
-    for (int64_t i = b; i < e; ++i) v.push_back(in[0].h->v[i]);
-    return {c.from_host({int64_t(v.size())}, v, in[0].ot, true)};
-  }
-}
-return one(c, onnx_slice(c, c.T(in[0]), starts, ends, axes, steps), in[0].ot);
-}
-, 1
-}
-;
-t["Gather"] = {FN{(void)n;
-int64_t axis = c.attr_i("axis", 0);
-if (all_host({in.at(0), in.at(1)})) return {host_gather(c, in[0], in[1], axis)};
-Tensor x = c.T(in[0]);
-int64_t r = static_cast<int64_t>(x.rank());
-axis = norm_axis(c, axis, r);
-Tensor idx = wrap_index(c, c.T(in[1]), x.shape()[axis]);
-return one(c, x.gather(idx, axis), in[0].ot);
-}
-, 1
-}
-;
-t["GatherElements"] = {FN{(void)n;
-Tensor x = c.T(in.at(0));
-auto s = x.shape();
-int64_t axis = norm_axis(c, c.attr_i("axis", 0), static_cast<int64_t>(s.size()));
-Tensor idx = wrap_index(c, c.T(in.at(1)), s[axis]);
-Tensor flat = flat_index(c, s, idx, axis);
-return one(c, x.reshape({numel_of(s)}).gather(flat, 0), in[0].ot);
-}
-, 11
-}
-;
-t["GatherND"] = {FN{(void)n;
-Tensor x = c.T(in.at(0));
-Tensor idx = c.T(in.at(1));
-if (idx.dtype() != LT_DTYPE_I64) idx = idx.cast(LT_DTYPE_I64);
-auto s = x.shape();
-auto is = idx.shape();
-int64_t b = c.attr_i("batch_dims", 0);
-int64_t q = is.back();
-// Flat index over the batch dims and the q indexed dims.
-std::vector<int64_t> lead(s.begin(), s.begin() + b + q);
-std::vector<int64_t> rest(s.begin() + b + q, s.end());
-auto st = strides_of(lead);
-Tensor flat;
-std::vector<int64_t> out_idx_shape(is.begin(), is.end() - 1);
-for (int64_t k = 0; k < q; ++k) {
-  Tensor ik = slice1(idx, static_cast<int64_t>(is.size() - 1), k, k + 1).reshape(out_idx_shape);
-  ik = wrap_index(c, ik, s[b + k]);
-  Tensor term = ik * sc(c, ik, double(st[b + k]));
-  flat = flat.defined() ? flat + term : term;
-}
-for (int64_t k = 0; k < b; ++k) {
-  std::vector<int64_t> vs(out_idx_shape.size(), 1);
-  vs[k] = is[k];
-  Tensor ar = lt::arange(c.dev, 0, double(is[k]), 1, LT_DTYPE_I64).reshape(vs);
-  flat = flat + ar * sc(c, ar, double(st[k]));
-}
-std::vector<int64_t> xs = {numel_of(lead)};
-for (int64_t v : rest) xs.push_back(v);
-return one(c, x.reshape(xs).gather(flat, 0), in[0].ot);
-}
-, 11
-}
-;
-auto scatter_elems = [](Ctx& c, Vals& in, int64_t axis, const std::string& red) -> Vals {
-  Tensor x = c.T(in.at(0));
-  auto s = x.shape();
-  axis = norm_axis(c, axis, static_cast<int64_t>(s.size()));
-  Tensor idx = wrap_index(c, c.T(in.at(1)), s[axis]);
-  Tensor upd = c.T(in.at(2));
-  Tensor flat = flat_index(c, s, idx, axis);
-  int64_t m = numel_of(flat.shape()), N = numel_of(s);
-  flat = flat.reshape({m});
-  upd = upd.reshape({m});
-  Tensor xf = x.reshape({N});
-  Tensor added = lt::zeros(c.dev, {N}, x.dtype()).scatter_add(flat, upd, 0);
-  Tensor r;
-  if (red == "add") {
-    r = xf + added;
-  } else if (red == "none" || red.empty()) {
-    Tensor hit =
-        lt::zeros(c.dev, {N}, LT_DTYPE_I64)
-            .scatter_add(flat, lt::ones(c.dev, {m}, LT_DTYPE_I64), 0) > c.scalar(0, LT_DTYPE_I64);
-    r = lt::where(hit, added, xf);
-  } else {
-    c.error("reduction '" + red + "' is not supported");
-  }
-  return one(c, r.reshape(s), in[0].ot);
-};
-t["ScatterElements"] = {[scatter_elems](Ctx& c, const NodeP&, Vals& in) -> Vals {
-                          return scatter_elems(c, in, c.attr_i("axis", 0),
-                                               c.attr_s("reduction", "none"));
-                        },
-                        11};
-t["Scatter"] = {[scatter_elems](Ctx& c, const NodeP&, Vals& in) -> Vals {
-                  return scatter_elems(c, in, c.attr_i("axis", 0), "none");
+  t["IsNaN"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                  Tensor x = c.T(in.at(0));
+                  (void)n;
+                  return one(c, x != x, kBool);
                 },
                 9};
-t["ScatterND"] = {FN{(void)n;
-Tensor x = c.T(in.at(0));
-Tensor idx = c.T(in.at(1));
-if (idx.dtype() != LT_DTYPE_I64) idx = idx.cast(LT_DTYPE_I64);
-Tensor upd = c.T(in.at(2));
-auto s = x.shape();
-auto is = idx.shape();
-int64_t q = is.back();
-std::vector<int64_t> lead(s.begin(), s.begin() + q), rest(s.begin() + q, s.end());
-auto st = strides_of(lead);
-std::vector<int64_t> ish(is.begin(), is.end() - 1);
-Tensor flat;
-for (int64_t k = 0; k < q; ++k) {
-  Tensor ik =
-      wrap_index(c, slice1(idx, static_cast<int64_t>(is.size() - 1), k, k + 1).reshape(ish), s[k]);
-  Tensor term = ik * sc(c, ik, double(st[k]));
-  flat = flat.defined() ? flat + term : term;
-}
-int64_t m = numel_of(ish), L = numel_of(lead), R = numel_of(rest);
-flat = flat.reshape({m});
-Tensor u = upd.reshape({m, R});
-Tensor xf = x.reshape({L, R});
-Tensor added = lt::zeros(c.dev, {L, R}, x.dtype()).scatter_add(flat, u, 0);
-std::string red = c.attr_s("reduction", "none");
-Tensor r;
-if (red == "add") {
-  r = xf + added;
-} else if (red == "none") {
-  Tensor hit =
-      lt::zeros(c.dev, {L}, LT_DTYPE_I64).scatter_add(flat, lt::ones(c.dev, {m}, LT_DTYPE_I64), 0) >
-      c.scalar(0, LT_DTYPE_I64);
-  r = lt::where(hit.reshape({L, 1}), added, xf);
-} else {
-  c.error("reduction '" + red + "' is not supported");
-}
-return one(c, r.reshape(s), in[0].ot);
-}
-, 11
-}
-;
-t["Expand"] = {FN{(void)n;
-auto shape = c.ints(in.at(1));
-auto s = shape_of(c, in.at(0));
-auto os = bcast_shape(c, s, shape);
-return one(c, c.T(in[0]).broadcast_to(os), in[0].ot);
-}
-, 8
-}
-;
-t["Tile"] = {FN{(void)n;
-Tensor x = c.T(in.at(0));
-auto reps = c.ints(in.at(1));
-auto s = x.shape();
-if (reps.size() != s.size())
-  c.error("repeats has " + std::to_string(reps.size()) + " entries for rank " +
-          std::to_string(s.size()));
-std::vector<int64_t> a, b, o;
-for (size_t i = 0; i < s.size(); ++i) {
-  a.push_back(1);
-  a.push_back(s[i]);
-  b.push_back(reps[i]);
-  b.push_back(s[i]);
-  o.push_back(reps[i] * s[i]);
-}
-return one(c, x.reshape(a).broadcast_to(b).reshape(o), in[0].ot);
-}
-, 6
-}
-;
-t["Pad"] = {FN{(void)n;
-Tensor x = c.T(in.at(0));
-std::vector<int64_t> pads;
-double value = 0;
-int64_t r = static_cast<int64_t>(x.rank());
-if (c.opset >= 11) {
-  pads = c.ints(in.at(1));
-  if (in.size() > 2 && in[2].present) value = c.doubles(in[2]).at(0);
-  if (in.size() > 3 && in[3].present) {
-    auto axes = c.ints(in[3]);
-    std::vector<int64_t> full(2 * r, 0);
-    for (size_t i = 0; i < axes.size(); ++i) {
-      int64_t a = norm_axis(c, axes[i], r);
-      full[a] = pads[i];
-      full[a + r] = pads[i + axes.size()];
+  t["IsInf"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                  Tensor x = c.T(in.at(0));
+                  (void)n;
+                  bool pos = c.attr_i("detect_positive", 1), neg = c.attr_i("detect_negative", 1);
+                  Tensor inf = sc(c, x, std::numeric_limits<double>::infinity());
+                  Tensor r = lt::zeros(c.dev, x.shape(), LT_DTYPE_BOOL);
+                  if (pos) r = r || (x == inf);
+                  if (neg) r = r || (x == -inf);
+                  return one(c, r, kBool);
+                },
+                10};
+  t["Not"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                (void)n;
+                return one(c, c.T(in.at(0)).logical_not(), kBool);
+              },
+              1};
+  t["Elu"] = unary([](Ctx& c, Tensor x) {
+    double a = c.attr_f("alpha", 1.0f);
+    return lt::where(x < sc(c, x, 0), (x.exp() - sc(c, x, 1)) * sc(c, x, a), x);
+  });
+  t["Celu"] = unary([](Ctx& c, Tensor x) {
+    double a = c.attr_f("alpha", 1.0f);
+    return lt::maximum(x, sc(c, x, 0)) +
+           lt::minimum(sc(c, x, 0), ((x / sc(c, x, a)).exp() - sc(c, x, 1)) * sc(c, x, a));
+  });
+  t["Selu"] = unary([](Ctx& c, Tensor x) {
+    double a = c.attr_f("alpha", 1.67326319217681884765625f),
+           g = c.attr_f("gamma", 1.05070102214813232421875f);
+    return lt::where(x > sc(c, x, 0), x, (x.exp() - sc(c, x, 1)) * sc(c, x, a)) * sc(c, x, g);
+  });
+  t["LeakyRelu"] = unary([](Ctx& c, Tensor x) {
+    return lt::where(x < sc(c, x, 0), x * sc(c, x, c.attr_f("alpha", 0.01f)), x);
+  });
+  t["ThresholdedRelu"] = unary([](Ctx& c, Tensor x) {
+    return lt::where(x > sc(c, x, c.attr_f("alpha", 1.0f)), x, sc(c, x, 0));
+  });
+  t["HardSigmoid"] = unary([](Ctx& c, Tensor x) {
+    return lt::minimum(
+        lt::maximum(x * sc(c, x, c.attr_f("alpha", 0.2f)) + sc(c, x, c.attr_f("beta", 0.5f)),
+                    sc(c, x, 0)),
+        sc(c, x, 1));
+  });
+  t["HardSwish"] = unary([](Ctx& c, Tensor x) {
+    return x * lt::minimum(lt::maximum(x * sc(c, x, 1.0 / 6) + sc(c, x, 0.5), sc(c, x, 0)),
+                           sc(c, x, 1));
+  });
+  t["Shrink"] = unary(
+      [](Ctx& c, Tensor x) {
+        double l = c.attr_f("lambd", 0.5f), b = c.attr_f("bias", 0.0f);
+        Tensor xf = is_float(x.dtype()) ? x : x.cast(LT_DTYPE_F64);
+        Tensor r = lt::where(xf < sc(c, xf, -l), xf + sc(c, xf, b),
+                             lt::where(xf > sc(c, xf, l), xf - sc(c, xf, b), sc(c, xf, 0)));
+        return cast_to(r, x.dtype());
+      },
+      false);
+  t["PRelu"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        Tensor x = c.T(in.at(0)), s = c.T(in.at(1));
+        // Before opset 7 a slope of shape [C] applies along the channel axis.
+        if (c.opset < 7 && s.rank() == 1 && x.rank() > 2 && s.shape()[0] == x.shape()[1]) {
+          std::vector<int64_t> rs(x.rank() - 1, 1);
+          rs[0] = s.shape()[0];
+          s = s.reshape(rs);
+        }
+        return one(c, lt::where(x < sc(c, x, 0), x * s, x), in[0].ot);
+      },
+      1};
+  t["Clip"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        Tensor x = c.T(in.at(0));
+        if (c.opset < 11) {
+          x = lt::maximum(x, sc(c, x, c.attr_f("min", -std::numeric_limits<float>::infinity())));
+          x = lt::minimum(x, sc(c, x, c.attr_f("max", std::numeric_limits<float>::infinity())));
+        } else {
+          if (in.size() > 1 && in[1].present) x = lt::maximum(x, c.T(in[1]));
+          if (in.size() > 2 && in[2].present) x = lt::minimum(x, c.T(in[2]));
+          x = x + sc(c, x, 0);
+        }
+        return one(c, x, in[0].ot);
+      },
+      1};
+  t["Add"] = binary_arith("add");
+  t["Sub"] = binary_arith("sub");
+  t["Mul"] = binary_arith("mul");
+  t["Div"] = binary_arith("div");
+  t["Pow"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                (void)n;
+                Tensor x = c.T(in.at(0)), y = c.T(in.at(1));
+                DType dt = x.dtype();
+                DType w = is_float(dt) ? dt : LT_DTYPE_F64;
+                if (w == LT_DTYPE_F32 && !is_float(y.dtype())) w = LT_DTYPE_F64;
+                Tensor r = cast_to(x, w).pow(cast_to(y, w));
+                if (is_int(dt)) r = round_even(c, r);
+                return one(c, cast_to(r, dt), in[0].ot);
+              },
+              1};
+  t["Mod"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                (void)n;
+                Tensor x = c.T(in.at(0)), y = c.T(in.at(1));
+                DType dt = x.dtype();
+                Tensor xf = cast_to(x, is_float(dt) ? dt : LT_DTYPE_F64),
+                       yf = cast_to(y, xf.dtype());
+                Tensor q = xf / yf;
+                Tensor r;
+                if (c.attr_i("fmod", 0)) {
+                  Tensor tq = lt::where(q < sc(c, q, 0), -((-q).floor()), q.floor());
+                  r = xf - tq * yf;
+                } else {
+                  r = xf - q.floor() * yf;
+                }
+                return one(c, cast_to(r, dt), in[0].ot);
+              },
+              1};
+  t["BitShift"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                     (void)n;
+                     Tensor x = c.T(in.at(0)), y = c.T(in.at(1));
+                     Tensor p = lt::full(c.dev, {}, 2.0, LT_DTYPE_F64).pow(y.cast(LT_DTYPE_F64));
+                     Tensor xf = x.cast(LT_DTYPE_F64);
+                     Tensor r = c.attr_s("direction", "") == "LEFT" ? xf * p : (xf / p).floor();
+                     return one(c, r.cast(x.dtype()), in[0].ot);
+                   },
+                   11};
+  t["Max"] = variadic(0);
+  t["Min"] = variadic(1);
+  t["Sum"] = variadic(2);
+  t["Mean"] = variadic(3);
+  t["Equal"] = compare(0);
+  t["Less"] = compare(1);
+  t["Greater"] = compare(2);
+  t["LessOrEqual"] = compare(3);
+  t["GreaterOrEqual"] = compare(4);
+  t["And"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                (void)n;
+                return one(c, c.T(in.at(0)) && c.T(in.at(1)), kBool);
+              },
+              1};
+  t["Or"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+               (void)n;
+               return one(c, c.T(in.at(0)) || c.T(in.at(1)), kBool);
+             },
+             1};
+  t["Xor"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                (void)n;
+                return one(c, c.T(in.at(0)) != c.T(in.at(1)), kBool);
+              },
+              1};
+  t["Where"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        if (all_host({in.at(0), in.at(1), in.at(2)})) {
+          auto os = bcast_shape(c, bcast_shape(c, in[0].h->shape, in[1].h->shape), in[2].h->shape);
+          int64_t cnt = numel_of(os);
+          if (cnt > (int64_t(1) << 20))
+            c.error("a shape computation of " + std::to_string(cnt) + " elements");
+          std::vector<double> v(cnt);
+          for (int64_t i = 0; i < cnt; ++i)
+            v[i] = bread(*in[0].h, os, i) != 0 ? bread(*in[1].h, os, i) : bread(*in[2].h, os, i);
+          return {c.from_host(os, v, in[1].ot, true)};
+        }
+        return one(c, lt::where(c.T(in[0]), c.T(in[1]), c.T(in[2])), in[1].ot);
+      },
+      1};
+  auto cast_fn = [](Ctx& c, Value& v, int32_t to) -> Value {
+    if (to == kString || carrier_dtype(to) == LT_DTYPE_INVALID) {
+      c.error(std::string("cast to ") + onnx_type_name(to) + " is not supported");
     }
-    pads = full;
-  }
-} else {
-  pads = c.attr_ints("pads");
-  value = c.attr_f("value", 0.0f);
-}
-return one(c, pad_mode(c, x, pads, c.attr_s("mode", "constant"), value), in[0].ot);
-}
-, 1
-}
-;
-t["DepthToSpace"] = {FN{(void)n;
-Tensor x = c.T(in.at(0));
-auto s = x.shape();
-int64_t b = c.attr_i("blocksize", 1), N = s[0], C = s[1], H = s[2], W = s[3];
-Tensor y;
-if (c.attr_s("mode", "DCR") == "DCR") {
-  y = x.reshape({N, b, b, C / (b * b), H, W}).permute({0, 3, 4, 1, 5, 2});
-} else {
-  y = x.reshape({N, C / (b * b), b, b, H, W}).permute({0, 1, 4, 2, 5, 3});
-}
-return one(c, y.reshape({N, C / (b * b), H* b, W* b}), in[0].ot);
-}
-, 1
-}
-;
-t["SpaceToDepth"] = {FN{(void)n;
-Tensor x = c.T(in.at(0));
-auto s = x.shape();
-int64_t b = c.attr_i("blocksize", 1), N = s[0], C = s[1], H = s[2], W = s[3];
-Tensor y = x.reshape({N, C, H / b, b, W / b, b}).permute({0, 3, 5, 1, 2, 4});
-return one(c, y.reshape({N, C* b* b, H / b, W / b}), in[0].ot);
-}
-, 1
-}
-;
-t["Trilu"] = {FN{(void)n;
-Tensor x = c.T(in.at(0));
-int64_t k = in.size() > 1 && in[1].present ? c.ints(in[1]).at(0) : 0;
-auto s = x.shape();
-int64_t r = static_cast<int64_t>(s.size());
-std::vector<int64_t> ri(r, 1), rj(r, 1);
-ri[r - 2] = s[r - 2];
-rj[r - 1] = s[r - 1];
-Tensor i = lt::arange(c.dev, 0, double(s[r - 2]), 1, LT_DTYPE_I64).reshape(ri);
-Tensor j = lt::arange(c.dev, 0, double(s[r - 1]), 1, LT_DTYPE_I64).reshape(rj);
-Tensor d = j - i;
-Tensor kk = c.scalar(double(k), LT_DTYPE_I64);
-Tensor keep = c.attr_i("upper", 1) ? d >= kk : d <= kk;
-return one(c, lt::where(keep, x, lt::zeros(c.dev, {}, x.dtype())), in[0].ot);
-}
-, 14
-}
-;
-t["OneHot"] = {FN{(void)n;
-Tensor idx = c.T(in.at(0));
-int64_t depth = static_cast<int64_t>(c.doubles(in.at(1)).at(0));
-Tensor vals = c.T(in.at(2));
-auto is = idx.shape();
-int64_t r = static_cast<int64_t>(is.size()) + 1;
-int64_t axis = norm_axis(c, c.attr_i("axis", -1), r);
-Tensor id = idx.cast(LT_DTYPE_I64);
-id = lt::where(id < c.scalar(0, LT_DTYPE_I64), id + c.scalar(double(depth), LT_DTYPE_I64), id);
-Tensor u = unsqueeze_t(id, {axis}, c);
-std::vector<int64_t> rs(r, 1);
-rs[axis] = depth;
-Tensor ar = lt::arange(c.dev, 0, double(depth), 1, LT_DTYPE_I64).reshape(rs);
-Tensor hot = ar == u;
-Tensor off = slice1(vals, 0, 0, 1).reshape({}), on = slice1(vals, 0, 1, 2).reshape({});
-return one(c, lt::where(hot, on, off), in[2].ot);
-}
-, 9
-}
-;
-t["CumSum"] = {FN{(void)n;
-Tensor x = c.T(in.at(0));
-int64_t r = static_cast<int64_t>(x.rank());
-int64_t axis = norm_axis(c, c.ints(in.at(1)).at(0), r);
-bool excl = c.attr_i("exclusive", 0), rev = c.attr_i("reverse", 0);
-auto perm = perm_to_last(axis, r);
-Tensor xt = x.permute(perm);
-int64_t len = xt.shape().back();
-DType w = is_float(x.dtype()) ? x.dtype() : LT_DTYPE_F64;
-Tensor i = lt::arange(c.dev, 0, double(len), 1, LT_DTYPE_I64).reshape({len, 1});
-Tensor j = lt::arange(c.dev, 0, double(len), 1, LT_DTYPE_I64).reshape({1, len});
-// out[j] = sum_i x[i] * M[i, j]
-Tensor m = rev ? (excl ? i > j : i >= j) : (excl ? i < j : i <= j);
-Tensor y = cast_to(xt, w).matmul(m.cast(w));
-return one(c, cast_to(y, x.dtype()).permute(inverse_perm(perm)), in[0].ot);
-}
-, 11
-}
-;
+    if (v.h && v.shape_class && is_int(carrier_dtype(to))) {
+      std::vector<double> vals = v.h->v;
+      for (double& d : vals) d = std::trunc(d);
+      return c.from_host(v.h->shape, vals, to, true);
+    }
+    Tensor x = c.T(v);
+    DType d = carrier_dtype(to);
+    Tensor r = cast_to(x, d);
+    // Narrow integer types wrap like the C conversion.
+    if (to == kUint8 || to == kInt8 || to == kUint16 || to == kInt16) {
+      double m = (to == kUint8 || to == kInt8) ? 256 : 65536;
+      Tensor f = r.cast(LT_DTYPE_F64);
+      Tensor w = f - (f / c.scalar(m, LT_DTYPE_F64)).floor() * c.scalar(m, LT_DTYPE_F64);
+      if (to == kInt8 || to == kInt16)
+        w = lt::where(w >= c.scalar(m / 2, LT_DTYPE_F64), w - c.scalar(m, LT_DTYPE_F64), w);
+      r = w.cast(d);
+    }
+    if (r.is_same(x)) r = x + sc(c, x, 0);
+    return c.from_tensor(r, to);
+  };
+  t["Cast"] = {[cast_fn](Ctx& c, const NodeP&, Vals& in) -> Vals {
+                 return {cast_fn(c, in.at(0), static_cast<int32_t>(c.attr_i("to", kFloat)))};
+               },
+               1};
+  t["CastLike"] = {[cast_fn](Ctx& c, const NodeP&, Vals& in) -> Vals {
+                     return {cast_fn(c, in.at(0), in.at(1).ot)};
+                   },
+                   15};
+  t["Identity"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                     (void)n;
+                     (void)c;
+                     return {in.at(0)};
+                   },
+                   1};
+  t["Dropout"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        if (in.size() > 2 && in[2].present && c.ints(in[2]).at(0) != 0) {
+          double ratio = in.size() > 1 && in[1].present ? c.doubles(in[1]).at(0) : 0.5;
+          if (ratio != 0) c.error("training_mode dropout with ratio > 0 (random) is not supported");
+        }
+        Vals out = {in.at(0)};
+        out.push_back(c.from_tensor(lt::ones(c.dev, shape_of(c, in[0]), LT_DTYPE_BOOL), kBool));
+        return out;
+      },
+      1};
 
-// Reductions.
-t["ReduceSum"] = reduce("sum");
-t["ReduceMean"] = reduce("mean");
-t["ReduceMax"] = reduce("max");
-t["ReduceMin"] = reduce("min");
-t["ReduceProd"] = reduce("prod");
-t["ReduceL1"] = reduce("l1");
-t["ReduceL2"] = reduce("l2");
-t["ReduceLogSum"] = reduce("logsum");
-t["ReduceLogSumExp"] = reduce("logsumexp");
-t["ReduceSumSquare"] = reduce("sumsq");
-auto argext = [](bool is_max) {
-  return OpEntry{[is_max](Ctx& c, const NodeP&, Vals& in) -> Vals {
+  // Constants and shapes (evaluated on the host).
+  t["Constant"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        for (const AttributeP& a : c.node->attributes) {
+          if (a.name == "value") {
+            if (a.t.empty()) c.error("value has no tensor");
+            RawTensor r = decode_tensor(a.t[0], c.base_dir, "Constant value");
+            Value v;
+            v.present = true;
+            v.ot = r.ot;
+            lt_tensor* o = nullptr;
+            check(lt_tensor_from_host(c.dev.get(), carrier_dtype(r.ot), r.shape.data(),
+                                      r.shape.size(), r.bytes.data(), r.bytes.size(), &o));
+            v.t = Tensor(o);
+            if (r.numel() <= 4096 && is_int(carrier_dtype(r.ot))) {
+              auto h = std::make_shared<HostVals>();
+              h->shape = r.shape;
+              h->v = raw_to_doubles(r);
+              v.h = h;
+              v.shape_class = true;
+            }
+            return {v};
+          }
+          if (a.name == "value_float") return {c.from_host({}, {a.f}, kFloat, false)};
+          if (a.name == "value_floats")
+            return {c.from_host({int64_t(a.floats.size())},
+                                std::vector<double>(a.floats.begin(), a.floats.end()), kFloat,
+                                false)};
+          if (a.name == "value_int") return {c.from_host({}, {double(a.i)}, kInt64, true)};
+          if (a.name == "value_ints")
+            return {c.from_host({int64_t(a.ints.size())},
+                                std::vector<double>(a.ints.begin(), a.ints.end()), kInt64, true)};
+          if (a.name == "sparse_value") c.error("sparse constants are not supported");
+          if (a.name == "value_string" || a.name == "value_strings") {
+            fail(LT_STATUS_UNSUPPORTED, "out of scope: string constant");
+          }
+        }
+        c.error("Constant has no value attribute");
+      },
+      1};
+  t["Shape"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                  (void)n;
+                  auto s = shape_of(c, in.at(0));
+                  int64_t r = static_cast<int64_t>(s.size());
+                  int64_t st = c.attr_i("start", 0), en = c.attr_i("end", r);
+                  if (st < 0) st += r;
+                  if (en < 0) en += r;
+                  st = std::clamp<int64_t>(st, 0, r);
+                  en = std::clamp<int64_t>(en, 0, r);
+                  std::vector<double> v;
+                  for (int64_t i = st; i < en; ++i) v.push_back(double(s[i]));
+                  return {c.from_host({int64_t(v.size())}, v, kInt64, true)};
+                },
+                1};
+  t["Size"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                 (void)n;
+                 return {c.from_host({}, {double(numel_of(shape_of(c, in.at(0))))}, kInt64, true)};
+               },
+               1};
+  t["ConstantOfShape"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        auto shape = c.ints(in.at(0));
+        double v = 0;
+        int32_t ot = kFloat;
+        if (const AttributeP* a = c.attr("value"); a && !a->t.empty()) {
+          RawTensor r = decode_tensor(a->t[0], c.base_dir, "ConstantOfShape value");
+          ot = r.ot;
+          auto d = raw_to_doubles(r);
+          if (d.size() != 1) c.error("value must have one element");
+          v = d[0];
+        }
+        for (int64_t d : shape) {
+          if (d < 0) c.error("negative dim " + std::to_string(d) + " in the shape");
+        }
+        if (numel_of(shape) <= 4096 && is_int(carrier_dtype(ot))) {
+          return {c.from_host(shape, std::vector<double>(numel_of(shape), v), ot, true)};
+        }
+        return one(c, lt::full(c.dev, shape, v, carrier_dtype(ot)), ot);
+      },
+      9};
+  t["Range"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                  (void)n;
+                  double st = c.doubles(in.at(0)).at(0), lim = c.doubles(in.at(1)).at(0),
+                         d = c.doubles(in.at(2)).at(0);
+                  if (d == 0) c.error("delta is 0");
+                  double cnt_f = std::ceil((lim - st) / d);
+                  if (!(cnt_f < 9e15)) c.error("Range of more than 9e15 elements");
+                  int64_t cnt = std::max<int64_t>(0, static_cast<int64_t>(cnt_f));
+                  int32_t ot = in[0].ot;
+                  if (all_host({in[0], in[1], in[2]}) && cnt <= 4096) {
+                    std::vector<double> v(cnt);
+                    for (int64_t i = 0; i < cnt; ++i) v[i] = st + i * d;
+                    return {c.from_host({cnt}, v, ot, true)};
+                  }
+                  DType dt = carrier_dtype(ot);
+                  Tensor ar = lt::arange(c.dev, 0, double(cnt), 1, dt);
+                  return one(c, ar * c.T(in[2]) + c.T(in[0]), ot);
+                },
+                11};
+  t["EyeLike"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        auto s = shape_of(c, in.at(0));
+        int32_t ot = static_cast<int32_t>(c.attr_i("dtype", in[0].ot));
+        int64_t k = c.attr_i("k", 0);
+        Tensor i = lt::arange(c.dev, 0, double(s[0]), 1, LT_DTYPE_I64).reshape({s[0], 1});
+        Tensor j = lt::arange(c.dev, 0, double(s[1]), 1, LT_DTYPE_I64).reshape({1, s[1]});
+        return one(c, ((j - i) == c.scalar(double(k), LT_DTYPE_I64)).cast(carrier_dtype(ot)), ot);
+      },
+      9};
+
+  // Layout.
+  t["Reshape"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                    (void)n;
+                    std::vector<int64_t> shape =
+                        c.opset >= 5 ? c.ints(in.at(1)) : c.attr_ints("shape");
+                    auto s = shape_of(c, in.at(0));
+                    auto target = reshape_target(c, s, shape, c.attr_i("allowzero", 0) != 0);
+                    if (all_host({in[0]})) return {c.from_host(target, in[0].h->v, in[0].ot, true)};
+                    return one(c, c.T(in[0]).reshape(target), in[0].ot);
+                  },
+                  1};
+  t["Flatten"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                    (void)n;
+                    auto s = shape_of(c, in.at(0));
+                    int64_t r = static_cast<int64_t>(s.size());
+                    int64_t axis = c.attr_i("axis", 1);
+                    if (axis < 0) axis += r;
+                    if (axis < 0 || axis > r) c.error("axis out of range");
+                    int64_t a = 1, b = 1;
+                    for (int64_t i = 0; i < r; ++i) (i < axis ? a : b) *= s[i];
+                    return one(c, c.T(in[0]).reshape({a, b}), in[0].ot);
+                  },
+                  1};
+  t["Transpose"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                      (void)n;
+                      Tensor x = c.T(in.at(0));
+                      auto perm = c.attr_ints("perm");
+                      int64_t r = static_cast<int64_t>(x.rank());
+                      if (perm.empty())
+                        for (int64_t i = r - 1; i >= 0; --i) perm.push_back(i);
+                      return one(c, x.permute(perm), in[0].ot);
+                    },
+                    1};
+  t["Unsqueeze"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                      (void)n;
+                      auto axes = c.opset >= 13 ? c.ints(in.at(1)) : c.attr_ints("axes");
+                      if (all_host({in.at(0)})) {
+                        auto s = in[0].h->shape;
+                        int64_t r = static_cast<int64_t>(s.size() + axes.size());
+                        for (auto& a : axes) a = norm_axis(c, a, r);
+                        std::sort(axes.begin(), axes.end());
+                        std::vector<int64_t> out;
+                        size_t j = 0, k = 0;
+                        for (int64_t i = 0; i < r; ++i) {
+                          if (k < axes.size() && axes[k] == i) {
+                            out.push_back(1);
+                            ++k;
+                          } else
+                            out.push_back(s[j++]);
+                        }
+                        return {c.from_host(out, in[0].h->v, in[0].ot, true)};
+                      }
+                      return one(c, unsqueeze_t(c.T(in[0]), axes, c), in[0].ot);
+                    },
+                    1};
+  t["Squeeze"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        std::vector<int64_t> axes =
+            c.opset >= 13
+                ? (in.size() > 1 && in[1].present ? c.ints(in[1]) : std::vector<int64_t>{})
+                : c.attr_ints("axes");
+        auto s = shape_of(c, in.at(0));
+        int64_t r = static_cast<int64_t>(s.size());
+        for (auto& a : axes) a = norm_axis(c, a, r);
+        std::vector<int64_t> out;
+        for (int64_t i = 0; i < r; ++i) {
+          bool drop =
+              axes.empty() ? s[i] == 1 : std::find(axes.begin(), axes.end(), i) != axes.end();
+          if (drop && s[i] != 1)
+            c.error("cannot squeeze axis " + std::to_string(i) + " of size " +
+                    std::to_string(s[i]));
+          if (!drop) out.push_back(s[i]);
+        }
+        if (all_host({in[0]})) return {c.from_host(out, in[0].h->v, in[0].ot, true)};
+        return one(c, c.T(in[0]).reshape(out), in[0].ot);
+      },
+      1};
+  t["Concat"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                   (void)n;
+                   int64_t axis = c.attr_i("axis", 0);
+                   if (all_host(in)) {
+                     // Host concat of shape vectors (any rank).
+                     std::vector<Value*> vs;
+                     for (Value& v : in)
+                       if (v.present) vs.push_back(&v);
+                     auto s = vs[0]->h->shape;
+                     int64_t r = static_cast<int64_t>(s.size());
+                     axis = norm_axis(c, axis, r);
+                     int64_t outer = 1, total = 0;
+                     for (int64_t i = 0; i < axis; ++i) outer *= s[i];
+                     for (Value* v : vs) total += v->h->shape[axis];
+                     std::vector<double> out;
+                     for (int64_t o = 0; o < outer; ++o) {
+                       for (Value* v : vs) {
+                         int64_t chunk = numel_of(v->h->shape) / std::max<int64_t>(outer, 1);
+                         for (int64_t q = 0; q < chunk; ++q) out.push_back(v->h->v[o * chunk + q]);
+                       }
+                     }
+                     s[axis] = total;
+                     return {c.from_host(s, out, vs[0]->ot, true)};
+                   }
+                   std::vector<Tensor> ts;
+                   int32_t ot = 0;
+                   for (Value& v : in) {
+                     if (!v.present) continue;
+                     ts.push_back(c.T(v));
+                     ot = v.ot;
+                   }
+                   int64_t r = static_cast<int64_t>(ts[0].rank());
+                   return one(c, lt::concat(ts, norm_axis(c, axis, r)), ot);
+                 },
+                 1};
+  t["Split"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                  int64_t axis = c.attr_i("axis", 0);
+                  Tensor x = c.T(in.at(0));
+                  int64_t r = static_cast<int64_t>(x.rank());
+                  axis = norm_axis(c, axis, r);
+                  int64_t d = x.shape()[axis];
+                  std::vector<int64_t> split =
+                      c.opset >= 13 ? (in.size() > 1 && in[1].present ? c.ints(in[1])
+                                                                      : std::vector<int64_t>{})
+                                    : c.attr_ints("split");
+                  int64_t k = static_cast<int64_t>(n.outputs.size());
+                  if (split.empty()) {
+                    int64_t ns = c.attr_i("num_outputs", k);
+                    int64_t each = (d + ns - 1) / ns;
+                    for (int64_t i = 0; i < ns; ++i) split.push_back(std::min(each, d - each * i));
+                  }
+                  Vals out;
+                  int64_t pos = 0;
+                  for (int64_t len : split) {
+                    out.push_back(c.from_tensor(slice1(x, axis, pos, pos + len), in[0].ot));
+                    pos += len;
+                  }
+                  if (pos != d)
+                    c.error("split sizes do not add up to the axis length " + std::to_string(d));
+                  return out;
+                },
+                1};
+  t["Slice"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                  (void)n;
+                  std::vector<int64_t> starts, ends, axes, steps;
+                  if (c.opset >= 10) {
+                    starts = c.ints(in.at(1));
+                    ends = c.ints(in.at(2));
+                    if (in.size() > 3 && in[3].present) axes = c.ints(in[3]);
+                    if (in.size() > 4 && in[4].present) steps = c.ints(in[4]);
+                  } else {
+                    starts = c.attr_ints("starts");
+                    ends = c.attr_ints("ends");
+                    axes = c.attr_ints("axes");
+                  }
+                  if (all_host({in[0]})) {
+                    // Host slice of a shape value via a temporary on the device would defeat
+                    // folding: do it here (1-D shape vectors only).
+                    if (in[0].h->shape.size() == 1 && (steps.empty() || steps[0] == 1) &&
+                        starts.size() == 1) {
+                      int64_t d = in[0].h->shape[0];
+                      int64_t b = starts[0], e = ends[0];
+                      if (b < 0) b += d;
+                      if (e < 0) e += d;
+                      b = std::clamp<int64_t>(b, 0, d);
+                      e = std::clamp<int64_t>(e, 0, d);
+                      std::vector<double> v;
+                      for (int64_t i = b; i < e; ++i) v.push_back(in[0].h->v[i]);
+                      return {c.from_host({int64_t(v.size())}, v, in[0].ot, true)};
+                    }
+                  }
+                  return one(c, onnx_slice(c, c.T(in[0]), starts, ends, axes, steps), in[0].ot);
+                },
+                1};
+  t["Gather"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                   (void)n;
+                   int64_t axis = c.attr_i("axis", 0);
+                   if (all_host({in.at(0), in.at(1)})) return {host_gather(c, in[0], in[1], axis)};
+                   Tensor x = c.T(in[0]);
+                   int64_t r = static_cast<int64_t>(x.rank());
+                   axis = norm_axis(c, axis, r);
+                   Tensor idx = wrap_index(c, c.T(in[1]), x.shape()[axis]);
+                   return one(c, x.gather(idx, axis), in[0].ot);
+                 },
+                 1};
+  t["GatherElements"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                           (void)n;
+                           Tensor x = c.T(in.at(0));
+                           auto s = x.shape();
+                           int64_t axis =
+                               norm_axis(c, c.attr_i("axis", 0), static_cast<int64_t>(s.size()));
+                           Tensor idx = wrap_index(c, c.T(in.at(1)), s[axis]);
+                           Tensor flat = flat_index(c, s, idx, axis);
+                           return one(c, x.reshape({numel_of(s)}).gather(flat, 0), in[0].ot);
+                         },
+                         11};
+  t["GatherND"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        Tensor x = c.T(in.at(0));
+        Tensor idx = c.T(in.at(1));
+        if (idx.dtype() != LT_DTYPE_I64) idx = idx.cast(LT_DTYPE_I64);
+        auto s = x.shape();
+        auto is = idx.shape();
+        int64_t b = c.attr_i("batch_dims", 0);
+        int64_t q = is.back();
+        // Flat index over the batch dims and the q indexed dims.
+        std::vector<int64_t> lead(s.begin(), s.begin() + b + q);
+        std::vector<int64_t> rest(s.begin() + b + q, s.end());
+        auto st = strides_of(lead);
+        Tensor flat;
+        std::vector<int64_t> out_idx_shape(is.begin(), is.end() - 1);
+        for (int64_t k = 0; k < q; ++k) {
+          Tensor ik =
+              slice1(idx, static_cast<int64_t>(is.size() - 1), k, k + 1).reshape(out_idx_shape);
+          ik = wrap_index(c, ik, s[b + k]);
+          Tensor term = ik * sc(c, ik, double(st[b + k]));
+          flat = flat.defined() ? flat + term : term;
+        }
+        for (int64_t k = 0; k < b; ++k) {
+          std::vector<int64_t> vs(out_idx_shape.size(), 1);
+          vs[k] = is[k];
+          Tensor ar = lt::arange(c.dev, 0, double(is[k]), 1, LT_DTYPE_I64).reshape(vs);
+          flat = flat + ar * sc(c, ar, double(st[k]));
+        }
+        std::vector<int64_t> xs = {numel_of(lead)};
+        for (int64_t v : rest) xs.push_back(v);
+        return one(c, x.reshape(xs).gather(flat, 0), in[0].ot);
+      },
+      11};
+  auto scatter_elems = [](Ctx& c, Vals& in, int64_t axis, const std::string& red) -> Vals {
+    Tensor x = c.T(in.at(0));
+    auto s = x.shape();
+    axis = norm_axis(c, axis, static_cast<int64_t>(s.size()));
+    Tensor idx = wrap_index(c, c.T(in.at(1)), s[axis]);
+    Tensor upd = c.T(in.at(2));
+    Tensor flat = flat_index(c, s, idx, axis);
+    int64_t m = numel_of(flat.shape()), N = numel_of(s);
+    flat = flat.reshape({m});
+    upd = upd.reshape({m});
+    Tensor xf = x.reshape({N});
+    Tensor added = lt::zeros(c.dev, {N}, x.dtype()).scatter_add(flat, upd, 0);
+    Tensor r;
+    if (red == "add") {
+      r = xf + added;
+    } else if (red == "none" || red.empty()) {
+      Tensor hit =
+          lt::zeros(c.dev, {N}, LT_DTYPE_I64)
+              .scatter_add(flat, lt::ones(c.dev, {m}, LT_DTYPE_I64), 0) > c.scalar(0, LT_DTYPE_I64);
+      r = lt::where(hit, added, xf);
+    } else {
+      c.error("reduction '" + red + "' is not supported");
+    }
+    return one(c, r.reshape(s), in[0].ot);
+  };
+  t["ScatterElements"] = {[scatter_elems](Ctx& c, const NodeP&, Vals& in) -> Vals {
+                            return scatter_elems(c, in, c.attr_i("axis", 0),
+                                                 c.attr_s("reduction", "none"));
+                          },
+                          11};
+  t["Scatter"] = {[scatter_elems](Ctx& c, const NodeP&, Vals& in) -> Vals {
+                    return scatter_elems(c, in, c.attr_i("axis", 0), "none");
+                  },
+                  9};
+  t["ScatterND"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        Tensor x = c.T(in.at(0));
+        Tensor idx = c.T(in.at(1));
+        if (idx.dtype() != LT_DTYPE_I64) idx = idx.cast(LT_DTYPE_I64);
+        Tensor upd = c.T(in.at(2));
+        auto s = x.shape();
+        auto is = idx.shape();
+        int64_t q = is.back();
+        std::vector<int64_t> lead(s.begin(), s.begin() + q), rest(s.begin() + q, s.end());
+        auto st = strides_of(lead);
+        std::vector<int64_t> ish(is.begin(), is.end() - 1);
+        Tensor flat;
+        for (int64_t k = 0; k < q; ++k) {
+          Tensor ik = wrap_index(
+              c, slice1(idx, static_cast<int64_t>(is.size() - 1), k, k + 1).reshape(ish), s[k]);
+          Tensor term = ik * sc(c, ik, double(st[k]));
+          flat = flat.defined() ? flat + term : term;
+        }
+        int64_t m = numel_of(ish), L = numel_of(lead), R = numel_of(rest);
+        flat = flat.reshape({m});
+        Tensor u = upd.reshape({m, R});
+        Tensor xf = x.reshape({L, R});
+        Tensor added = lt::zeros(c.dev, {L, R}, x.dtype()).scatter_add(flat, u, 0);
+        std::string red = c.attr_s("reduction", "none");
+        Tensor r;
+        if (red == "add") {
+          r = xf + added;
+        } else if (red == "none") {
+          Tensor hit = lt::zeros(c.dev, {L}, LT_DTYPE_I64)
+                           .scatter_add(flat, lt::ones(c.dev, {m}, LT_DTYPE_I64), 0) >
+                       c.scalar(0, LT_DTYPE_I64);
+          r = lt::where(hit.reshape({L, 1}), added, xf);
+        } else {
+          c.error("reduction '" + red + "' is not supported");
+        }
+        return one(c, r.reshape(s), in[0].ot);
+      },
+      11};
+  t["Expand"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                   (void)n;
+                   auto shape = c.ints(in.at(1));
+                   auto s = shape_of(c, in.at(0));
+                   auto os = bcast_shape(c, s, shape);
+                   return one(c, c.T(in[0]).broadcast_to(os), in[0].ot);
+                 },
+                 8};
+  t["Tile"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                 (void)n;
+                 Tensor x = c.T(in.at(0));
+                 auto reps = c.ints(in.at(1));
+                 auto s = x.shape();
+                 if (reps.size() != s.size())
+                   c.error("repeats has " + std::to_string(reps.size()) + " entries for rank " +
+                           std::to_string(s.size()));
+                 std::vector<int64_t> a, b, o;
+                 for (size_t i = 0; i < s.size(); ++i) {
+                   a.push_back(1);
+                   a.push_back(s[i]);
+                   b.push_back(reps[i]);
+                   b.push_back(s[i]);
+                   o.push_back(reps[i] * s[i]);
+                 }
+                 return one(c, x.reshape(a).broadcast_to(b).reshape(o), in[0].ot);
+               },
+               6};
+  t["Pad"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                (void)n;
+                Tensor x = c.T(in.at(0));
+                std::vector<int64_t> pads;
+                double value = 0;
+                int64_t r = static_cast<int64_t>(x.rank());
+                if (c.opset >= 11) {
+                  pads = c.ints(in.at(1));
+                  if (in.size() > 2 && in[2].present) value = c.doubles(in[2]).at(0);
+                  if (in.size() > 3 && in[3].present) {
+                    auto axes = c.ints(in[3]);
+                    std::vector<int64_t> full(2 * r, 0);
+                    for (size_t i = 0; i < axes.size(); ++i) {
+                      int64_t a = norm_axis(c, axes[i], r);
+                      full[a] = pads[i];
+                      full[a + r] = pads[i + axes.size()];
+                    }
+                    pads = full;
+                  }
+                } else {
+                  pads = c.attr_ints("pads");
+                  value = c.attr_f("value", 0.0f);
+                }
+                return one(c, pad_mode(c, x, pads, c.attr_s("mode", "constant"), value), in[0].ot);
+              },
+              1};
+  t["DepthToSpace"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                         (void)n;
+                         Tensor x = c.T(in.at(0));
+                         auto s = x.shape();
+                         int64_t b = c.attr_i("blocksize", 1), N = s[0], C = s[1], H = s[2],
+                                 W = s[3];
+                         Tensor y;
+                         if (c.attr_s("mode", "DCR") == "DCR") {
+                           y = x.reshape({N, b, b, C / (b * b), H, W}).permute({0, 3, 4, 1, 5, 2});
+                         } else {
+                           y = x.reshape({N, C / (b * b), b, b, H, W}).permute({0, 1, 4, 2, 5, 3});
+                         }
+                         return one(c, y.reshape({N, C / (b * b), H * b, W * b}), in[0].ot);
+                       },
+                       1};
+  t["SpaceToDepth"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        Tensor x = c.T(in.at(0));
+        auto s = x.shape();
+        int64_t b = c.attr_i("blocksize", 1), N = s[0], C = s[1], H = s[2], W = s[3];
+        Tensor y = x.reshape({N, C, H / b, b, W / b, b}).permute({0, 3, 5, 1, 2, 4});
+        return one(c, y.reshape({N, C * b * b, H / b, W / b}), in[0].ot);
+      },
+      1};
+  t["Trilu"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                  (void)n;
+                  Tensor x = c.T(in.at(0));
+                  int64_t k = in.size() > 1 && in[1].present ? c.ints(in[1]).at(0) : 0;
+                  auto s = x.shape();
+                  int64_t r = static_cast<int64_t>(s.size());
+                  std::vector<int64_t> ri(r, 1), rj(r, 1);
+                  ri[r - 2] = s[r - 2];
+                  rj[r - 1] = s[r - 1];
+                  Tensor i = lt::arange(c.dev, 0, double(s[r - 2]), 1, LT_DTYPE_I64).reshape(ri);
+                  Tensor j = lt::arange(c.dev, 0, double(s[r - 1]), 1, LT_DTYPE_I64).reshape(rj);
+                  Tensor d = j - i;
+                  Tensor kk = c.scalar(double(k), LT_DTYPE_I64);
+                  Tensor keep = c.attr_i("upper", 1) ? d >= kk : d <= kk;
+                  return one(c, lt::where(keep, x, lt::zeros(c.dev, {}, x.dtype())), in[0].ot);
+                },
+                14};
+  t["OneHot"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                   (void)n;
+                   Tensor idx = c.T(in.at(0));
+                   int64_t depth = static_cast<int64_t>(c.doubles(in.at(1)).at(0));
+                   Tensor vals = c.T(in.at(2));
+                   auto is = idx.shape();
+                   int64_t r = static_cast<int64_t>(is.size()) + 1;
+                   int64_t axis = norm_axis(c, c.attr_i("axis", -1), r);
+                   Tensor id = idx.cast(LT_DTYPE_I64);
+                   id = lt::where(id < c.scalar(0, LT_DTYPE_I64),
+                                  id + c.scalar(double(depth), LT_DTYPE_I64), id);
+                   Tensor u = unsqueeze_t(id, {axis}, c);
+                   std::vector<int64_t> rs(r, 1);
+                   rs[axis] = depth;
+                   Tensor ar = lt::arange(c.dev, 0, double(depth), 1, LT_DTYPE_I64).reshape(rs);
+                   Tensor hot = ar == u;
+                   Tensor off = slice1(vals, 0, 0, 1).reshape({}),
+                          on = slice1(vals, 0, 1, 2).reshape({});
+                   return one(c, lt::where(hot, on, off), in[2].ot);
+                 },
+                 9};
+  t["CumSum"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                   (void)n;
                    Tensor x = c.T(in.at(0));
                    int64_t r = static_cast<int64_t>(x.rank());
-                   int64_t axis = norm_axis(c, c.attr_i("axis", 0), r);
-                   bool keep = c.attr_i("keepdims", 1) != 0;
-                   bool last = c.attr_i("select_last_index", 0) != 0;
-                   Tensor y = is_max ? x : -x;
-                   if (last) y = flip(y, axis);
-                   Tensor a = y.argmax(axis, keep);
-                   if (last) a = c.scalar(double(x.shape()[axis] - 1), LT_DTYPE_I64) - a;
-                   return one(c, a, kInt64);
+                   int64_t axis = norm_axis(c, c.ints(in.at(1)).at(0), r);
+                   bool excl = c.attr_i("exclusive", 0), rev = c.attr_i("reverse", 0);
+                   auto perm = perm_to_last(axis, r);
+                   Tensor xt = x.permute(perm);
+                   int64_t len = xt.shape().back();
+                   DType w = is_float(x.dtype()) ? x.dtype() : LT_DTYPE_F64;
+                   Tensor i = lt::arange(c.dev, 0, double(len), 1, LT_DTYPE_I64).reshape({len, 1});
+                   Tensor j = lt::arange(c.dev, 0, double(len), 1, LT_DTYPE_I64).reshape({1, len});
+                   // out[j] = sum_i x[i] * M[i, j]
+                   Tensor m = rev ? (excl ? i > j : i >= j) : (excl ? i < j : i <= j);
+                   Tensor y = cast_to(xt, w).matmul(m.cast(w));
+                   return one(c, cast_to(y, x.dtype()).permute(inverse_perm(perm)), in[0].ot);
+                 },
+                 11};
+
+  // Reductions.
+  t["ReduceSum"] = reduce("sum");
+  t["ReduceMean"] = reduce("mean");
+  t["ReduceMax"] = reduce("max");
+  t["ReduceMin"] = reduce("min");
+  t["ReduceProd"] = reduce("prod");
+  t["ReduceL1"] = reduce("l1");
+  t["ReduceL2"] = reduce("l2");
+  t["ReduceLogSum"] = reduce("logsum");
+  t["ReduceLogSumExp"] = reduce("logsumexp");
+  t["ReduceSumSquare"] = reduce("sumsq");
+  auto argext = [](bool is_max) {
+    return OpEntry{[is_max](Ctx& c, const NodeP&, Vals& in) -> Vals {
+                     Tensor x = c.T(in.at(0));
+                     int64_t r = static_cast<int64_t>(x.rank());
+                     int64_t axis = norm_axis(c, c.attr_i("axis", 0), r);
+                     bool keep = c.attr_i("keepdims", 1) != 0;
+                     bool last = c.attr_i("select_last_index", 0) != 0;
+                     Tensor y = is_max ? x : -x;
+                     if (last) y = flip(y, axis);
+                     Tensor a = y.argmax(axis, keep);
+                     if (last) a = c.scalar(double(x.shape()[axis] - 1), LT_DTYPE_I64) - a;
+                     return one(c, a, kInt64);
+                   },
+                   1};
+  };
+  t["ArgMax"] = argext(true);
+  t["ArgMin"] = argext(false);
+  t["TopK"] = {op_topk, 1};
+
+  // Contractions.
+  t["MatMul"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                   (void)n;
+                   Tensor a = c.T(in.at(0)), b = c.T(in.at(1));
+                   DType dt = a.dtype();
+                   bool f = is_float(dt);
+                   Tensor x = f ? a : a.cast(LT_DTYPE_F64), y = f ? b : b.cast(LT_DTYPE_F64);
+                   auto as = x.shape(), bs = y.shape();
+                   bool a1 = as.size() == 1, b1 = bs.size() == 1;
+                   if (a1) x = x.reshape({1, as[0]});
+                   if (b1) y = y.reshape({bs[0], 1});
+                   // Broadcast batch dims explicitly.
+                   auto xs = x.shape(), ys = y.shape();
+                   if (xs.size() > 2 || ys.size() > 2) {
+                     std::vector<int64_t> xb(xs.begin(), xs.end() - 2),
+                         yb(ys.begin(), ys.end() - 2);
+                     auto bb = bcast_shape(c, xb, yb);
+                     auto xt = bb, yt = bb;
+                     xt.push_back(xs[xs.size() - 2]);
+                     xt.push_back(xs.back());
+                     yt.push_back(ys[ys.size() - 2]);
+                     yt.push_back(ys.back());
+                     if (xs != xt) x = x.broadcast_to(xt);
+                     if (ys != yt) y = y.broadcast_to(yt);
+                   }
+                   Tensor z = x.matmul(y);
+                   auto zs = z.shape();
+                   if (a1 || b1) {
+                     std::vector<int64_t> o(zs.begin(), zs.end() - 2);
+                     if (!a1) o.push_back(zs[zs.size() - 2]);
+                     if (!b1) o.push_back(zs.back());
+                     z = z.reshape(o);
+                   }
+                   return one(c, cast_to(z, dt), in[0].ot);
                  },
                  1};
-};
-t["ArgMax"] = argext(true);
-t["ArgMin"] = argext(false);
-t["TopK"] = {op_topk, 1};
+  t["Gemm"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                 (void)n;
+                 Tensor a = c.T(in.at(0)), b = c.T(in.at(1));
+                 DType dt = a.dtype();
+                 bool f = is_float(dt);
+                 if (!f) {
+                   a = a.cast(LT_DTYPE_F64);
+                   b = b.cast(LT_DTYPE_F64);
+                 }
+                 if (c.attr_i("transA", 0)) a = a.t();
+                 if (c.attr_i("transB", 0)) b = b.t();
+                 double alpha = c.attr_f("alpha", 1.0f), beta = c.attr_f("beta", 1.0f);
+                 Tensor y = a.matmul(b);
+                 if (alpha != 1.0) y = y * sc(c, y, alpha);
+                 if (in.size() > 2 && in[2].present) {
+                   Tensor cc = cast_to(c.T(in[2]), y.dtype());
+                   y = y + (beta != 1.0 ? cc * sc(c, cc, beta) : cc);
+                 }
+                 return one(c, cast_to(y, dt), in[0].ot);
+               },
+               1};
+  t["Einsum"] = {op_einsum, 12};
+  t["MatMulInteger"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                          (void)n;
+                          Tensor a = c.T(in.at(0)).cast(LT_DTYPE_F64),
+                                 b = c.T(in.at(1)).cast(LT_DTYPE_F64);
+                          if (in.size() > 2 && in[2].present) {
+                            Tensor za = c.T(in[2]).cast(LT_DTYPE_F64);
+                            if (za.rank() == 1 && a.rank() >= 2 && za.shape()[0] > 1)
+                              za = za.reshape({za.shape()[0], 1});
+                            a = a - za;
+                          }
+                          if (in.size() > 3 && in[3].present) b = b - c.T(in[3]).cast(LT_DTYPE_F64);
+                          return one(c, a.matmul(b).cast(LT_DTYPE_I32), kInt32);
+                        },
+                        10};
 
-// Contractions.
-t["MatMul"] = {FN{(void)n;
-Tensor a = c.T(in.at(0)), b = c.T(in.at(1));
-DType dt = a.dtype();
-bool f = is_float(dt);
-Tensor x = f ? a : a.cast(LT_DTYPE_F64), y = f ? b : b.cast(LT_DTYPE_F64);
-auto as = x.shape(), bs = y.shape();
-bool a1 = as.size() == 1, b1 = bs.size() == 1;
-if (a1) x = x.reshape({1, as[0]});
-if (b1) y = y.reshape({bs[0], 1});
-// Broadcast batch dims explicitly.
-auto xs = x.shape(), ys = y.shape();
-if (xs.size() > 2 || ys.size() > 2) {
-  std::vector<int64_t> xb(xs.begin(), xs.end() - 2), yb(ys.begin(), ys.end() - 2);
-  auto bb = bcast_shape(c, xb, yb);
-  auto xt = bb, yt = bb;
-  xt.push_back(xs[xs.size() - 2]);
-  xt.push_back(xs.back());
-  yt.push_back(ys[ys.size() - 2]);
-  yt.push_back(ys.back());
-  if (xs != xt) x = x.broadcast_to(xt);
-  if (ys != yt) y = y.broadcast_to(yt);
-}
-Tensor z = x.matmul(y);
-auto zs = z.shape();
-if (a1 || b1) {
-  std::vector<int64_t> o(zs.begin(), zs.end() - 2);
-  if (!a1) o.push_back(zs[zs.size() - 2]);
-  if (!b1) o.push_back(zs.back());
-  z = z.reshape(o);
-}
-return one(c, cast_to(z, dt), in[0].ot);
-}
-, 1
-}
-;
-t["Gemm"] = {FN{(void)n;
-Tensor a = c.T(in.at(0)), b = c.T(in.at(1));
-DType dt = a.dtype();
-bool f = is_float(dt);
-if (!f) {
-  a = a.cast(LT_DTYPE_F64);
-  b = b.cast(LT_DTYPE_F64);
-}
-if (c.attr_i("transA", 0)) a = a.t();
-if (c.attr_i("transB", 0)) b = b.t();
-double alpha = c.attr_f("alpha", 1.0f), beta = c.attr_f("beta", 1.0f);
-Tensor y = a.matmul(b);
-if (alpha != 1.0) y = y * sc(c, y, alpha);
-if (in.size() > 2 && in[2].present) {
-  Tensor cc = cast_to(c.T(in[2]), y.dtype());
-  y = y + (beta != 1.0 ? cc * sc(c, cc, beta) : cc);
-}
-return one(c, cast_to(y, dt), in[0].ot);
-}
-, 1
-}
-;
-t["Einsum"] = {op_einsum, 12};
-t["MatMulInteger"] = {FN{(void)n;
-Tensor a = c.T(in.at(0)).cast(LT_DTYPE_F64), b = c.T(in.at(1)).cast(LT_DTYPE_F64);
-if (in.size() > 2 && in[2].present) {
-  Tensor za = c.T(in[2]).cast(LT_DTYPE_F64);
-  if (za.rank() == 1 && a.rank() >= 2 && za.shape()[0] > 1) za = za.reshape({za.shape()[0], 1});
-  a = a - za;
-}
-if (in.size() > 3 && in[3].present) b = b - c.T(in[3]).cast(LT_DTYPE_F64);
-return one(c, a.matmul(b).cast(LT_DTYPE_I32), kInt32);
-}
-, 10
-}
-;
-
-// Neural-network ops.
-t["Softmax"] = {FN{(void)n;
-return one(c, softmax_like(c, c.T(in.at(0)), c.attr_i("axis", c.opset >= 13 ? -1 : 1), 0),
-           in[0].ot);
-}
-, 1
-}
-;
-t["LogSoftmax"] = {FN{(void)n;
-return one(c, softmax_like(c, c.T(in.at(0)), c.attr_i("axis", c.opset >= 13 ? -1 : 1), 1),
-           in[0].ot);
-}
-, 1
-}
-;
-t["Hardmax"] = {FN{(void)n;
-return one(c, softmax_like(c, c.T(in.at(0)), c.attr_i("axis", c.opset >= 13 ? -1 : 1), 2),
-           in[0].ot);
-}
-, 1
-}
-;
-t["Conv"] = {op_conv, 1};
-t["ConvTranspose"] = {op_conv_transpose, 1};
-t["ConvInteger"] = {FN{(void)n;
-Tensor x = c.T(in.at(0)).cast(LT_DTYPE_F32), w = c.T(in.at(1)).cast(LT_DTYPE_F32);
-if (in.size() > 2 && in[2].present) x = x - c.T(in[2]).cast(LT_DTYPE_F32);
-if (in.size() > 3 && in[3].present) w = w - c.T(in[3]).cast(LT_DTYPE_F32);
-auto s = x.shape();
-auto ws = w.shape();
-std::vector<int64_t> kernel = c.attr_ints("kernel_shape");
-if (kernel.empty()) kernel.assign(ws.begin() + 2, ws.end());
-Window win = window(c, std::vector<int64_t>(s.begin() + 2, s.end()), kernel, false);
-return one(c,
-           round_even(c, conv_nd(c, x, w, Tensor(), win, c.attr_i("group", 1))).cast(LT_DTYPE_I32),
-           kInt32);
-}
-, 10
-}
-;
-t["MaxPool"] = pool(true);
-t["AveragePool"] = pool(false);
-t["LpPool"] = {FN{(void)n;
-Tensor x = c.T(in.at(0));
-auto s = x.shape();
-Window w =
-    window(c, std::vector<int64_t>(s.begin() + 2, s.end()), c.attr_ints("kernel_shape"), false);
-double p = static_cast<double>(c.attr_i("p", 2));
-return one(c, pool_slices(c, x, w, false, false, true, true, p), in[0].ot);
-}
-, 1
-}
-;
-auto global = [](bool is_max) {
-  return OpEntry{[is_max](Ctx& c, const NodeP&, Vals& in) -> Vals {
-                   Tensor x = c.T(in.at(0));
-                   std::vector<int64_t> axes;
-                   for (size_t i = 2; i < x.rank(); ++i) axes.push_back(static_cast<int64_t>(i));
-                   return one(c, is_max ? x.max(axes, true) : x.mean(axes, true), in[0].ot);
-                 },
-                 1};
-};
-t["GlobalMaxPool"] = global(true);
-t["GlobalAveragePool"] = global(false);
-t["BatchNormalization"] = {FN{Tensor x = c.T(in.at(0)), scale = c.T(in.at(1)), bias = c.T(in.at(2)),
-                              mean = c.T(in.at(3)), var = c.T(in.at(4));
-double eps = c.attr_f("epsilon", 1e-5f);
-double mom = c.attr_f("momentum", 0.9f);
-auto s = x.shape();
-std::vector<int64_t> cs(s.size(), 1);
-cs[1] = s[1];
-bool training =
-    c.attr_i("training_mode", 0) != 0 ||
-    (c.opset < 9 && n.outputs.size() > 1 && c.attr_i("is_test", 0) == 0 && c.opset >= 7 && false);
-Tensor m = mean, v = var;
-Vals extra;
-if (training) {
-  std::vector<int64_t> axes;
-  for (size_t i = 0; i < s.size(); ++i)
-    if (i != 1) axes.push_back(static_cast<int64_t>(i));
-  Tensor bm = x.mean(axes, false);
-  Tensor bv = ((x - bm.reshape(cs)) * (x - bm.reshape(cs))).mean(axes, false);
-  m = bm;
-  v = bv;
-  extra.push_back(c.from_tensor(mean * sc(c, mean, mom) + bm * sc(c, bm, 1 - mom), in[3].ot));
-  extra.push_back(c.from_tensor(var * sc(c, var, mom) + bv * sc(c, bv, 1 - mom), in[4].ot));
-}
-Tensor y = (x - m.reshape(cs)) / (v.reshape(cs) + sc(c, v, eps)).sqrt() * scale.reshape(cs) +
-           bias.reshape(cs);
-Vals out = {c.from_tensor(y, in[0].ot)};
-for (auto& e : extra) out.push_back(e);
-return out;
-}
-, 1
-}
-;
-t["InstanceNormalization"] = {FN{(void)n;
-Tensor x = c.T(in.at(0)), scale = c.T(in.at(1)), bias = c.T(in.at(2));
-double eps = c.attr_f("epsilon", 1e-5f);
-auto s = x.shape();
-std::vector<int64_t> axes, cs(s.size(), 1);
-cs[1] = s[1];
-for (size_t i = 2; i < s.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-Tensor m = x.mean(axes, true);
-Tensor d = x - m;
-Tensor v = (d * d).mean(axes, true);
-return one(c, d / (v + sc(c, v, eps)).sqrt() * scale.reshape(cs) + bias.reshape(cs), in[0].ot);
-}
-, 1
-}
-;
-t["LayerNormalization"] = {FN{Tensor x = c.T(in.at(0)), scale = c.T(in.at(1));
-auto s = x.shape();
-int64_t r = static_cast<int64_t>(s.size());
-int64_t axis = norm_axis(c, c.attr_i("axis", -1), r);
-double eps = c.attr_f("epsilon", 1e-5f);
-std::vector<int64_t> axes;
-for (int64_t i = axis; i < r; ++i) axes.push_back(i);
-Tensor xf = x;
-Tensor m = xf.mean(axes, true);
-Tensor d = xf - m;
-Tensor v = (d * d).mean(axes, true);
-Tensor inv = sc(c, v, 1) / (v + sc(c, v, eps)).sqrt();
-Tensor y = d * inv * scale;
-if (in.size() > 2 && in[2].present) y = y + c.T(in[2]);
-Vals out = {c.from_tensor(y, in[0].ot)};
-int32_t st = static_cast<int32_t>(c.attr_i("stash_type", kFloat));
-(void)st;
-if (n.outputs.size() > 1) out.push_back(c.from_tensor(m, in[0].ot));
-if (n.outputs.size() > 2) out.push_back(c.from_tensor(inv, in[0].ot));
-return out;
-}
-, 17
-}
-;
-t["MeanVarianceNormalization"] = {FN{(void)n;
-Tensor x = c.T(in.at(0));
-auto axes = c.attr_ints("axes");
-if (axes.empty()) axes = {0, 2, 3};
-Tensor m = x.mean(axes, true);
-Tensor d = x - m;
-Tensor v = (d * d).mean(axes, true);
-return one(c, d / (v.sqrt() + sc(c, v, 1e-9)), in[0].ot);
-}
-, 9
-}
-;
-t["LRN"] = {FN{(void)n;
-Tensor x = c.T(in.at(0));
-double alpha = c.attr_f("alpha", 1e-4f), beta = c.attr_f("beta", 0.75f),
-       bias = c.attr_f("bias", 1.0f);
-int64_t size = c.attr_i("size", 1);
-auto s = x.shape();
-std::vector<int64_t> bf(s.size(), 0), af(s.size(), 0);
-bf[1] = (size - 1) / 2;
-af[1] = size - 1 - bf[1];
-Tensor sq = (x * x).pad(bf, af, 0.0);
-Tensor acc;
-for (int64_t k = 0; k < size; ++k) {
-  Tensor sl = slice1(sq, 1, k, k + s[1]);
-  acc = acc.defined() ? acc + sl : sl;
-}
-return one(c, x / (acc * sc(c, x, alpha / size) + sc(c, x, bias)).pow(beta), in[0].ot);
-}
-, 1
-}
-;
-t["RNN"] = {[](Ctx& c, const NodeP& n, Vals& in) { return op_rnn(c, n, in, 0); }, 1};
-t["GRU"] = {[](Ctx& c, const NodeP& n, Vals& in) { return op_rnn(c, n, in, 1); }, 1};
-t["LSTM"] = {[](Ctx& c, const NodeP& n, Vals& in) { return op_rnn(c, n, in, 2); }, 1};
-auto resize = [](Ctx& c, const NodeP&, Vals& in, bool upsample) -> Vals {
-  Tensor x = c.T(in.at(0));
-  auto s = x.shape();
-  size_t r = s.size();
-  std::vector<double> scales;
-  std::vector<int64_t> sizes;
-  std::vector<double> roi;
-  if (upsample) {
-    scales = c.opset >= 9 ? c.doubles(in.at(1)) : std::vector<double>();
-    if (c.opset < 9)
-      for (float f : c.attr("scales")->floats) scales.push_back(f);
-  } else if (c.opset >= 11) {
-    if (in.size() > 1 && in[1].present) roi = c.doubles(in[1]);
-    if (in.size() > 2 && in[2].present) scales = c.doubles(in[2]);
-    if (in.size() > 3 && in[3].present) sizes = c.ints(in[3]);
-  } else {
-    scales = c.doubles(in.at(1));
-  }
-  std::string mode = c.attr_s("mode", "nearest");
-  std::string ctm = upsample || c.opset < 11
-                        ? "asymmetric"
-                        : c.attr_s("coordinate_transformation_mode", "half_pixel");
-  std::string nearest =
-      upsample || c.opset < 11 ? "floor" : c.attr_s("nearest_mode", "round_prefer_floor");
-  double cubic_a = c.attr_f("cubic_coeff_a", -0.75f);
-  bool excl = c.attr_i("exclude_outside", 0) != 0;
-  std::vector<int64_t> axes = c.attr_ints("axes");
-  if (axes.empty())
-    for (size_t i = 0; i < r; ++i) axes.push_back(static_cast<int64_t>(i));
-  std::string keep = c.attr_s("keep_aspect_ratio_policy", "stretch");
-  std::vector<int64_t> out(s);
-  std::vector<double> sc_(r, 1.0);
-  if (!sizes.empty()) {
-    if (keep != "stretch") {
-      double f = keep == "not_larger" ? 1e300 : 0;
-      for (size_t k = 0; k < axes.size(); ++k) {
-        double q = double(sizes[k]) / s[axes[k]];
-        f = keep == "not_larger" ? std::min(f, q) : std::max(f, q);
-      }
-      for (size_t k = 0; k < axes.size(); ++k) {
-        sc_[axes[k]] = f;
-        out[axes[k]] = static_cast<int64_t>(std::floor(s[axes[k]] * f + 0.5));
-      }
-    } else {
-      for (size_t k = 0; k < axes.size(); ++k) {
-        out[axes[k]] = sizes[k];
-        sc_[axes[k]] = double(sizes[k]) / s[axes[k]];
-      }
-    }
-  } else {
-    if (scales.size() != axes.size())
-      c.error("scales has " + std::to_string(scales.size()) + " entries for " +
-              std::to_string(axes.size()) + " axes");
-    for (size_t k = 0; k < axes.size(); ++k) {
-      sc_[axes[k]] = scales[k];
-      out[axes[k]] = static_cast<int64_t>(std::floor(s[axes[k]] * scales[k]));
-    }
-  }
-  if (mode != "nearest" && mode != "linear" && mode != "cubic")
-    c.error("mode '" + mode + "' is not supported");
-  Tensor y = is_float(x.dtype()) || mode == "nearest" ? x : x.cast(LT_DTYPE_F32);
-  for (size_t i = 0; i < r; ++i) {
-    double rs = 0, re = 1;
-    if (!roi.empty()) {
-      size_t k = std::find(axes.begin(), axes.end(), int64_t(i)) - axes.begin();
-      if (k < axes.size()) {
-        rs = roi[k];
-        re = roi[k + axes.size()];
-      }
-    }
-    if (out[i] == s[i] && sc_[i] == 1.0 && ctm != "tf_crop_and_resize") continue;
-    y = resize_axis(c, y, static_cast<int64_t>(i), out[i], s[i] * sc_[i], sc_[i], mode, ctm,
-                    nearest, cubic_a, excl, rs, re);
-  }
-  return one(c, cast_to(y, x.dtype()), in[0].ot);
-};
-t["Resize"] = {[resize](Ctx& c, const NodeP& n, Vals& in) { return resize(c, n, in, false); }, 10};
-t["Upsample"] = {[resize](Ctx& c, const NodeP& n, Vals& in) { return resize(c, n, in, true); }, 7};
-t["QuantizeLinear"] = {FN{(void)n;
-Tensor x = c.T(in.at(0)), s = c.T(in.at(1));
-int32_t ot = in.size() > 2 && in[2].present ? in[2].ot : kUint8;
-auto xs = x.shape();
-int64_t axis = c.attr_i("axis", 1);
-auto per_axis = [&](Tensor v) {
-  if (v.rank() == 1 && xs.size() > 1 && v.shape()[0] > 1) {
-    axis = norm_axis(c, axis, static_cast<int64_t>(xs.size()));
-    std::vector<int64_t> rs(xs.size(), 1);
-    rs[axis] = v.shape()[0];
-    return v.reshape(rs);
-  }
-  return v;
-};
-Tensor q = round_even(c, x.cast(LT_DTYPE_F32) / per_axis(s).cast(LT_DTYPE_F32));
-if (in.size() > 2 && in[2].present) q = q + per_axis(c.T(in[2])).cast(LT_DTYPE_F32);
-double lo = ot == kUint8 ? 0 : ot == kInt8 ? -128 : ot == kUint16 ? 0 : -32768;
-double hi = ot == kUint8 ? 255 : ot == kInt8 ? 127 : ot == kUint16 ? 65535 : 32767;
-q = lt::minimum(lt::maximum(q, sc(c, q, lo)), sc(c, q, hi));
-return one(c, q.cast(carrier_dtype(ot)), ot);
-}
-, 10
-}
-;
-t["DequantizeLinear"] = {FN{(void)n;
-Tensor x = c.T(in.at(0)), s = c.T(in.at(1));
-auto xs = x.shape();
-int64_t axis = c.attr_i("axis", 1);
-auto per_axis = [&](Tensor v) {
-  if (v.rank() == 1 && xs.size() > 1 && v.shape()[0] > 1) {
-    axis = norm_axis(c, axis, static_cast<int64_t>(xs.size()));
-    std::vector<int64_t> rs(xs.size(), 1);
-    rs[axis] = v.shape()[0];
-    return v.reshape(rs);
-  }
-  return v;
-};
-Tensor xf = x.cast(LT_DTYPE_F32);
-if (in.size() > 2 && in[2].present) xf = xf - per_axis(c.T(in[2])).cast(LT_DTYPE_F32);
-return one(c, xf* per_axis(s), in[1].ot);
-}
-, 10
-}
-;
-auto loss = [](Ctx& c, const NodeP& n, Vals& in, bool sce) -> Vals {
-  Tensor x = c.T(in.at(0));
-  Tensor tgt = c.T(in.at(1)).cast(LT_DTYPE_I64);
-  Tensor w = in.size() > 2 && in[2].present ? c.T(in[2]) : Tensor();
-  std::string red = c.attr_s("reduction", "mean");
-  bool has_ii = c.has_attr("ignore_index");
-  int64_t ii = c.attr_i("ignore_index", 0);
-  auto s = x.shape();
-  int64_t C = s[1];
-  Tensor logp = sce ? x.log_softmax(1) : x;
-  std::vector<int64_t> rs(s.size(), 1);
-  rs[1] = C;
-  Tensor cls = lt::arange(c.dev, 0, double(C), 1, LT_DTYPE_I64).reshape(rs);
-  Tensor tu = unsqueeze_t(tgt, {1}, c);
-  Tensor hot = (cls == tu).cast(x.dtype());
-  Tensor picked = (logp * hot).sum({1}, false);  // [N, d...]
-  Tensor wt;
-  if (w.defined()) {
-    Tensor tc = lt::where(tgt < c.scalar(0, LT_DTYPE_I64), c.scalar(0, LT_DTYPE_I64), tgt);
-    wt = w.gather(tc, 0);
-  } else {
-    wt = lt::ones(c.dev, tgt.shape(), x.dtype());
-  }
-  if (has_ii)
-    wt = lt::where(tgt == c.scalar(double(ii), LT_DTYPE_I64), lt::zeros(c.dev, {}, x.dtype()), wt);
-  Tensor l = -picked * wt;
-  Tensor outl;
-  if (red == "none")
-    outl = l;
-  else if (red == "sum")
-    outl = l.sum();
-  else
-    outl = l.sum() / wt.sum();
-  Vals out = {c.from_tensor(outl, in[0].ot)};
-  if (sce && n.outputs.size() > 1) out.push_back(c.from_tensor(logp, in[0].ot));
-  return out;
-};
-t["NegativeLogLikelihoodLoss"] = {
-    [loss](Ctx& c, const NodeP& n, Vals& in) { return loss(c, n, in, false); }, 12};
-t["SoftmaxCrossEntropyLoss"] = {
-    [loss](Ctx& c, const NodeP& n, Vals& in) { return loss(c, n, in, true); }, 12};
-auto window_fn = [](int kind) {
-  return OpEntry{[kind](Ctx& c, const NodeP&, Vals& in) -> Vals {
-                   int64_t N = c.ints(in.at(0)).at(0);
-                   int32_t ot = static_cast<int32_t>(c.attr_i("output_datatype", kFloat));
-                   bool periodic = c.attr_i("periodic", 1) != 0;
-                   double denom = periodic ? double(N) : double(N - 1);
-                   Tensor k = lt::arange(c.dev, 0, double(N), 1, LT_DTYPE_F64);
-                   Tensor a = k * c.scalar(2 * M_PI / denom, LT_DTYPE_F64);
-                   Tensor y;
-                   if (kind == 0)
-                     y = c.scalar(0.5, LT_DTYPE_F64) - a.cos() * c.scalar(0.5, LT_DTYPE_F64);
-                   else if (kind == 1)
-                     y = c.scalar(25.0 / 46, LT_DTYPE_F64) -
-                         a.cos() * c.scalar(21.0 / 46, LT_DTYPE_F64);
-                   else
-                     y = c.scalar(0.42, LT_DTYPE_F64) - a.cos() * c.scalar(0.5, LT_DTYPE_F64) +
-                         (a * c.scalar(2, LT_DTYPE_F64)).cos() * c.scalar(0.08, LT_DTYPE_F64);
-                   return one(c, y.cast(carrier_dtype(ot)), ot);
-                 },
-                 17};
-};
-t["HannWindow"] = window_fn(0);
-t["HammingWindow"] = window_fn(1);
-t["BlackmanWindow"] = window_fn(2);
-t["DynamicQuantizeLinear"] = {FN{(void)n;
-Tensor x = c.T(in.at(0));
-Tensor zero = sc(c, x, 0);
-Tensor mx = lt::maximum(x.max(), zero), mn = lt::minimum(x.min(), zero);
-Tensor scale = (mx - mn) / sc(c, x, 255);
-Tensor zp = lt::minimum(lt::maximum(round_even(c, -mn / scale), zero), sc(c, x, 255));
-Tensor y = lt::minimum(lt::maximum(round_even(c, x / scale) + zp, zero), sc(c, x, 255));
-return {c.from_tensor(y.cast(LT_DTYPE_I32), kUint8), c.from_tensor(scale, kFloat),
-        c.from_tensor(zp.cast(LT_DTYPE_I32), kUint8)};
-}
-, 11
-}
-;
-t["Compress"] = {FN{(void)n;
-// The output's length is the condition's count of true values: read as a shape input.
-Tensor x = c.T(in.at(0));
-auto cond = c.ints(in.at(1));
-std::vector<int64_t> idx;
-int64_t axis = 0;
-Tensor src = x;
-if (c.has_attr("axis")) {
-  axis = norm_axis(c, c.attr_i("axis", 0), static_cast<int64_t>(x.rank()));
-} else {
-  src = x.reshape({x.numel()});
-}
-int64_t len = src.shape()[axis];
-for (size_t i = 0; i < cond.size() && static_cast<int64_t>(i) < len; ++i) {
-  if (cond[i]) idx.push_back(static_cast<int64_t>(i));
-}
-if (idx.empty()) {
-  auto s = src.shape();
-  s[axis] = 0;
-  return one(c, lt::zeros(c.dev, s, x.dtype()), in[0].ot);
-}
-return one(c, src.gather(Tensor::from<int64_t>(c.dev, idx), axis), in[0].ot);
-}
-, 9
-}
-;
-t["MaxUnpool"] = {FN{(void)n;
-Tensor x = c.T(in.at(0));
-Tensor idx = c.T(in.at(1)).cast(LT_DTYPE_I64);
-auto s = x.shape();
-std::vector<int64_t> out;
-if (in.size() > 2 && in[2].present) {
-  out = c.ints(in[2]);
-} else {
-  auto k = c.attr_ints("kernel_shape"), st = c.attr_ints("strides"), p = c.attr_ints("pads");
-  size_t nd = s.size() - 2;
-  if (st.empty()) st.assign(nd, 1);
-  if (p.empty()) p.assign(2 * nd, 0);
-  out = {s[0], s[1]};
-  for (size_t i = 0; i < nd; ++i) out.push_back((s[2 + i] - 1) * st[i] + k[i] - p[i] - p[i + nd]);
-}
-int64_t N = numel_of(out), m = x.numel();
-Tensor r = lt::zeros(c.dev, {N}, x.dtype()).scatter_add(idx.reshape({m}), x.reshape({m}), 0);
-return one(c, r.reshape(out), in[0].ot);
-}
-, 9
-}
-;
-t["ReverseSequence"] = {FN{(void)n;
-Tensor x = c.T(in.at(0));
-Tensor lens = c.T(in.at(1)).cast(LT_DTYPE_I64);
-int64_t ta = c.attr_i("time_axis", 0), ba = c.attr_i("batch_axis", 1);
-auto s = x.shape();
-int64_t r = static_cast<int64_t>(s.size());
-std::vector<int64_t> ts(r, 1), bs(r, 1);
-ts[ta] = s[ta];
-bs[ba] = s[ba];
-Tensor i = lt::arange(c.dev, 0, double(s[ta]), 1, LT_DTYPE_I64).reshape(ts);
-Tensor L = lens.reshape(bs);
-Tensor src = lt::where(i < L, L - i - c.scalar(1, LT_DTYPE_I64), i).broadcast_to(s);
-Tensor flat = flat_index(c, s, src, ta);
-return one(c, x.reshape({numel_of(s)}).gather(flat, 0), in[0].ot);
-}
-, 10
-}
-;
-auto qlinear = [](bool conv) {
-  return OpEntry{
-      [conv](Ctx& c, const NodeP&, Vals& in) -> Vals {
-        auto deq = [&](size_t xi, size_t si, size_t zi, bool weight) {
-          Tensor x = c.T(in.at(xi)).cast(LT_DTYPE_F32);
-          Tensor z = c.T(in.at(zi)).cast(LT_DTYPE_F32), s = c.T(in.at(si)).cast(LT_DTYPE_F32);
-          if (weight && conv && s.rank() == 1 && s.shape()[0] > 1) {
-            std::vector<int64_t> rs(x.rank(), 1);
-            rs[0] = s.shape()[0];
-            s = s.reshape(rs);
-            z = z.reshape(rs);
-          }
-          if (!conv && weight && s.rank() == 1 && s.shape()[0] > 1) {
-            std::vector<int64_t> rs(x.rank(), 1);
-            rs.back() = s.shape()[0];
-            s = s.reshape(rs);
-            z = z.reshape(rs);
-          }
-          return (x - z) * s;
-        };
-        Tensor a = deq(0, 1, 2, false), b = deq(3, 4, 5, true);
-        Tensor y;
-        if (conv) {
-          auto s = a.shape();
-          auto ws = b.shape();
-          std::vector<int64_t> kernel = c.attr_ints("kernel_shape");
-          if (kernel.empty()) kernel.assign(ws.begin() + 2, ws.end());
-          Window win = window(c, std::vector<int64_t>(s.begin() + 2, s.end()), kernel, false);
-          Tensor bias;
-          if (in.size() > 8 && in[8].present) {
-            bias = c.T(in[8]).cast(LT_DTYPE_F32) * c.T(in.at(1)).cast(LT_DTYPE_F32) *
-                   c.T(in.at(4)).cast(LT_DTYPE_F32);
-          }
-          y = conv_nd(c, a, b, bias, win, c.attr_i("group", 1));
-        } else {
-          y = a.matmul(b);
-        }
-        Tensor ys = c.T(in.at(6)).cast(LT_DTYPE_F32), yz = c.T(in.at(7)).cast(LT_DTYPE_F32);
-        int32_t ot = in[7].ot;
-        Tensor q = round_even(c, y / ys) + yz;
-        double lo = ot == kUint8 ? 0 : -128, hi = ot == kUint8 ? 255 : 127;
-        q = lt::minimum(lt::maximum(q, sc(c, q, lo)), sc(c, q, hi));
-        return one(c, q.cast(LT_DTYPE_I32), ot);
+  // Neural-network ops.
+  t["Softmax"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        return one(c, softmax_like(c, c.T(in.at(0)), c.attr_i("axis", c.opset >= 13 ? -1 : 1), 0),
+                   in[0].ot);
+      },
+      1};
+  t["LogSoftmax"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        return one(c, softmax_like(c, c.T(in.at(0)), c.attr_i("axis", c.opset >= 13 ? -1 : 1), 1),
+                   in[0].ot);
+      },
+      1};
+  t["Hardmax"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        return one(c, softmax_like(c, c.T(in.at(0)), c.attr_i("axis", c.opset >= 13 ? -1 : 1), 2),
+                   in[0].ot);
+      },
+      1};
+  t["Conv"] = {op_conv, 1};
+  t["ConvTranspose"] = {op_conv_transpose, 1};
+  t["ConvInteger"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        Tensor x = c.T(in.at(0)).cast(LT_DTYPE_F32), w = c.T(in.at(1)).cast(LT_DTYPE_F32);
+        if (in.size() > 2 && in[2].present) x = x - c.T(in[2]).cast(LT_DTYPE_F32);
+        if (in.size() > 3 && in[3].present) w = w - c.T(in[3]).cast(LT_DTYPE_F32);
+        auto s = x.shape();
+        auto ws = w.shape();
+        std::vector<int64_t> kernel = c.attr_ints("kernel_shape");
+        if (kernel.empty()) kernel.assign(ws.begin() + 2, ws.end());
+        Window win = window(c, std::vector<int64_t>(s.begin() + 2, s.end()), kernel, false);
+        return one(
+            c,
+            round_even(c, conv_nd(c, x, w, Tensor(), win, c.attr_i("group", 1))).cast(LT_DTYPE_I32),
+            kInt32);
       },
       10};
-};
-t["QLinearConv"] = qlinear(true);
-t["QLinearMatMul"] = qlinear(false);
-t["Det"] = {FN{(void)n;
-// Leibniz formula over permutations (n <= 6): sums of products of lazy slices.
-Tensor x = c.T(in.at(0));
-auto s = x.shape();
-int64_t r = static_cast<int64_t>(s.size()), N = s[r - 1];
-if (N > 6) c.error("Det of matrices larger than 6x6 is not supported");
-std::vector<int64_t> perm(N);
-std::iota(perm.begin(), perm.end(), 0);
-std::vector<int64_t> batch(s.begin(), s.end() - 2);
-Tensor acc;
-do {
-  int inv = 0;
-  for (int64_t i = 0; i < N; ++i)
-    for (int64_t j = i + 1; j < N; ++j) inv += perm[i] > perm[j];
-  Tensor term;
-  for (int64_t i = 0; i < N; ++i) {
-    Tensor e = slice1(slice1(x, r - 2, i, i + 1), r - 1, perm[i], perm[i] + 1).reshape(batch);
-    term = term.defined() ? term * e : e;
-  }
-  if (inv % 2) term = -term;
-  acc = acc.defined() ? acc + term : term;
-} while (std::next_permutation(perm.begin(), perm.end()));
-return one(c, acc, in[0].ot);
-}
-, 11
-}
-;
-t["DFT"] = {FN{(void)n;
-// A matmul with cos/sin tables that depend on the length only.
-Tensor x = c.T(in.at(0));
-auto s = x.shape();
-int64_t r = static_cast<int64_t>(s.size());
-int64_t axis = norm_axis(c, c.attr_i("axis", 1), r - 1);
-bool inverse = c.attr_i("inverse", 0) != 0, onesided = c.attr_i("onesided", 0) != 0;
-int64_t N = s[axis];
-int64_t L = N;
-if (in.size() > 1 && in[1].present) L = c.ints(in[1]).at(0);
-Tensor re = slice1(x, r - 1, 0, 1), im;
-if (s.back() == 2) im = slice1(x, r - 1, 1, 2);
-// Move axis last: [..., N]
-std::vector<int64_t> sq(s.begin(), s.end() - 1);
-re = re.reshape(sq);
-if (im.defined()) im = im.reshape(sq);
-auto perm = perm_to_last(axis, r - 1);
-re = re.permute(perm);
-if (im.defined()) im = im.permute(perm);
-if (L != N) {
-  auto ps = re.shape();
-  if (L < N) {
-    re = slice1(re, r - 2, 0, L);
-    if (im.defined()) im = slice1(im, r - 2, 0, L);
-  } else {
-    std::vector<int64_t> bf(ps.size(), 0), af(ps.size(), 0);
-    af.back() = L - N;
-    re = re.pad(bf, af, 0.0);
-    if (im.defined()) im = im.pad(bf, af, 0.0);
-  }
-}
-int64_t K = onesided ? L / 2 + 1 : L;
-check_table(c, L);
-check_table(c, L* K);
-std::vector<double> cs(L*K), sn(L*K);
-double sign = inverse ? 1 : -1;
-for (int64_t j = 0; j < L; ++j)
-  for (int64_t k = 0; k < K; ++k) {
-    double a = 2 * M_PI * double((j * k) % L) / double(L);
-    cs[j * K + k] = std::cos(a);
-    sn[j * K + k] = sign * std::sin(a);
-  }
-DType dt = x.dtype();
-Tensor C = Tensor::from<double>(c.dev, cs, {L, K}).cast(dt),
-       S = Tensor::from<double>(c.dev, sn, {L, K}).cast(dt);
-Tensor ore = re.matmul(C), oim = re.matmul(S);
-if (im.defined()) {
-  ore = ore - im.matmul(S);
-  oim = oim + im.matmul(C);
-}
-if (inverse) {
-  ore = ore / sc(c, ore, double(L));
-  oim = oim / sc(c, oim, double(L));
-}
-auto inv = inverse_perm(perm);
-ore = ore.permute(inv);
-oim = oim.permute(inv);
-auto os = ore.shape();
-os.push_back(1);
-return one(c, lt::concat({ore.reshape(os), oim.reshape(os)}, r - 1), in[0].ot);
-}
-, 17
-}
-;
-t["TfIdfVectorizer"] = {FN{(void)n;
-// Each pool n-gram counted by comparing strided slices of the input (no host values).
-Tensor x = c.T(in.at(0)).cast(LT_DTYPE_I64);
-bool batched = x.rank() == 2;
-if (!batched) x = x.reshape({1, x.numel()});
-int64_t B = x.shape()[0], C = x.shape()[1];
-std::string mode = c.attr_s("mode", "TF");
-int64_t mn = c.attr_i("min_gram_length", 1), mx = c.attr_i("max_gram_length", 1);
-int64_t max_skip = c.attr_i("max_skip_count", 0);
-auto counts = c.attr_ints("ngram_counts"), indexes = c.attr_ints("ngram_indexes"),
-     pool_ = c.attr_ints("pool_int64s");
-if (c.has_attr("pool_strings"))
-  fail(LT_STATUS_UNSUPPORTED, "out of scope: pool_strings (string n-grams)");
-std::vector<float> weights = c.attr("weights") ? c.attr("weights")->floats : std::vector<float>{};
-int64_t num_out = 0;
-for (int64_t v : indexes) num_out = std::max(num_out, v + 1);
-std::vector<Tensor> cols(num_out);
-size_t gi = 0;
-for (size_t len_i = 0; len_i < counts.size(); ++len_i) {
-  int64_t gl = static_cast<int64_t>(len_i) + 1;
-  size_t begin = static_cast<size_t>(counts[len_i]);
-  size_t end = len_i + 1 < counts.size() ? static_cast<size_t>(counts[len_i + 1]) : pool_.size();
-  for (size_t p = begin; p + gl <= end; p += gl, ++gi) {
-    if (gi >= indexes.size()) c.error("ngram_indexes is shorter than the pool");
-    if (gl < mn || gl > mx) continue;
-    Tensor total;
-    int64_t skips = gl == 1 ? 0 : max_skip;
-    for (int64_t k = 0; k <= skips; ++k) {
-      int64_t span = (gl - 1) * (k + 1);
-      if (span >= C) continue;
-      Tensor match;
-      for (int64_t j = 0; j < gl; ++j) {
-        Tensor sl = slice1(x, 1, j * (k + 1), j * (k + 1) + C - span);
-        Tensor e = sl == c.scalar(double(pool_[p + j]), LT_DTYPE_I64);
-        match = match.defined() ? (match && e) : e;
+  t["MaxPool"] = pool(true);
+  t["AveragePool"] = pool(false);
+  t["LpPool"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                   (void)n;
+                   Tensor x = c.T(in.at(0));
+                   auto s = x.shape();
+                   Window w = window(c, std::vector<int64_t>(s.begin() + 2, s.end()),
+                                     c.attr_ints("kernel_shape"), false);
+                   double p = static_cast<double>(c.attr_i("p", 2));
+                   return one(c, pool_slices(c, x, w, false, false, true, true, p), in[0].ot);
+                 },
+                 1};
+  auto global = [](bool is_max) {
+    return OpEntry{[is_max](Ctx& c, const NodeP&, Vals& in) -> Vals {
+                     Tensor x = c.T(in.at(0));
+                     std::vector<int64_t> axes;
+                     for (size_t i = 2; i < x.rank(); ++i) axes.push_back(static_cast<int64_t>(i));
+                     return one(c, is_max ? x.max(axes, true) : x.mean(axes, true), in[0].ot);
+                   },
+                   1};
+  };
+  t["GlobalMaxPool"] = global(true);
+  t["GlobalAveragePool"] = global(false);
+  t["BatchNormalization"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        Tensor x = c.T(in.at(0)), scale = c.T(in.at(1)), bias = c.T(in.at(2)), mean = c.T(in.at(3)),
+               var = c.T(in.at(4));
+        double eps = c.attr_f("epsilon", 1e-5f);
+        double mom = c.attr_f("momentum", 0.9f);
+        auto s = x.shape();
+        std::vector<int64_t> cs(s.size(), 1);
+        cs[1] = s[1];
+        bool training = c.attr_i("training_mode", 0) != 0 ||
+                        (c.opset < 9 && n.outputs.size() > 1 && c.attr_i("is_test", 0) == 0 &&
+                         c.opset >= 7 && false);
+        Tensor m = mean, v = var;
+        Vals extra;
+        if (training) {
+          std::vector<int64_t> axes;
+          for (size_t i = 0; i < s.size(); ++i)
+            if (i != 1) axes.push_back(static_cast<int64_t>(i));
+          Tensor bm = x.mean(axes, false);
+          Tensor bv = ((x - bm.reshape(cs)) * (x - bm.reshape(cs))).mean(axes, false);
+          m = bm;
+          v = bv;
+          extra.push_back(
+              c.from_tensor(mean * sc(c, mean, mom) + bm * sc(c, bm, 1 - mom), in[3].ot));
+          extra.push_back(c.from_tensor(var * sc(c, var, mom) + bv * sc(c, bv, 1 - mom), in[4].ot));
+        }
+        Tensor y =
+            (x - m.reshape(cs)) / (v.reshape(cs) + sc(c, v, eps)).sqrt() * scale.reshape(cs) +
+            bias.reshape(cs);
+        Vals out = {c.from_tensor(y, in[0].ot)};
+        for (auto& e : extra) out.push_back(e);
+        return out;
+      },
+      1};
+  t["InstanceNormalization"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        Tensor x = c.T(in.at(0)), scale = c.T(in.at(1)), bias = c.T(in.at(2));
+        double eps = c.attr_f("epsilon", 1e-5f);
+        auto s = x.shape();
+        std::vector<int64_t> axes, cs(s.size(), 1);
+        cs[1] = s[1];
+        for (size_t i = 2; i < s.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+        Tensor m = x.mean(axes, true);
+        Tensor d = x - m;
+        Tensor v = (d * d).mean(axes, true);
+        return one(c, d / (v + sc(c, v, eps)).sqrt() * scale.reshape(cs) + bias.reshape(cs),
+                   in[0].ot);
+      },
+      1};
+  t["LayerNormalization"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                               Tensor x = c.T(in.at(0)), scale = c.T(in.at(1));
+                               auto s = x.shape();
+                               int64_t r = static_cast<int64_t>(s.size());
+                               int64_t axis = norm_axis(c, c.attr_i("axis", -1), r);
+                               double eps = c.attr_f("epsilon", 1e-5f);
+                               std::vector<int64_t> axes;
+                               for (int64_t i = axis; i < r; ++i) axes.push_back(i);
+                               Tensor xf = x;
+                               Tensor m = xf.mean(axes, true);
+                               Tensor d = xf - m;
+                               Tensor v = (d * d).mean(axes, true);
+                               Tensor inv = sc(c, v, 1) / (v + sc(c, v, eps)).sqrt();
+                               Tensor y = d * inv * scale;
+                               if (in.size() > 2 && in[2].present) y = y + c.T(in[2]);
+                               Vals out = {c.from_tensor(y, in[0].ot)};
+                               int32_t st = static_cast<int32_t>(c.attr_i("stash_type", kFloat));
+                               (void)st;
+                               if (n.outputs.size() > 1) out.push_back(c.from_tensor(m, in[0].ot));
+                               if (n.outputs.size() > 2)
+                                 out.push_back(c.from_tensor(inv, in[0].ot));
+                               return out;
+                             },
+                             17};
+  t["MeanVarianceNormalization"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                                      (void)n;
+                                      Tensor x = c.T(in.at(0));
+                                      auto axes = c.attr_ints("axes");
+                                      if (axes.empty()) axes = {0, 2, 3};
+                                      Tensor m = x.mean(axes, true);
+                                      Tensor d = x - m;
+                                      Tensor v = (d * d).mean(axes, true);
+                                      return one(c, d / (v.sqrt() + sc(c, v, 1e-9)), in[0].ot);
+                                    },
+                                    9};
+  t["LRN"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                (void)n;
+                Tensor x = c.T(in.at(0));
+                double alpha = c.attr_f("alpha", 1e-4f), beta = c.attr_f("beta", 0.75f),
+                       bias = c.attr_f("bias", 1.0f);
+                int64_t size = c.attr_i("size", 1);
+                auto s = x.shape();
+                std::vector<int64_t> bf(s.size(), 0), af(s.size(), 0);
+                bf[1] = (size - 1) / 2;
+                af[1] = size - 1 - bf[1];
+                Tensor sq = (x * x).pad(bf, af, 0.0);
+                Tensor acc;
+                for (int64_t k = 0; k < size; ++k) {
+                  Tensor sl = slice1(sq, 1, k, k + s[1]);
+                  acc = acc.defined() ? acc + sl : sl;
+                }
+                return one(c, x / (acc * sc(c, x, alpha / size) + sc(c, x, bias)).pow(beta),
+                           in[0].ot);
+              },
+              1};
+  t["RNN"] = {[](Ctx& c, const NodeP& n, Vals& in) { return op_rnn(c, n, in, 0); }, 1};
+  t["GRU"] = {[](Ctx& c, const NodeP& n, Vals& in) { return op_rnn(c, n, in, 1); }, 1};
+  t["LSTM"] = {[](Ctx& c, const NodeP& n, Vals& in) { return op_rnn(c, n, in, 2); }, 1};
+  auto resize = [](Ctx& c, const NodeP&, Vals& in, bool upsample) -> Vals {
+    Tensor x = c.T(in.at(0));
+    auto s = x.shape();
+    size_t r = s.size();
+    std::vector<double> scales;
+    std::vector<int64_t> sizes;
+    std::vector<double> roi;
+    if (upsample) {
+      scales = c.opset >= 9 ? c.doubles(in.at(1)) : std::vector<double>();
+      if (c.opset < 9)
+        for (float f : c.attr("scales")->floats) scales.push_back(f);
+    } else if (c.opset >= 11) {
+      if (in.size() > 1 && in[1].present) roi = c.doubles(in[1]);
+      if (in.size() > 2 && in[2].present) scales = c.doubles(in[2]);
+      if (in.size() > 3 && in[3].present) sizes = c.ints(in[3]);
+    } else {
+      scales = c.doubles(in.at(1));
+    }
+    std::string mode = c.attr_s("mode", "nearest");
+    std::string ctm = upsample || c.opset < 11
+                          ? "asymmetric"
+                          : c.attr_s("coordinate_transformation_mode", "half_pixel");
+    std::string nearest =
+        upsample || c.opset < 11 ? "floor" : c.attr_s("nearest_mode", "round_prefer_floor");
+    double cubic_a = c.attr_f("cubic_coeff_a", -0.75f);
+    bool excl = c.attr_i("exclude_outside", 0) != 0;
+    std::vector<int64_t> axes = c.attr_ints("axes");
+    if (axes.empty())
+      for (size_t i = 0; i < r; ++i) axes.push_back(static_cast<int64_t>(i));
+    std::string keep = c.attr_s("keep_aspect_ratio_policy", "stretch");
+    std::vector<int64_t> out(s);
+    std::vector<double> sc_(r, 1.0);
+    if (!sizes.empty()) {
+      if (keep != "stretch") {
+        double f = keep == "not_larger" ? 1e300 : 0;
+        for (size_t k = 0; k < axes.size(); ++k) {
+          double q = double(sizes[k]) / s[axes[k]];
+          f = keep == "not_larger" ? std::min(f, q) : std::max(f, q);
+        }
+        for (size_t k = 0; k < axes.size(); ++k) {
+          sc_[axes[k]] = f;
+          out[axes[k]] = static_cast<int64_t>(std::floor(s[axes[k]] * f + 0.5));
+        }
+      } else {
+        for (size_t k = 0; k < axes.size(); ++k) {
+          out[axes[k]] = sizes[k];
+          sc_[axes[k]] = double(sizes[k]) / s[axes[k]];
+        }
       }
-      Tensor cnt = match.cast(LT_DTYPE_F32).sum({1}, true);
-      total = total.defined() ? total + cnt : cnt;
+    } else {
+      if (scales.size() != axes.size())
+        c.error("scales has " + std::to_string(scales.size()) + " entries for " +
+                std::to_string(axes.size()) + " axes");
+      for (size_t k = 0; k < axes.size(); ++k) {
+        sc_[axes[k]] = scales[k];
+        out[axes[k]] = static_cast<int64_t>(std::floor(s[axes[k]] * scales[k]));
+      }
     }
-    if (!total.defined()) continue;
-    int64_t o = indexes[gi];
-    double w = o < static_cast<int64_t>(weights.size()) ? weights[o] : 1.0;
-    Tensor col = mode == "TF"    ? total
-                 : mode == "IDF" ? (total > c.scalar(0, LT_DTYPE_F32)).cast(LT_DTYPE_F32) *
-                                       c.scalar(w, LT_DTYPE_F32)
-                                 : total * c.scalar(w, LT_DTYPE_F32);
-    cols[o] = cols[o].defined() ? cols[o] + col : col;
-  }
-}
-for (auto& col : cols) {
-  if (!col.defined()) col = lt::zeros(c.dev, {B, 1}, LT_DTYPE_F32);
-}
-Tensor y = num_out ? lt::concat(cols, 1) : lt::zeros(c.dev, {B, 0}, LT_DTYPE_F32);
-if (!batched) y = y.reshape({num_out});
-return one(c, y, kFloat);
-}
-, 9
-}
-;
+    if (mode != "nearest" && mode != "linear" && mode != "cubic")
+      c.error("mode '" + mode + "' is not supported");
+    Tensor y = is_float(x.dtype()) || mode == "nearest" ? x : x.cast(LT_DTYPE_F32);
+    for (size_t i = 0; i < r; ++i) {
+      double rs = 0, re = 1;
+      if (!roi.empty()) {
+        size_t k = std::find(axes.begin(), axes.end(), int64_t(i)) - axes.begin();
+        if (k < axes.size()) {
+          rs = roi[k];
+          re = roi[k + axes.size()];
+        }
+      }
+      if (out[i] == s[i] && sc_[i] == 1.0 && ctm != "tf_crop_and_resize") continue;
+      y = resize_axis(c, y, static_cast<int64_t>(i), out[i], s[i] * sc_[i], sc_[i], mode, ctm,
+                      nearest, cubic_a, excl, rs, re);
+    }
+    return one(c, cast_to(y, x.dtype()), in[0].ot);
+  };
+  t["Resize"] = {[resize](Ctx& c, const NodeP& n, Vals& in) { return resize(c, n, in, false); },
+                 10};
+  t["Upsample"] = {[resize](Ctx& c, const NodeP& n, Vals& in) { return resize(c, n, in, true); },
+                   7};
+  t["QuantizeLinear"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        Tensor x = c.T(in.at(0)), s = c.T(in.at(1));
+        int32_t ot = in.size() > 2 && in[2].present ? in[2].ot : kUint8;
+        auto xs = x.shape();
+        int64_t axis = c.attr_i("axis", 1);
+        auto per_axis = [&](Tensor v) {
+          if (v.rank() == 1 && xs.size() > 1 && v.shape()[0] > 1) {
+            axis = norm_axis(c, axis, static_cast<int64_t>(xs.size()));
+            std::vector<int64_t> rs(xs.size(), 1);
+            rs[axis] = v.shape()[0];
+            return v.reshape(rs);
+          }
+          return v;
+        };
+        Tensor q = round_even(c, x.cast(LT_DTYPE_F32) / per_axis(s).cast(LT_DTYPE_F32));
+        if (in.size() > 2 && in[2].present) q = q + per_axis(c.T(in[2])).cast(LT_DTYPE_F32);
+        double lo = ot == kUint8 ? 0 : ot == kInt8 ? -128 : ot == kUint16 ? 0 : -32768;
+        double hi = ot == kUint8 ? 255 : ot == kInt8 ? 127 : ot == kUint16 ? 65535 : 32767;
+        q = lt::minimum(lt::maximum(q, sc(c, q, lo)), sc(c, q, hi));
+        return one(c, q.cast(carrier_dtype(ot)), ot);
+      },
+      10};
+  t["DequantizeLinear"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                             (void)n;
+                             Tensor x = c.T(in.at(0)), s = c.T(in.at(1));
+                             auto xs = x.shape();
+                             int64_t axis = c.attr_i("axis", 1);
+                             auto per_axis = [&](Tensor v) {
+                               if (v.rank() == 1 && xs.size() > 1 && v.shape()[0] > 1) {
+                                 axis = norm_axis(c, axis, static_cast<int64_t>(xs.size()));
+                                 std::vector<int64_t> rs(xs.size(), 1);
+                                 rs[axis] = v.shape()[0];
+                                 return v.reshape(rs);
+                               }
+                               return v;
+                             };
+                             Tensor xf = x.cast(LT_DTYPE_F32);
+                             if (in.size() > 2 && in[2].present)
+                               xf = xf - per_axis(c.T(in[2])).cast(LT_DTYPE_F32);
+                             return one(c, xf * per_axis(s), in[1].ot);
+                           },
+                           10};
+  auto loss = [](Ctx& c, const NodeP& n, Vals& in, bool sce) -> Vals {
+    Tensor x = c.T(in.at(0));
+    Tensor tgt = c.T(in.at(1)).cast(LT_DTYPE_I64);
+    Tensor w = in.size() > 2 && in[2].present ? c.T(in[2]) : Tensor();
+    std::string red = c.attr_s("reduction", "mean");
+    bool has_ii = c.has_attr("ignore_index");
+    int64_t ii = c.attr_i("ignore_index", 0);
+    auto s = x.shape();
+    int64_t C = s[1];
+    Tensor logp = sce ? x.log_softmax(1) : x;
+    std::vector<int64_t> rs(s.size(), 1);
+    rs[1] = C;
+    Tensor cls = lt::arange(c.dev, 0, double(C), 1, LT_DTYPE_I64).reshape(rs);
+    Tensor tu = unsqueeze_t(tgt, {1}, c);
+    Tensor hot = (cls == tu).cast(x.dtype());
+    Tensor picked = (logp * hot).sum({1}, false);  // [N, d...]
+    Tensor wt;
+    if (w.defined()) {
+      Tensor tc = lt::where(tgt < c.scalar(0, LT_DTYPE_I64), c.scalar(0, LT_DTYPE_I64), tgt);
+      wt = w.gather(tc, 0);
+    } else {
+      wt = lt::ones(c.dev, tgt.shape(), x.dtype());
+    }
+    if (has_ii)
+      wt =
+          lt::where(tgt == c.scalar(double(ii), LT_DTYPE_I64), lt::zeros(c.dev, {}, x.dtype()), wt);
+    Tensor l = -picked * wt;
+    Tensor outl;
+    if (red == "none")
+      outl = l;
+    else if (red == "sum")
+      outl = l.sum();
+    else
+      outl = l.sum() / wt.sum();
+    Vals out = {c.from_tensor(outl, in[0].ot)};
+    if (sce && n.outputs.size() > 1) out.push_back(c.from_tensor(logp, in[0].ot));
+    return out;
+  };
+  t["NegativeLogLikelihoodLoss"] = {
+      [loss](Ctx& c, const NodeP& n, Vals& in) { return loss(c, n, in, false); }, 12};
+  t["SoftmaxCrossEntropyLoss"] = {
+      [loss](Ctx& c, const NodeP& n, Vals& in) { return loss(c, n, in, true); }, 12};
+  auto window_fn = [](int kind) {
+    return OpEntry{[kind](Ctx& c, const NodeP&, Vals& in) -> Vals {
+                     int64_t N = c.ints(in.at(0)).at(0);
+                     int32_t ot = static_cast<int32_t>(c.attr_i("output_datatype", kFloat));
+                     bool periodic = c.attr_i("periodic", 1) != 0;
+                     double denom = periodic ? double(N) : double(N - 1);
+                     Tensor k = lt::arange(c.dev, 0, double(N), 1, LT_DTYPE_F64);
+                     Tensor a = k * c.scalar(2 * M_PI / denom, LT_DTYPE_F64);
+                     Tensor y;
+                     if (kind == 0)
+                       y = c.scalar(0.5, LT_DTYPE_F64) - a.cos() * c.scalar(0.5, LT_DTYPE_F64);
+                     else if (kind == 1)
+                       y = c.scalar(25.0 / 46, LT_DTYPE_F64) -
+                           a.cos() * c.scalar(21.0 / 46, LT_DTYPE_F64);
+                     else
+                       y = c.scalar(0.42, LT_DTYPE_F64) - a.cos() * c.scalar(0.5, LT_DTYPE_F64) +
+                           (a * c.scalar(2, LT_DTYPE_F64)).cos() * c.scalar(0.08, LT_DTYPE_F64);
+                     return one(c, y.cast(carrier_dtype(ot)), ot);
+                   },
+                   17};
+  };
+  t["HannWindow"] = window_fn(0);
+  t["HammingWindow"] = window_fn(1);
+  t["BlackmanWindow"] = window_fn(2);
+  t["DynamicQuantizeLinear"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        Tensor x = c.T(in.at(0));
+        Tensor zero = sc(c, x, 0);
+        Tensor mx = lt::maximum(x.max(), zero), mn = lt::minimum(x.min(), zero);
+        Tensor scale = (mx - mn) / sc(c, x, 255);
+        Tensor zp = lt::minimum(lt::maximum(round_even(c, -mn / scale), zero), sc(c, x, 255));
+        Tensor y = lt::minimum(lt::maximum(round_even(c, x / scale) + zp, zero), sc(c, x, 255));
+        return {c.from_tensor(y.cast(LT_DTYPE_I32), kUint8), c.from_tensor(scale, kFloat),
+                c.from_tensor(zp.cast(LT_DTYPE_I32), kUint8)};
+      },
+      11};
+  t["Compress"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                     (void)n;
+                     // The output's length is the condition's count of true values: read as a shape
+                     // input.
+                     Tensor x = c.T(in.at(0));
+                     auto cond = c.ints(in.at(1));
+                     std::vector<int64_t> idx;
+                     int64_t axis = 0;
+                     Tensor src = x;
+                     if (c.has_attr("axis")) {
+                       axis = norm_axis(c, c.attr_i("axis", 0), static_cast<int64_t>(x.rank()));
+                     } else {
+                       src = x.reshape({x.numel()});
+                     }
+                     int64_t len = src.shape()[axis];
+                     for (size_t i = 0; i < cond.size() && static_cast<int64_t>(i) < len; ++i) {
+                       if (cond[i]) idx.push_back(static_cast<int64_t>(i));
+                     }
+                     if (idx.empty()) {
+                       auto s = src.shape();
+                       s[axis] = 0;
+                       return one(c, lt::zeros(c.dev, s, x.dtype()), in[0].ot);
+                     }
+                     return one(c, src.gather(Tensor::from<int64_t>(c.dev, idx), axis), in[0].ot);
+                   },
+                   9};
+  t["MaxUnpool"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        Tensor x = c.T(in.at(0));
+        Tensor idx = c.T(in.at(1)).cast(LT_DTYPE_I64);
+        auto s = x.shape();
+        std::vector<int64_t> out;
+        if (in.size() > 2 && in[2].present) {
+          out = c.ints(in[2]);
+        } else {
+          auto k = c.attr_ints("kernel_shape"), st = c.attr_ints("strides"),
+               p = c.attr_ints("pads");
+          size_t nd = s.size() - 2;
+          if (st.empty()) st.assign(nd, 1);
+          if (p.empty()) p.assign(2 * nd, 0);
+          out = {s[0], s[1]};
+          for (size_t i = 0; i < nd; ++i)
+            out.push_back((s[2 + i] - 1) * st[i] + k[i] - p[i] - p[i + nd]);
+        }
+        int64_t N = numel_of(out), m = x.numel();
+        Tensor r =
+            lt::zeros(c.dev, {N}, x.dtype()).scatter_add(idx.reshape({m}), x.reshape({m}), 0);
+        return one(c, r.reshape(out), in[0].ot);
+      },
+      9};
+  t["ReverseSequence"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        Tensor x = c.T(in.at(0));
+        Tensor lens = c.T(in.at(1)).cast(LT_DTYPE_I64);
+        int64_t ta = c.attr_i("time_axis", 0), ba = c.attr_i("batch_axis", 1);
+        auto s = x.shape();
+        int64_t r = static_cast<int64_t>(s.size());
+        std::vector<int64_t> ts(r, 1), bs(r, 1);
+        ts[ta] = s[ta];
+        bs[ba] = s[ba];
+        Tensor i = lt::arange(c.dev, 0, double(s[ta]), 1, LT_DTYPE_I64).reshape(ts);
+        Tensor L = lens.reshape(bs);
+        Tensor src = lt::where(i < L, L - i - c.scalar(1, LT_DTYPE_I64), i).broadcast_to(s);
+        Tensor flat = flat_index(c, s, src, ta);
+        return one(c, x.reshape({numel_of(s)}).gather(flat, 0), in[0].ot);
+      },
+      10};
+  auto qlinear = [](bool conv) {
+    return OpEntry{
+        [conv](Ctx& c, const NodeP&, Vals& in) -> Vals {
+          auto deq = [&](size_t xi, size_t si, size_t zi, bool weight) {
+            Tensor x = c.T(in.at(xi)).cast(LT_DTYPE_F32);
+            Tensor z = c.T(in.at(zi)).cast(LT_DTYPE_F32), s = c.T(in.at(si)).cast(LT_DTYPE_F32);
+            if (weight && conv && s.rank() == 1 && s.shape()[0] > 1) {
+              std::vector<int64_t> rs(x.rank(), 1);
+              rs[0] = s.shape()[0];
+              s = s.reshape(rs);
+              z = z.reshape(rs);
+            }
+            if (!conv && weight && s.rank() == 1 && s.shape()[0] > 1) {
+              std::vector<int64_t> rs(x.rank(), 1);
+              rs.back() = s.shape()[0];
+              s = s.reshape(rs);
+              z = z.reshape(rs);
+            }
+            return (x - z) * s;
+          };
+          Tensor a = deq(0, 1, 2, false), b = deq(3, 4, 5, true);
+          Tensor y;
+          if (conv) {
+            auto s = a.shape();
+            auto ws = b.shape();
+            std::vector<int64_t> kernel = c.attr_ints("kernel_shape");
+            if (kernel.empty()) kernel.assign(ws.begin() + 2, ws.end());
+            Window win = window(c, std::vector<int64_t>(s.begin() + 2, s.end()), kernel, false);
+            Tensor bias;
+            if (in.size() > 8 && in[8].present) {
+              bias = c.T(in[8]).cast(LT_DTYPE_F32) * c.T(in.at(1)).cast(LT_DTYPE_F32) *
+                     c.T(in.at(4)).cast(LT_DTYPE_F32);
+            }
+            y = conv_nd(c, a, b, bias, win, c.attr_i("group", 1));
+          } else {
+            y = a.matmul(b);
+          }
+          Tensor ys = c.T(in.at(6)).cast(LT_DTYPE_F32), yz = c.T(in.at(7)).cast(LT_DTYPE_F32);
+          int32_t ot = in[7].ot;
+          Tensor q = round_even(c, y / ys) + yz;
+          double lo = ot == kUint8 ? 0 : -128, hi = ot == kUint8 ? 255 : 127;
+          q = lt::minimum(lt::maximum(q, sc(c, q, lo)), sc(c, q, hi));
+          return one(c, q.cast(LT_DTYPE_I32), ot);
+        },
+        10};
+  };
+  t["QLinearConv"] = qlinear(true);
+  t["QLinearMatMul"] = qlinear(false);
+  t["Det"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        // Leibniz formula over permutations (n <= 6): sums of products of lazy slices.
+        Tensor x = c.T(in.at(0));
+        auto s = x.shape();
+        int64_t r = static_cast<int64_t>(s.size()), N = s[r - 1];
+        if (N > 6) c.error("Det of matrices larger than 6x6 is not supported");
+        std::vector<int64_t> perm(N);
+        std::iota(perm.begin(), perm.end(), 0);
+        std::vector<int64_t> batch(s.begin(), s.end() - 2);
+        Tensor acc;
+        do {
+          int inv = 0;
+          for (int64_t i = 0; i < N; ++i)
+            for (int64_t j = i + 1; j < N; ++j) inv += perm[i] > perm[j];
+          Tensor term;
+          for (int64_t i = 0; i < N; ++i) {
+            Tensor e =
+                slice1(slice1(x, r - 2, i, i + 1), r - 1, perm[i], perm[i] + 1).reshape(batch);
+            term = term.defined() ? term * e : e;
+          }
+          if (inv % 2) term = -term;
+          acc = acc.defined() ? acc + term : term;
+        } while (std::next_permutation(perm.begin(), perm.end()));
+        return one(c, acc, in[0].ot);
+      },
+      11};
+  t["DFT"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+                (void)n;
+                // A matmul with cos/sin tables that depend on the length only.
+                Tensor x = c.T(in.at(0));
+                auto s = x.shape();
+                int64_t r = static_cast<int64_t>(s.size());
+                int64_t axis = norm_axis(c, c.attr_i("axis", 1), r - 1);
+                bool inverse = c.attr_i("inverse", 0) != 0, onesided = c.attr_i("onesided", 0) != 0;
+                int64_t N = s[axis];
+                int64_t L = N;
+                if (in.size() > 1 && in[1].present) L = c.ints(in[1]).at(0);
+                Tensor re = slice1(x, r - 1, 0, 1), im;
+                if (s.back() == 2) im = slice1(x, r - 1, 1, 2);
+                // Move axis last: [..., N]
+                std::vector<int64_t> sq(s.begin(), s.end() - 1);
+                re = re.reshape(sq);
+                if (im.defined()) im = im.reshape(sq);
+                auto perm = perm_to_last(axis, r - 1);
+                re = re.permute(perm);
+                if (im.defined()) im = im.permute(perm);
+                if (L != N) {
+                  auto ps = re.shape();
+                  if (L < N) {
+                    re = slice1(re, r - 2, 0, L);
+                    if (im.defined()) im = slice1(im, r - 2, 0, L);
+                  } else {
+                    std::vector<int64_t> bf(ps.size(), 0), af(ps.size(), 0);
+                    af.back() = L - N;
+                    re = re.pad(bf, af, 0.0);
+                    if (im.defined()) im = im.pad(bf, af, 0.0);
+                  }
+                }
+                int64_t K = onesided ? L / 2 + 1 : L;
+                check_table(c, L);
+                check_table(c, L * K);
+                std::vector<double> cs(L * K), sn(L * K);
+                double sign = inverse ? 1 : -1;
+                for (int64_t j = 0; j < L; ++j)
+                  for (int64_t k = 0; k < K; ++k) {
+                    double a = 2 * M_PI * double((j * k) % L) / double(L);
+                    cs[j * K + k] = std::cos(a);
+                    sn[j * K + k] = sign * std::sin(a);
+                  }
+                DType dt = x.dtype();
+                Tensor C = Tensor::from<double>(c.dev, cs, {L, K}).cast(dt),
+                       S = Tensor::from<double>(c.dev, sn, {L, K}).cast(dt);
+                Tensor ore = re.matmul(C), oim = re.matmul(S);
+                if (im.defined()) {
+                  ore = ore - im.matmul(S);
+                  oim = oim + im.matmul(C);
+                }
+                if (inverse) {
+                  ore = ore / sc(c, ore, double(L));
+                  oim = oim / sc(c, oim, double(L));
+                }
+                auto inv = inverse_perm(perm);
+                ore = ore.permute(inv);
+                oim = oim.permute(inv);
+                auto os = ore.shape();
+                os.push_back(1);
+                return one(c, lt::concat({ore.reshape(os), oim.reshape(os)}, r - 1), in[0].ot);
+              },
+              17};
+  t["TfIdfVectorizer"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        // Each pool n-gram counted by comparing strided slices of the input (no host values).
+        Tensor x = c.T(in.at(0)).cast(LT_DTYPE_I64);
+        bool batched = x.rank() == 2;
+        if (!batched) x = x.reshape({1, x.numel()});
+        int64_t B = x.shape()[0], C = x.shape()[1];
+        std::string mode = c.attr_s("mode", "TF");
+        int64_t mn = c.attr_i("min_gram_length", 1), mx = c.attr_i("max_gram_length", 1);
+        int64_t max_skip = c.attr_i("max_skip_count", 0);
+        auto counts = c.attr_ints("ngram_counts"), indexes = c.attr_ints("ngram_indexes"),
+             pool_ = c.attr_ints("pool_int64s");
+        if (c.has_attr("pool_strings"))
+          fail(LT_STATUS_UNSUPPORTED, "out of scope: pool_strings (string n-grams)");
+        std::vector<float> weights =
+            c.attr("weights") ? c.attr("weights")->floats : std::vector<float>{};
+        int64_t num_out = 0;
+        for (int64_t v : indexes) num_out = std::max(num_out, v + 1);
+        std::vector<Tensor> cols(num_out);
+        size_t gi = 0;
+        for (size_t len_i = 0; len_i < counts.size(); ++len_i) {
+          int64_t gl = static_cast<int64_t>(len_i) + 1;
+          size_t begin = static_cast<size_t>(counts[len_i]);
+          size_t end =
+              len_i + 1 < counts.size() ? static_cast<size_t>(counts[len_i + 1]) : pool_.size();
+          for (size_t p = begin; p + gl <= end; p += gl, ++gi) {
+            if (gi >= indexes.size()) c.error("ngram_indexes is shorter than the pool");
+            if (gl < mn || gl > mx) continue;
+            Tensor total;
+            int64_t skips = gl == 1 ? 0 : max_skip;
+            for (int64_t k = 0; k <= skips; ++k) {
+              int64_t span = (gl - 1) * (k + 1);
+              if (span >= C) continue;
+              Tensor match;
+              for (int64_t j = 0; j < gl; ++j) {
+                Tensor sl = slice1(x, 1, j * (k + 1), j * (k + 1) + C - span);
+                Tensor e = sl == c.scalar(double(pool_[p + j]), LT_DTYPE_I64);
+                match = match.defined() ? (match && e) : e;
+              }
+              Tensor cnt = match.cast(LT_DTYPE_F32).sum({1}, true);
+              total = total.defined() ? total + cnt : cnt;
+            }
+            if (!total.defined()) continue;
+            int64_t o = indexes[gi];
+            double w = o < static_cast<int64_t>(weights.size()) ? weights[o] : 1.0;
+            Tensor col = mode == "TF"    ? total
+                         : mode == "IDF" ? (total > c.scalar(0, LT_DTYPE_F32)).cast(LT_DTYPE_F32) *
+                                               c.scalar(w, LT_DTYPE_F32)
+                                         : total * c.scalar(w, LT_DTYPE_F32);
+            cols[o] = cols[o].defined() ? cols[o] + col : col;
+          }
+        }
+        for (auto& col : cols) {
+          if (!col.defined()) col = lt::zeros(c.dev, {B, 1}, LT_DTYPE_F32);
+        }
+        Tensor y = num_out ? lt::concat(cols, 1) : lt::zeros(c.dev, {B, 0}, LT_DTYPE_F32);
+        if (!batched) y = y.reshape({num_out});
+        return one(c, y, kFloat);
+      },
+      9};
 
-t["GridSample"] = {FN{(void)n;
-// Coordinates, padding and taps as lazy elementwise ops; pixels fetched by a gather over
-// the flattened input (every value stays on the device).
-Tensor X = c.T(in.at(0)), G = c.T(in.at(1));
-auto xs = X.shape();
-if (xs.size() != 4) c.error("only 4-D input (2 spatial dims) is supported");
-int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
-auto gs = G.shape();
-int64_t Ho = gs[1], Wo = gs[2];
-std::string mode = c.attr_s("mode", "bilinear");
-std::string pad = c.attr_s("padding_mode", "zeros");
-bool align = c.attr_i("align_corners", 0) != 0;
-DType dt = X.dtype();
-Tensor gx = slice1(G, 3, 0, 1).reshape({N, Ho, Wo}), gy = slice1(G, 3, 1, 2).reshape({N, Ho, Wo});
-auto S = [&](double v) { return sc(c, gx, v); };
-auto denorm = [&](Tensor g, int64_t len) {
-  return align ? (g + S(1)) * S(0.5 * (len - 1)) : ((g + S(1)) * S(double(len)) - S(1)) * S(0.5);
-};
-Tensor fx = denorm(gx, W), fy = denorm(gy, H);
-auto reflect = [&](Tensor x, double lo, double hi) {
-  double rng = hi - lo;
-  auto fold = [&](Tensor dx, bool below) {
-    Tensor nfl = (dx / S(rng)).floor();
-    Tensor r = dx - nfl * S(rng);
-    Tensor half = nfl * S(0.5);
-    Tensor even = (half - half.floor()) == S(0);
-    return below ? lt::where(even, S(lo) + r, S(hi) - r) : lt::where(even, S(hi) - r, S(lo) + r);
-  };
-  return lt::where(x < S(lo), fold(S(lo) - x, true),
-                   lt::where(x > S(hi), fold(x - S(hi), false), x));
-};
-double bx0 = align ? 0 : -0.5, bx1 = align ? W - 1 : W - 0.5;
-double by0 = align ? 0 : -0.5, by1 = align ? H - 1 : H - 0.5;
-if (mode == "nearest") {
-  fx = round_even(c, fx);
-  fy = round_even(c, fy);
-}
-auto adjust = [&](Tensor x, double lo, double hi, int64_t len) {
-  if (pad == "border")
-    return lt::where((x < S(lo)) || (x > S(hi)),
-                     lt::minimum(lt::maximum(x, S(0)), S(double(len - 1))), x);
-  if (pad == "reflection") return reflect(x, lo, hi);
-  return x;
-};
-fx = adjust(fx, bx0, bx1, W);
-fy = adjust(fy, by0, by1, H);
-Tensor Xf = X.permute({0, 2, 3, 1}).reshape({N * H * W, C});
-Tensor nbase = lt::arange(c.dev, 0, double(N), 1, LT_DTYPE_I64).reshape({N, 1, 1}) *
-               c.scalar(double(H * W), LT_DTYPE_I64);
-// Pixel at integer (float-valued) coordinates under the padding rule; [N,Ho,Wo,C].
-auto pixel = [&](Tensor ix, Tensor iy) {
-  Tensor valid;
-  if (pad == "zeros") {
-    valid = (ix >= S(0)) && (ix <= S(double(W - 1))) && (iy >= S(0)) && (iy <= S(double(H - 1)));
-  } else if (pad == "reflection") {
-    ix = reflect(ix, bx0, bx1);
-    iy = reflect(iy, by0, by1);
-    ix = lt::where(ix < S(0), -((-ix).floor()), ix.floor());
-    iy = lt::where(iy < S(0), -((-iy).floor()), iy.floor());
-  }
-  Tensor cx = lt::minimum(lt::maximum(ix, S(0)), S(double(W - 1))).cast(LT_DTYPE_I64);
-  Tensor cy = lt::minimum(lt::maximum(iy, S(0)), S(double(H - 1))).cast(LT_DTYPE_I64);
-  Tensor flat = nbase + cy * c.scalar(double(W), LT_DTYPE_I64) + cx;
-  Tensor v = Xf.gather(flat, 0);  // [N,Ho,Wo,C]
-  if (valid.defined()) v = v * valid.cast(dt).reshape({N, Ho, Wo, 1});
-  return v;
-};
-Tensor out;
-if (mode == "nearest") {
-  auto trunc = [&](Tensor v) { return lt::where(v < S(0), -((-v).floor()), v.floor()); };
-  out = pixel(trunc(fx), trunc(fy));
-} else if (mode == "bilinear" || mode == "linear") {
-  Tensor x0 = fx.floor(), y0 = fy.floor();
-  Tensor tx = (fx - x0).reshape({N, Ho, Wo, 1}), ty = (fy - y0).reshape({N, Ho, Wo, 1});
-  Tensor one_ = sc(c, tx, 1);
-  out = pixel(x0, y0) * (one_ - tx) * (one_ - ty) + pixel(x0 + S(1), y0) * tx * (one_ - ty) +
-        pixel(x0, y0 + S(1)) * (one_ - tx) * ty + pixel(x0 + S(1), y0 + S(1)) * tx * ty;
-} else if (mode == "bicubic" || mode == "cubic") {
-  Tensor x0 = fx.floor(), y0 = fy.floor();
-  auto coeffs = [&](Tensor t) {
-    double A = -0.75;
-    Tensor t1 = t + S(1), u = S(1) - t, u1 = S(2) - t;
-    std::vector<Tensor> w = {((t1 * S(A) - S(5 * A)) * t1 + S(8 * A)) * t1 - S(4 * A),
-                             ((t * S(A + 2)) - S(A + 3)) * t * t + S(1),
-                             ((u * S(A + 2)) - S(A + 3)) * u * u + S(1),
-                             ((u1 * S(A) - S(5 * A)) * u1 + S(8 * A)) * u1 - S(4 * A)};
-    for (auto& v : w) v = v.reshape({N, Ho, Wo, 1});
-    return w;
-  };
-  auto wx = coeffs(fx - x0), wy = coeffs(fy - y0);
-  for (int j = 0; j < 4; ++j) {
-    Tensor row;
-    for (int i = 0; i < 4; ++i) {
-      Tensor v = pixel(x0 + S(i - 1), y0 + S(j - 1)) * wx[i];
-      row = row.defined() ? row + v : v;
-    }
-    Tensor term = row * wy[j];
-    out = out.defined() ? out + term : term;
-  }
-} else {
-  c.error("mode '" + mode + "' is not supported");
-}
-return one(c, out.permute({0, 3, 1, 2}), in[0].ot);
-}
-, 16
-}
-;
-return t;
+  t["GridSample"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        // Coordinates, padding and taps as lazy elementwise ops; pixels fetched by a gather over
+        // the flattened input (every value stays on the device).
+        Tensor X = c.T(in.at(0)), G = c.T(in.at(1));
+        auto xs = X.shape();
+        if (xs.size() != 4) c.error("only 4-D input (2 spatial dims) is supported");
+        int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
+        auto gs = G.shape();
+        int64_t Ho = gs[1], Wo = gs[2];
+        std::string mode = c.attr_s("mode", "bilinear");
+        std::string pad = c.attr_s("padding_mode", "zeros");
+        bool align = c.attr_i("align_corners", 0) != 0;
+        DType dt = X.dtype();
+        Tensor gx = slice1(G, 3, 0, 1).reshape({N, Ho, Wo}),
+               gy = slice1(G, 3, 1, 2).reshape({N, Ho, Wo});
+        auto S = [&](double v) { return sc(c, gx, v); };
+        auto denorm = [&](Tensor g, int64_t len) {
+          return align ? (g + S(1)) * S(0.5 * (len - 1))
+                       : ((g + S(1)) * S(double(len)) - S(1)) * S(0.5);
+        };
+        Tensor fx = denorm(gx, W), fy = denorm(gy, H);
+        auto reflect = [&](Tensor x, double lo, double hi) {
+          double rng = hi - lo;
+          auto fold = [&](Tensor dx, bool below) {
+            Tensor nfl = (dx / S(rng)).floor();
+            Tensor r = dx - nfl * S(rng);
+            Tensor half = nfl * S(0.5);
+            Tensor even = (half - half.floor()) == S(0);
+            return below ? lt::where(even, S(lo) + r, S(hi) - r)
+                         : lt::where(even, S(hi) - r, S(lo) + r);
+          };
+          return lt::where(x < S(lo), fold(S(lo) - x, true),
+                           lt::where(x > S(hi), fold(x - S(hi), false), x));
+        };
+        double bx0 = align ? 0 : -0.5, bx1 = align ? W - 1 : W - 0.5;
+        double by0 = align ? 0 : -0.5, by1 = align ? H - 1 : H - 0.5;
+        if (mode == "nearest") {
+          fx = round_even(c, fx);
+          fy = round_even(c, fy);
+        }
+        auto adjust = [&](Tensor x, double lo, double hi, int64_t len) {
+          if (pad == "border")
+            return lt::where((x < S(lo)) || (x > S(hi)),
+                             lt::minimum(lt::maximum(x, S(0)), S(double(len - 1))), x);
+          if (pad == "reflection") return reflect(x, lo, hi);
+          return x;
+        };
+        fx = adjust(fx, bx0, bx1, W);
+        fy = adjust(fy, by0, by1, H);
+        Tensor Xf = X.permute({0, 2, 3, 1}).reshape({N * H * W, C});
+        Tensor nbase = lt::arange(c.dev, 0, double(N), 1, LT_DTYPE_I64).reshape({N, 1, 1}) *
+                       c.scalar(double(H * W), LT_DTYPE_I64);
+        // Pixel at integer (float-valued) coordinates under the padding rule; [N,Ho,Wo,C].
+        auto pixel = [&](Tensor ix, Tensor iy) {
+          Tensor valid;
+          if (pad == "zeros") {
+            valid = (ix >= S(0)) && (ix <= S(double(W - 1))) && (iy >= S(0)) &&
+                    (iy <= S(double(H - 1)));
+          } else if (pad == "reflection") {
+            ix = reflect(ix, bx0, bx1);
+            iy = reflect(iy, by0, by1);
+            ix = lt::where(ix < S(0), -((-ix).floor()), ix.floor());
+            iy = lt::where(iy < S(0), -((-iy).floor()), iy.floor());
+          }
+          Tensor cx = lt::minimum(lt::maximum(ix, S(0)), S(double(W - 1))).cast(LT_DTYPE_I64);
+          Tensor cy = lt::minimum(lt::maximum(iy, S(0)), S(double(H - 1))).cast(LT_DTYPE_I64);
+          Tensor flat = nbase + cy * c.scalar(double(W), LT_DTYPE_I64) + cx;
+          Tensor v = Xf.gather(flat, 0);  // [N,Ho,Wo,C]
+          if (valid.defined()) v = v * valid.cast(dt).reshape({N, Ho, Wo, 1});
+          return v;
+        };
+        Tensor out;
+        if (mode == "nearest") {
+          auto trunc = [&](Tensor v) { return lt::where(v < S(0), -((-v).floor()), v.floor()); };
+          out = pixel(trunc(fx), trunc(fy));
+        } else if (mode == "bilinear" || mode == "linear") {
+          Tensor x0 = fx.floor(), y0 = fy.floor();
+          Tensor tx = (fx - x0).reshape({N, Ho, Wo, 1}), ty = (fy - y0).reshape({N, Ho, Wo, 1});
+          Tensor one_ = sc(c, tx, 1);
+          out = pixel(x0, y0) * (one_ - tx) * (one_ - ty) +
+                pixel(x0 + S(1), y0) * tx * (one_ - ty) + pixel(x0, y0 + S(1)) * (one_ - tx) * ty +
+                pixel(x0 + S(1), y0 + S(1)) * tx * ty;
+        } else if (mode == "bicubic" || mode == "cubic") {
+          Tensor x0 = fx.floor(), y0 = fy.floor();
+          auto coeffs = [&](Tensor t) {
+            double A = -0.75;
+            Tensor t1 = t + S(1), u = S(1) - t, u1 = S(2) - t;
+            std::vector<Tensor> w = {((t1 * S(A) - S(5 * A)) * t1 + S(8 * A)) * t1 - S(4 * A),
+                                     ((t * S(A + 2)) - S(A + 3)) * t * t + S(1),
+                                     ((u * S(A + 2)) - S(A + 3)) * u * u + S(1),
+                                     ((u1 * S(A) - S(5 * A)) * u1 + S(8 * A)) * u1 - S(4 * A)};
+            for (auto& v : w) v = v.reshape({N, Ho, Wo, 1});
+            return w;
+          };
+          auto wx = coeffs(fx - x0), wy = coeffs(fy - y0);
+          for (int j = 0; j < 4; ++j) {
+            Tensor row;
+            for (int i = 0; i < 4; ++i) {
+              Tensor v = pixel(x0 + S(i - 1), y0 + S(j - 1)) * wx[i];
+              row = row.defined() ? row + v : v;
+            }
+            Tensor term = row * wy[j];
+            out = out.defined() ? out + term : term;
+          }
+        } else {
+          c.error("mode '" + mode + "' is not supported");
+        }
+        return one(c, out.permute({0, 3, 1, 2}), in[0].ot);
+      },
+      16};
+
+  t["STFT"] = {
+      [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
+        (void)n;
+        // Frames as strided slices, the window as a product, each frame's DFT as a matmul with
+        // cos/sin tables that depend on the frame length only.
+        Tensor x = c.T(in.at(0));
+        auto s = x.shape();  // [B, L, 1 or 2]
+        int64_t step = c.ints(in.at(1)).at(0);
+        Tensor win = in.size() > 2 && in[2].present ? c.T(in[2]) : Tensor();
+        int64_t len = in.size() > 3 && in[3].present ? c.ints(in[3]).at(0)
+                                                     : (win.defined() ? win.shape()[0] : s[1]);
+        bool onesided = c.attr_i("onesided", 1) != 0;
+        if (step <= 0 || len <= 0 || len > s[1])
+          c.error("frame_step and frame_length do not fit the signal");
+        int64_t B = s[0], F = (s[1] - len) / step + 1, K = onesided ? len / 2 + 1 : len;
+        check_table(c, len * K);
+        std::vector<Tensor> frames;
+        for (int64_t f = 0; f < F; ++f)
+          frames.push_back(slice1(x, 1, f * step, f * step + len).reshape({B, 1, len, s[2]}));
+        Tensor fr = lt::concat(frames, 1);  // [B, F, len, c]
+        Tensor re = slice1(fr, 3, 0, 1).reshape({B, F, len}), im;
+        if (s[2] == 2) im = slice1(fr, 3, 1, 2).reshape({B, F, len});
+        if (win.defined()) {
+          Tensor w = cast_to(win, re.dtype());
+          re = re * w;
+          if (im.defined()) im = im * w;
+        }
+        std::vector<double> cs(len * K), sn(len * K);
+        for (int64_t j = 0; j < len; ++j)
+          for (int64_t k = 0; k < K; ++k) {
+            double a = 2 * M_PI * double((j * k) % len) / double(len);
+            cs[j * K + k] = std::cos(a);
+            sn[j * K + k] = -std::sin(a);
+          }
+        DType dt = re.dtype();
+        Tensor C = Tensor::from<double>(c.dev, cs, {len, K}).cast(dt);
+        Tensor S = Tensor::from<double>(c.dev, sn, {len, K}).cast(dt);
+        Tensor ore = re.matmul(C), oim = re.matmul(S);
+        if (im.defined()) {
+          ore = ore - im.matmul(S);
+          oim = oim + im.matmul(C);
+        }
+        return one(c, lt::concat({ore.reshape({B, F, K, 1}), oim.reshape({B, F, K, 1})}, 3),
+                   in[0].ot);
+      },
+      17};
+  return t;
 }
 
 }  // namespace
