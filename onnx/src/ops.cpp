@@ -2012,6 +2012,18 @@ std::map<std::string, OpEntry> build_table() {
                            .scatter_add(flat, lt::ones(c.dev, {m}, LT_DTYPE_I64), 0) >
                        c.scalar(0, LT_DTYPE_I64);
           r = lt::where(hit.reshape({L, 1}), added, xf);
+        } else if (red == "mul") {
+          // The product of the updates per target row as exp(sum log|u|) with the sign from
+          // the count of negative factors and zero where any factor is zero.
+          Tensor uf = is_float(u.dtype()) ? u : u.cast(LT_DTYPE_F64);
+          Tensor zero = lt::zeros(c.dev, {L, R}, uf.dtype());
+          Tensor mag = zero.scatter_add(flat, uf.abs().log(), 0).exp();
+          Tensor neg = zero.scatter_add(flat, (uf < sc(c, uf, 0)).cast(uf.dtype()), 0);
+          Tensor half = neg * sc(c, neg, 0.5);
+          Tensor sign = sc(c, neg, 1) - (half - half.floor()) * sc(c, neg, 4);
+          Tensor prod = mag * sign;
+          if (is_int(x.dtype())) prod = round_even(c, prod);
+          r = xf * cast_to(prod, x.dtype());
         } else {
           c.error("reduction '" + red + "' is not supported");
         }
@@ -2663,18 +2675,30 @@ std::map<std::string, OpEntry> build_table() {
         Tensor x = c.T(in.at(0));
         Tensor idx = c.T(in.at(1)).cast(LT_DTYPE_I64);
         auto s = x.shape();
-        std::vector<int64_t> out;
-        if (in.size() > 2 && in[2].present) {
-          out = c.ints(in[2]);
-        } else {
-          auto k = c.attr_ints("kernel_shape"), st = c.attr_ints("strides"),
-               p = c.attr_ints("pads");
-          size_t nd = s.size() - 2;
-          if (st.empty()) st.assign(nd, 1);
-          if (p.empty()) p.assign(2 * nd, 0);
-          out = {s[0], s[1]};
-          for (size_t i = 0; i < nd; ++i)
-            out.push_back((s[2 + i] - 1) * st[i] + k[i] - p[i] - p[i + nd]);
+        // The indices are flat over the pooled input's shape (from the attributes); an explicit
+        // output_shape places each element at the same coordinates of the larger output.
+        auto k = c.attr_ints("kernel_shape"), st = c.attr_ints("strides"), p = c.attr_ints("pads");
+        size_t nd = s.size() - 2;
+        if (st.empty()) st.assign(nd, 1);
+        if (p.empty()) p.assign(2 * nd, 0);
+        if (k.size() != nd || st.size() != nd || p.size() != 2 * nd) {
+          c.error("kernel_shape, strides and pads do not match the input's spatial dims");
+        }
+        std::vector<int64_t> def = {s[0], s[1]};
+        for (size_t i = 0; i < nd; ++i)
+          def.push_back((s[2 + i] - 1) * st[i] + k[i] - p[i] - p[i + nd]);
+        std::vector<int64_t> out = def;
+        if (in.size() > 2 && in[2].present) out = c.ints(in[2]);
+        if (out.size() != def.size()) c.error("output_shape has the wrong rank");
+        if (out != def) {
+          auto ds = strides_of(def), os = strides_of(out);
+          Tensor rem = idx, acc = lt::zeros(c.dev, {}, LT_DTYPE_I64);
+          for (size_t i = 0; i < def.size(); ++i) {
+            Tensor q = rem / c.scalar(double(ds[i]), LT_DTYPE_I64);
+            rem = rem - q * c.scalar(double(ds[i]), LT_DTYPE_I64);
+            acc = acc + q * c.scalar(double(os[i]), LT_DTYPE_I64);
+          }
+          idx = acc;
         }
         int64_t N = numel_of(out), m = x.numel();
         Tensor r =
