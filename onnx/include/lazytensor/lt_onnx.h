@@ -42,7 +42,8 @@ LT_API lt_error* lt_onnx_output_info(const lt_onnx_model* model, size_t index, l
 /* Traces the graph with `num_inputs` named inputs (every input without an initializer must be
  * given) and writes lt_onnx_output_count() new lazy tensors to `outputs` (the caller frees
  * each with lt_tensor_free). Nothing runs until a value is needed. Inputs whose dims are
- * symbolic (dim_param) are marked dynamic, so one compile serves every size. */
+ * symbolic (dim_param) are marked dynamic (lt_tensor_mark_dynamic on the caller's tensor), so
+ * one compile serves every size. */
 LT_API lt_error* lt_onnx_run(lt_onnx_model* model, const char* const* names,
                              lt_tensor* const* inputs, size_t num_inputs, lt_tensor** outputs);
 
