@@ -235,9 +235,8 @@ RawTensor decode_tensor(const TensorP& t, const std::string& base_dir, const std
     }
     const uint8_t* s = reinterpret_cast<const uint8_t*>(raw->data());
     if (esize == cs && t.data_type != kBool) {
-      std::memcpy(r.bytes.data(), s, raw->size());
-      if (t.data_type == kUint64) {
-      }  // reinterpreted as i64: values >= 2^63 wrap
+      // uint64 is reinterpreted as i64: values >= 2^63 wrap.
+      if (!raw->empty()) std::memcpy(r.bytes.data(), s, raw->size());
     } else {
       for (size_t i = 0; i < n; ++i) {
         const uint8_t* e = s + i * esize;

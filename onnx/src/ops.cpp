@@ -122,6 +122,15 @@ Value host_binary(Ctx& c, Value& a, Value& b, int32_t ot, F f) {
   return c.from_host(os, out, ot, true);
 }
 
+// A fuzzed or malformed model must not index past a shape: rank checks before shape reads.
+void need_rank(Ctx& c, const Tensor& t, size_t lo, size_t hi, const char* what) {
+  size_t r = t.rank();
+  if (r < lo || r > hi) {
+    c.error(std::string(what) + " has rank " + std::to_string(r) + ", expected " +
+            (lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi)));
+  }
+}
+
 // Index and weight tables built on the host (from shapes only) stay small.
 void check_table(Ctx& c, int64_t n) {
   if (n < 0 || n > (int64_t(1) << 26))
@@ -626,6 +635,7 @@ Vals op_conv_transpose(Ctx& c, const NodeP&, Vals& in) {
   Tensor b = in.size() > 2 && in[2].present ? c.T(in[2]) : Tensor();
   auto s = x.shape();
   auto ws = w.shape();  // [C, M/g, k...]
+  if (s.size() < 3 || ws.size() != s.size()) c.error("input and weight ranks do not fit");
   size_t nd = s.size() - 2;
   int64_t group = c.attr_i("group", 1);
   std::vector<int64_t> kernel = c.attr_ints("kernel_shape");
@@ -1004,6 +1014,9 @@ Tensor act(Ctx& c, const std::string& name, Tensor x, float alpha, float beta) {
 
 Vals op_rnn(Ctx& c, const NodeP& n, Vals& in, int kind) {  // 0 RNN 1 GRU 2 LSTM
   Tensor X = c.T(in.at(0)), W = c.T(in.at(1)), R = c.T(in.at(2));
+  need_rank(c, X, 3, 3, "X");
+  need_rank(c, W, 3, 3, "W");
+  need_rank(c, R, 3, 3, "R");
   int64_t layout = c.attr_i("layout", 0);
   if (layout == 1) X = X.permute({1, 0, 2});
   auto xs = X.shape();
@@ -1012,6 +1025,12 @@ Vals op_rnn(Ctx& c, const NodeP& n, Vals& in, int kind) {  // 0 RNN 1 GRU 2 LSTM
   int gates = kind == 0 ? 1 : kind == 1 ? 3 : 4;
   std::string dir = c.attr_s("direction", "forward");
   int64_t ndir = dir == "bidirectional" ? 2 : 1;
+  if (W.shape() != std::vector<int64_t>{ndir, gates * H, xs[2]} ||
+      R.shape() != std::vector<int64_t>{ndir, gates * H, H}) {
+    c.error("W " + lt::detail::shape_string(W.shape()) + " and R " +
+            lt::detail::shape_string(R.shape()) + " do not fit hidden_size " + std::to_string(H) +
+            ", " + std::to_string(ndir) + " directions and input size " + std::to_string(xs[2]));
+  }
   Tensor Bias = in.size() > 3 && in[3].present ? c.T(in[3]) : Tensor();
   if (in.size() > 4 && in[4].present) {
     auto sl = c.ints(in[4]);
@@ -1708,6 +1727,7 @@ std::map<std::string, OpEntry> build_table() {
       [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
         (void)n;
         auto s = shape_of(c, in.at(0));
+        if (s.size() != 2) c.error("input must have rank 2");
         int32_t ot = static_cast<int32_t>(c.attr_i("dtype", in[0].ot));
         int64_t k = c.attr_i("k", 0);
         Tensor i = lt::arange(c.dev, 0, double(s[0]), 1, LT_DTYPE_I64).reshape({s[0], 1});
@@ -2086,9 +2106,12 @@ std::map<std::string, OpEntry> build_table() {
   t["DepthToSpace"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
                          (void)n;
                          Tensor x = c.T(in.at(0));
+                         need_rank(c, x, 4, 4, "input");
                          auto s = x.shape();
                          int64_t b = c.attr_i("blocksize", 1), N = s[0], C = s[1], H = s[2],
                                  W = s[3];
+                         if (b <= 0 || C % (b * b))
+                           c.error("blocksize does not divide the channels");
                          Tensor y;
                          if (c.attr_s("mode", "DCR") == "DCR") {
                            y = x.reshape({N, b, b, C / (b * b), H, W}).permute({0, 3, 4, 1, 5, 2});
@@ -2102,8 +2125,10 @@ std::map<std::string, OpEntry> build_table() {
       [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
         (void)n;
         Tensor x = c.T(in.at(0));
+        need_rank(c, x, 4, 4, "input");
         auto s = x.shape();
         int64_t b = c.attr_i("blocksize", 1), N = s[0], C = s[1], H = s[2], W = s[3];
+        if (b <= 0 || H % b || W % b) c.error("blocksize does not divide the spatial dims");
         Tensor y = x.reshape({N, C, H / b, b, W / b, b}).permute({0, 3, 5, 1, 2, 4});
         return one(c, y.reshape({N, C * b * b, H / b, W / b}), in[0].ot);
       },
@@ -2111,6 +2136,7 @@ std::map<std::string, OpEntry> build_table() {
   t["Trilu"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
                   (void)n;
                   Tensor x = c.T(in.at(0));
+                  need_rank(c, x, 2, 64, "input");
                   int64_t k = in.size() > 1 && in[1].present ? c.ints(in[1]).at(0) : 0;
                   auto s = x.shape();
                   int64_t r = static_cast<int64_t>(s.size());
@@ -2336,6 +2362,7 @@ std::map<std::string, OpEntry> build_table() {
       [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
         Tensor x = c.T(in.at(0)), scale = c.T(in.at(1)), bias = c.T(in.at(2)), mean = c.T(in.at(3)),
                var = c.T(in.at(4));
+        need_rank(c, x, 2, 64, "input");
         double eps = c.attr_f("epsilon", 1e-5f);
         double mom = c.attr_f("momentum", 0.9f);
         auto s = x.shape();
@@ -2370,6 +2397,7 @@ std::map<std::string, OpEntry> build_table() {
       [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
         (void)n;
         Tensor x = c.T(in.at(0)), scale = c.T(in.at(1)), bias = c.T(in.at(2));
+        need_rank(c, x, 3, 64, "input");
         double eps = c.attr_f("epsilon", 1e-5f);
         auto s = x.shape();
         std::vector<int64_t> axes, cs(s.size(), 1);
@@ -2420,6 +2448,7 @@ std::map<std::string, OpEntry> build_table() {
   t["LRN"] = {[](Ctx& c, const NodeP& n, Vals& in) -> Vals {
                 (void)n;
                 Tensor x = c.T(in.at(0));
+                need_rank(c, x, 2, 64, "input");
                 double alpha = c.attr_f("alpha", 1e-4f), beta = c.attr_f("beta", 0.75f),
                        bias = c.attr_f("bias", 1.0f);
                 int64_t size = c.attr_i("size", 1);
@@ -2566,6 +2595,7 @@ std::map<std::string, OpEntry> build_table() {
                            10};
   auto loss = [](Ctx& c, const NodeP& n, Vals& in, bool sce) -> Vals {
     Tensor x = c.T(in.at(0));
+    need_rank(c, x, 2, 64, "input");
     Tensor tgt = c.T(in.at(1)).cast(LT_DTYPE_I64);
     Tensor w = in.size() > 2 && in[2].present ? c.T(in[2]) : Tensor();
     std::string red = c.attr_s("reduction", "mean");
@@ -2673,6 +2703,7 @@ std::map<std::string, OpEntry> build_table() {
       [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
         (void)n;
         Tensor x = c.T(in.at(0));
+        need_rank(c, x, 3, 64, "input");
         Tensor idx = c.T(in.at(1)).cast(LT_DTYPE_I64);
         auto s = x.shape();
         // The indices are flat over the pooled input's shape (from the attributes); an explicit
@@ -2777,6 +2808,7 @@ std::map<std::string, OpEntry> build_table() {
         (void)n;
         // Leibniz formula over permutations (n <= 6): sums of products of lazy slices.
         Tensor x = c.T(in.at(0));
+        need_rank(c, x, 2, 64, "input");
         auto s = x.shape();
         int64_t r = static_cast<int64_t>(s.size()), N = s[r - 1];
         if (N > 6) c.error("Det of matrices larger than 6x6 is not supported");
@@ -2804,6 +2836,7 @@ std::map<std::string, OpEntry> build_table() {
                 (void)n;
                 // A matmul with cos/sin tables that depend on the length only.
                 Tensor x = c.T(in.at(0));
+                need_rank(c, x, 2, 64, "input");
                 auto s = x.shape();
                 int64_t r = static_cast<int64_t>(s.size());
                 int64_t axis = norm_axis(c, c.attr_i("axis", 1), r - 1);
@@ -2935,6 +2968,9 @@ std::map<std::string, OpEntry> build_table() {
         if (xs.size() != 4) c.error("only 4-D input (2 spatial dims) is supported");
         int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
         auto gs = G.shape();
+        if (gs.size() != 4 || gs[0] != N || gs[3] != 2) {
+          c.error("grid " + lt::detail::shape_string(gs) + " is not [N, H_out, W_out, 2]");
+        }
         int64_t Ho = gs[1], Wo = gs[2];
         std::string mode = c.attr_s("mode", "bilinear");
         std::string pad = c.attr_s("padding_mode", "zeros");
@@ -3044,6 +3080,7 @@ std::map<std::string, OpEntry> build_table() {
         // Frames as strided slices, the window as a product, each frame's DFT as a matmul with
         // cos/sin tables that depend on the frame length only.
         Tensor x = c.T(in.at(0));
+        need_rank(c, x, 3, 3, "input");
         auto s = x.shape();  // [B, L, 1 or 2]
         int64_t step = c.ints(in.at(1)).at(0);
         Tensor win = in.size() > 2 && in[2].present ? c.T(in[2]) : Tensor();

@@ -118,6 +118,7 @@ void read_floats(Reader& r, int wt, std::vector<float>& out, const char* field) 
   std::string_view s = r.bytes();
   if (s.size() % 4) throw ParseError(std::string("packed ") + field + " not a multiple of 4");
   size_t n = s.size() / 4, base = out.size();
+  if (n == 0) return;  // memcpy of nothing may still not take a null pointer
   out.resize(base + n);
   std::memcpy(out.data() + base, s.data(), s.size());
 }
@@ -130,6 +131,7 @@ void read_doubles(Reader& r, int wt, std::vector<double>& out, const char* field
   std::string_view s = r.bytes();
   if (s.size() % 8) throw ParseError(std::string("packed ") + field + " not a multiple of 8");
   size_t n = s.size() / 8, base = out.size();
+  if (n == 0) return;
   out.resize(base + n);
   std::memcpy(out.data() + base, s.data(), s.size());
 }
