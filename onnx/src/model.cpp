@@ -190,7 +190,6 @@ RawTensor decode_tensor(const TensorP& t, const std::string& base_dir, const std
     raw = &external;
   }
   const size_t cs = lt_dtype_size(dt);
-  r.bytes.resize(n * cs);
   auto count_check = [&](size_t have) {
     if (have != n) {
       fail(LT_STATUS_SHAPE_MISMATCH, what + ": " + std::to_string(have) + " values for shape " +
@@ -198,6 +197,34 @@ RawTensor decode_tensor(const TensorP& t, const std::string& base_dir, const std
                                          std::to_string(n) + " elements)");
     }
   };
+  // The values present are counted against the shape before the shape's bytes are allocated.
+  if (!raw->empty() || t.external) {
+    if (raw->size() != n * esize) {
+      fail(LT_STATUS_SHAPE_MISMATCH, what + ": raw_data has " + std::to_string(raw->size()) +
+                                         " bytes, shape " + lt::detail::shape_string(t.dims) +
+                                         " of " + onnx_type_name(t.data_type) + " needs " +
+                                         std::to_string(n * esize));
+    }
+  } else {
+    switch (t.data_type) {
+      case kFloat:
+        count_check(t.float_data.size());
+        break;
+      case kDouble:
+        count_check(t.double_data.size());
+        break;
+      case kInt64:
+        count_check(t.int64_data.size());
+        break;
+      case kUint64:
+      case kUint32:
+        count_check(t.uint64_data.size());
+        break;
+      default:
+        count_check(t.int32_data.size());
+    }
+  }
+  r.bytes.resize(n * cs);
   auto put = [&](size_t i, double v, int64_t iv, bool is_int) {
     uint8_t* p = r.bytes.data() + i * cs;
     switch (dt) {

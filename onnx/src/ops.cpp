@@ -5,6 +5,7 @@
 #include "importer.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -1173,14 +1174,24 @@ Vals op_einsum(Ctx& c, const NodeP&, Vals& in) {
   }
   if (terms.size() != in.size())
     c.error("equation has " + std::to_string(terms.size()) + " operands");
+  for (char ch : eq) {
+    if (!std::isalpha(static_cast<unsigned char>(ch)) && ch != ',' && ch != '-' && ch != '>' &&
+        ch != '.') {
+      c.error(std::string("equation has the character '") + ch + "'");
+    }
+  }
   if (eq.find("...") != std::string::npos) {
     // Ellipsis: expand to letters A, B, ... for the broadcast dims.
     size_t maxr = 0;
     for (size_t i = 0; i < terms.size(); ++i) {
       size_t e = terms[i].find("...");
       if (e == std::string::npos) continue;
-      size_t r = c.T(in[i]).rank() - (terms[i].size() - 3);
-      maxr = std::max(maxr, r);
+      size_t rank = c.T(in[i]).rank(), named = terms[i].size() - 3;
+      if (rank < named || rank - named > 20) {
+        c.error("operand " + std::to_string(i) + " of rank " + std::to_string(rank) +
+                " does not fit '" + terms[i] + "'");
+      }
+      maxr = std::max(maxr, rank - named);
     }
     auto expand = [&](std::string t, size_t r) {
       size_t e = t.find("...");
