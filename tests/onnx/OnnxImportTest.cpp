@@ -214,6 +214,41 @@ TEST_F(OnnxImport, ImpossibleShapesNameFileAndNode) {
   }
 }
 
+// Inputs the libFuzzer harness found: a huge declared shape with no data (refused before its
+// bytes are allocated) and an LSTM whose weights have the wrong rank.
+TEST_F(OnnxImport, FuzzFindingsAreClearErrors) {
+  Graph g;
+  g.nodes = {node("Add", {"x", "big"}, {"y"}, "add")};
+  std::string big;
+  for (int64_t d : {int64_t(1) << 20, int64_t(1) << 19}) vint(big, 1, d);
+  vint(big, 2, 1);
+  bytes(big, 8, "big");
+  g.initializers = {big};
+  g.inputs = {value_info("x", 1, {1})};
+  g.outputs = {value_info("y", 1, {1})};
+  lt::Error e = load_error(write("big.onnx", g.encode()));
+  EXPECT_EQ(e.code(), LT_STATUS_SHAPE_MISMATCH) << e.what();
+  EXPECT_NE(std::string(e.what()).find("0 values for shape [1048576,524288]"), std::string::npos)
+      << e.what();
+
+  Graph r;
+  r.nodes = {node("LSTM", {"X", "W", "R"}, {"Y"}, "lstm", {Attr::Int("hidden_size", 3)})};
+  r.initializers = {tensor_f32("W", {12, 2}, std::vector<float>(24, 0.1f)),
+                    tensor_f32("R", {1, 12, 3}, std::vector<float>(36, 0.1f))};
+  r.inputs = {value_info("X", 1, {4, 1, 2})};
+  r.outputs = {value_info("Y", 1, {4, 1, 1, 3})};
+  auto m = lt::onnx::Model::load(dev_, write("lstm.onnx", r.encode()));
+  try {
+    m.run({{"X", lt::zeros(dev_, {4, 1, 2})}});
+    FAIL() << "an LSTM with a rank-2 W ran";
+  } catch (const lt::Error& err) {
+    EXPECT_NE(
+        std::string(err.what()).find("node 'lstm' (LSTM, opset 13): W has rank 2, expected 3"),
+        std::string::npos)
+        << err.what();
+  }
+}
+
 TEST_F(OnnxImport, ExternalDataLoadsAndEscapesAreRefused) {
   std::vector<float> w = {1, 2, 3, 4, 5, 6};
   write("weights.bin",
