@@ -1,6 +1,7 @@
 # Install and export rules (SDK engineer): headers, liblazytensor (versioned SONAME), the
-# LazyTensor::{core,plugin_api,cpp} targets, LazyTensorConfig.cmake + version file, the
-# lt_add_plugin() helper, lazytensor{,-cpp,-plugin}.pc and the example plugin's sources. Included last from the top-level CMakeLists.txt so
+# LazyTensor::{core,plugin_api,cpp,onnx} targets, LazyTensorConfig.cmake + version file, the
+# lt_add_plugin() helper, lazytensor{,-cpp,-plugin}.pc and the example plugin's sources.
+# Included last from the top-level CMakeLists.txt so
 # every target it names already exists. The tree is relocatable: nothing below records an
 # absolute prefix (the core finds plugins relative to itself, tools use $ORIGIN rpaths).
 include(CMakePackageConfigHelpers)
@@ -22,6 +23,11 @@ endif()
 if(TARGET lazytensor_cpp)
   list(APPEND lt_export_targets lazytensor_cpp)
 endif()
+if(TARGET lazytensor_onnx)
+  list(APPEND lt_export_targets lazytensor_onnx)
+  install(DIRECTORY "${PROJECT_SOURCE_DIR}/onnx/include/lazytensor"
+          DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}" FILES_MATCHING PATTERN "*.h" PATTERN "*.hpp")
+endif()
 install(TARGETS ${lt_export_targets} EXPORT LazyTensorTargets
         LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}" NAMELINK_COMPONENT Development
         ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
@@ -30,7 +36,7 @@ install(TARGETS ${lt_export_targets} EXPORT LazyTensorTargets
 install(EXPORT LazyTensorTargets NAMESPACE LazyTensor:: DESTINATION "${LT_CMAKE_INSTALL_DIR}")
 
 # Installed executables find liblazytensor next to them, wherever the prefix is moved.
-foreach(tool lt-info lt-run lt-conformance)
+foreach(tool lt-info lt-run lt-conformance lt-onnx)
   if(TARGET ${tool})
     set_target_properties(${tool} PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
   endif()

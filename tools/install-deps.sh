@@ -19,6 +19,8 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev valgrind
   # tests/interop: a second library's view of DLPack-exported memory (Eigen::Map)
   libeigen3-dev
+  # tests/onnx: the ONNX project's backend test suite (models, inputs, expected outputs)
+  libonnx-testdata
   # fuzzing (tests/fuzz, CI's fuzz lane): clang 15 brings libFuzzer and its sanitizer runtimes
   # (libclang-common-15-dev); clang 14 cannot compile _Float16 on x86-64
   clang-15

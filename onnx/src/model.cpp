@@ -1,0 +1,516 @@
+// model.cpp — the loader of LazyTensor::onnx: reads files safely, checks the model (opsets,
+// types, graph well-formedness), uploads initializers once, traces runs through the op table
+// of ops.cpp, and implements the C API of lt_onnx.h (no exception crosses it).
+#include "importer.hpp"
+#include "lazytensor/lt_onnx.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <sstream>
+
+namespace lt::onnx::detail {
+
+void fail(lt_status_code code, const std::string& msg) {
+  throw ImportError(code, msg);
+}
+
+DType carrier_dtype(int32_t t) {
+  switch (t) {
+    case kFloat:
+      return LT_DTYPE_F32;
+    case kDouble:
+      return LT_DTYPE_F64;
+    case kInt32:
+    case kInt8:
+    case kUint8:
+    case kInt16:
+    case kUint16:
+    case kUint32:
+      return LT_DTYPE_I32;
+    case kInt64:
+    case kUint64:
+      return LT_DTYPE_I64;
+    case kBool:
+      return LT_DTYPE_BOOL;
+    case kFloat16:
+      return LT_DTYPE_F16;
+    case kBfloat16:
+      return LT_DTYPE_BF16;
+    default:
+      return LT_DTYPE_INVALID;
+  }
+}
+
+namespace {
+
+constexpr uint64_t kMaxFileBytes = uint64_t(1) << 34;  // 16 GiB
+
+// Reads a whole regular file: opened O_NONBLOCK, fstat S_ISREG, size checked before allocating.
+std::vector<uint8_t> read_file(const std::string& path, uint64_t offset = 0, int64_t length = -1) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) fail(LT_STATUS_NOT_FOUND, path + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail(LT_STATUS_IO_ERROR, path + ": not a regular file");
+  }
+  uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (offset > size) {
+    ::close(fd);
+    fail(LT_STATUS_IO_ERROR, path + ": offset " + std::to_string(offset) +
+                                 " is past the end of the file (" + std::to_string(size) +
+                                 " bytes)");
+  }
+  uint64_t n = length < 0 ? size - offset : static_cast<uint64_t>(length);
+  if (n > size - offset) {
+    ::close(fd);
+    fail(LT_STATUS_IO_ERROR, path + ": " + std::to_string(n) + " bytes at offset " +
+                                 std::to_string(offset) + " exceed the file's " +
+                                 std::to_string(size) + " bytes");
+  }
+  if (n > kMaxFileBytes) {
+    ::close(fd);
+    fail(LT_STATUS_IO_ERROR, path + ": larger than 16 GiB");
+  }
+  std::vector<uint8_t> buf(n);
+  uint64_t got = 0;
+  while (got < n) {
+    ssize_t r = ::pread(fd, buf.data() + got, n - got, static_cast<off_t>(offset + got));
+    if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (r <= 0) {
+      ::close(fd);
+      fail(LT_STATUS_IO_ERROR, path + ": read failed after " + std::to_string(got) + " bytes");
+    }
+    got += static_cast<uint64_t>(r);
+  }
+  ::close(fd);
+  return buf;
+}
+
+std::string dir_of(const std::string& path) {
+  size_t s = path.rfind('/');
+  return s == std::string::npos ? "." : path.substr(0, s);
+}
+
+uint16_t f32_to_half_bits(float f, bool bf16) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if (bf16) {
+    if ((x & 0x7fffffff) > 0x7f800000) return 0x7fc0;
+    uint32_t r = x + 0x7fff + ((x >> 16) & 1);
+    return static_cast<uint16_t>(r >> 16);
+  }
+  // f32 -> f16, round to nearest even.
+  uint32_t sign = (x >> 16) & 0x8000;
+  int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = x & 0x7fffff;
+  if (((x >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00 | (mant ? 0x200 : 0));
+  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00);
+  if (exp <= 0) {
+    if (exp < -10) return static_cast<uint16_t>(sign);
+    mant |= 0x800000;
+    uint32_t shift = static_cast<uint32_t>(14 - exp);
+    uint32_t h = mant >> shift;
+    uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1))) ++h;
+    return static_cast<uint16_t>(sign | h);
+  }
+  uint32_t h = (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
+  uint32_t rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) ++h;
+  return static_cast<uint16_t>(sign | h);
+}
+
+}  // namespace
+
+int64_t RawTensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+RawTensor decode_tensor(const TensorP& t, const std::string& base_dir, const std::string& what) {
+  RawTensor r;
+  r.ot = t.data_type;
+  DType dt = carrier_dtype(t.data_type);
+  if (t.data_type == kString)
+    fail(LT_STATUS_UNSUPPORTED, "out of scope: " + what + " is a string tensor");
+  if (dt == LT_DTYPE_INVALID) {
+    fail(LT_STATUS_DTYPE_MISMATCH,
+         what + ": element type " + onnx_type_name(t.data_type) + " is not supported");
+  }
+  if (t.has_segment) fail(LT_STATUS_UNSUPPORTED, what + ": segmented tensors are not supported");
+  uint64_t n = 1;
+  for (int64_t d : t.dims) {
+    if (d < 0) fail(LT_STATUS_SHAPE_MISMATCH, what + ": negative dim " + std::to_string(d));
+    if (d > 0 && n > (uint64_t(1) << 40) / static_cast<uint64_t>(d)) {
+      fail(LT_STATUS_SHAPE_MISMATCH, what + ": more than 2^40 elements");
+    }
+    n *= static_cast<uint64_t>(d);
+  }
+  r.shape = t.dims;
+  size_t esize = onnx_type_size(t.data_type);
+  std::string external;
+  const std::string* raw = &t.raw_data;
+  if (t.external) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (auto& [k, v] : t.external_data) {
+      try {
+        if (k == "location")
+          location = v;
+        else if (k == "offset")
+          offset = std::stoll(v);
+        else if (k == "length")
+          length = std::stoll(v);
+      } catch (const std::exception&) {
+        fail(LT_STATUS_IO_ERROR, what + ": external_data " + k + " '" + v + "' is not a number");
+      }
+    }
+    if (location.empty() || location[0] == '/' || location.find("..") != std::string::npos) {
+      fail(LT_STATUS_IO_ERROR, what + ": external data location '" + location +
+                                   "' must be a relative path inside the model's directory");
+    }
+    if (offset < 0) fail(LT_STATUS_IO_ERROR, what + ": negative external data offset");
+    if (length >= 0 && static_cast<uint64_t>(length) != n * esize) {
+      fail(LT_STATUS_IO_ERROR, what + ": external data length " + std::to_string(length) +
+                                   " != " + std::to_string(n * esize) + " bytes of its shape");
+    }
+    std::vector<uint8_t> bytes = read_file(base_dir + "/" + location, static_cast<uint64_t>(offset),
+                                           static_cast<int64_t>(n * esize));
+    external.assign(bytes.begin(), bytes.end());
+    raw = &external;
+  }
+  const size_t cs = lt_dtype_size(dt);
+  auto count_check = [&](size_t have) {
+    if (have != n) {
+      fail(LT_STATUS_SHAPE_MISMATCH, what + ": " + std::to_string(have) + " values for shape " +
+                                         lt::detail::shape_string(t.dims) + " (" +
+                                         std::to_string(n) + " elements)");
+    }
+  };
+  // The values present are counted against the shape before the shape's bytes are allocated.
+  if (!raw->empty() || t.external) {
+    if (raw->size() != n * esize) {
+      fail(LT_STATUS_SHAPE_MISMATCH, what + ": raw_data has " + std::to_string(raw->size()) +
+                                         " bytes, shape " + lt::detail::shape_string(t.dims) +
+                                         " of " + onnx_type_name(t.data_type) + " needs " +
+                                         std::to_string(n * esize));
+    }
+  } else {
+    switch (t.data_type) {
+      case kFloat:
+        count_check(t.float_data.size());
+        break;
+      case kDouble:
+        count_check(t.double_data.size());
+        break;
+      case kInt64:
+        count_check(t.int64_data.size());
+        break;
+      case kUint64:
+      case kUint32:
+        count_check(t.uint64_data.size());
+        break;
+      default:
+        count_check(t.int32_data.size());
+    }
+  }
+  r.bytes.resize(n * cs);
+  auto put = [&](size_t i, double v, int64_t iv, bool is_int) {
+    uint8_t* p = r.bytes.data() + i * cs;
+    switch (dt) {
+      case LT_DTYPE_F32: {
+        float f = static_cast<float>(v);
+        std::memcpy(p, &f, 4);
+        break;
+      }
+      case LT_DTYPE_F64:
+        std::memcpy(p, &v, 8);
+        break;
+      case LT_DTYPE_I32: {
+        int32_t x = static_cast<int32_t>(is_int ? iv : static_cast<int64_t>(v));
+        std::memcpy(p, &x, 4);
+        break;
+      }
+      case LT_DTYPE_I64: {
+        int64_t x = is_int ? iv : static_cast<int64_t>(v);
+        std::memcpy(p, &x, 8);
+        break;
+      }
+      case LT_DTYPE_BOOL:
+        *p = (is_int ? iv != 0 : v != 0) ? 1 : 0;
+        break;
+      default:
+        break;
+    }
+  };
+  if (!raw->empty() || t.external) {
+    if (raw->size() != n * esize) {
+      fail(LT_STATUS_SHAPE_MISMATCH, what + ": raw_data has " + std::to_string(raw->size()) +
+                                         " bytes, shape " + lt::detail::shape_string(t.dims) +
+                                         " of " + onnx_type_name(t.data_type) + " needs " +
+                                         std::to_string(n * esize));
+    }
+    const uint8_t* s = reinterpret_cast<const uint8_t*>(raw->data());
+    if (esize == cs && t.data_type != kBool) {
+      // uint64 is reinterpreted as i64: values >= 2^63 wrap.
+      if (!raw->empty()) std::memcpy(r.bytes.data(), s, raw->size());
+    } else {
+      for (size_t i = 0; i < n; ++i) {
+        const uint8_t* e = s + i * esize;
+        int64_t iv = 0;
+        switch (t.data_type) {
+          case kUint8:
+            iv = e[0];
+            break;
+          case kInt8:
+            iv = static_cast<int8_t>(e[0]);
+            break;
+          case kBool:
+            iv = e[0] != 0;
+            break;
+          case kUint16: {
+            uint16_t x;
+            std::memcpy(&x, e, 2);
+            iv = x;
+            break;
+          }
+          case kInt16: {
+            int16_t x;
+            std::memcpy(&x, e, 2);
+            iv = x;
+            break;
+          }
+          case kUint32: {
+            uint32_t x;
+            std::memcpy(&x, e, 4);
+            iv = static_cast<int32_t>(x);
+            break;
+          }
+          default:
+            break;
+        }
+        put(i, 0, iv, true);
+      }
+    }
+    return r;
+  }
+  switch (t.data_type) {
+    case kFloat:
+      count_check(t.float_data.size());
+      for (size_t i = 0; i < n; ++i) put(i, t.float_data[i], 0, false);
+      break;
+    case kDouble:
+      count_check(t.double_data.size());
+      for (size_t i = 0; i < n; ++i) put(i, t.double_data[i], 0, false);
+      break;
+    case kInt64:
+      count_check(t.int64_data.size());
+      for (size_t i = 0; i < n; ++i) put(i, 0, t.int64_data[i], true);
+      break;
+    case kUint64:
+    case kUint32:
+      count_check(t.uint64_data.size());
+      for (size_t i = 0; i < n; ++i) put(i, 0, static_cast<int64_t>(t.uint64_data[i]), true);
+      break;
+    case kFloat16:
+    case kBfloat16:
+      count_check(t.int32_data.size());
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t b = static_cast<uint16_t>(t.int32_data[i]);
+        std::memcpy(r.bytes.data() + i * 2, &b, 2);
+      }
+      break;
+    default:
+      count_check(t.int32_data.size());
+      for (size_t i = 0; i < n; ++i) put(i, 0, t.int32_data[i], true);
+  }
+  return r;
+}
+
+std::vector<double> raw_to_doubles(const RawTensor& r) {
+  DType dt = carrier_dtype(r.ot);
+  size_t n = static_cast<size_t>(r.numel());
+  std::vector<double> out(n);
+  const uint8_t* p = r.bytes.data();
+  for (size_t i = 0; i < n; ++i) {
+    switch (dt) {
+      case LT_DTYPE_F32: {
+        float f;
+        std::memcpy(&f, p + 4 * i, 4);
+        out[i] = f;
+        break;
+      }
+      case LT_DTYPE_F64:
+        std::memcpy(&out[i], p + 8 * i, 8);
+        break;
+      case LT_DTYPE_I32: {
+        int32_t x;
+        std::memcpy(&x, p + 4 * i, 4);
+        out[i] = x;
+        break;
+      }
+      case LT_DTYPE_I64: {
+        int64_t x;
+        std::memcpy(&x, p + 8 * i, 8);
+        out[i] = static_cast<double>(x);
+        break;
+      }
+      case LT_DTYPE_BOOL:
+        out[i] = p[i] ? 1 : 0;
+        break;
+      case LT_DTYPE_F16:
+      case LT_DTYPE_BF16: {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = dt == LT_DTYPE_F16 ? lt::detail::f16_to_float(h) : lt::detail::bf16_to_float(h);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return out;
+}
+
+// ---- Ctx ----------------------------------------------------------------------------------
+
+namespace {
+int64_t sat_i64(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 9.2233720368547758e18) return std::numeric_limits<int64_t>::max();
+  if (v <= -9.2233720368547758e18) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
+Tensor upload(const Device& dev, const HostVals& h, int32_t ot) {
+  DType dt = carrier_dtype(ot);
+  size_t n = h.v.size(), cs = lt_dtype_size(dt);
+  std::vector<uint8_t> bytes(n * cs);
+  for (size_t i = 0; i < n; ++i) {
+    uint8_t* p = bytes.data() + i * cs;
+    double v = h.v[i];
+    switch (dt) {
+      case LT_DTYPE_F32: {
+        float f = static_cast<float>(v);
+        std::memcpy(p, &f, 4);
+        break;
+      }
+      case LT_DTYPE_F64:
+        std::memcpy(p, &v, 8);
+        break;
+      case LT_DTYPE_I32: {
+        int32_t x = static_cast<int32_t>(sat_i64(v));
+        std::memcpy(p, &x, 4);
+        break;
+      }
+      case LT_DTYPE_I64: {
+        int64_t x = sat_i64(v);
+        std::memcpy(p, &x, 8);
+        break;
+      }
+      case LT_DTYPE_BOOL:
+        *p = v != 0;
+        break;
+      case LT_DTYPE_F16:
+      case LT_DTYPE_BF16: {
+        uint16_t b = f32_to_half_bits(static_cast<float>(v), dt == LT_DTYPE_BF16);
+        std::memcpy(p, &b, 2);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  lt_tensor* out = nullptr;
+  check(lt_tensor_from_host(dev.get(), dt, h.shape.data(), h.shape.size(), bytes.data(),
+                            bytes.size(), &out));
+  return Tensor(out);
+}
+}  // namespace
+
+Tensor Ctx::T(Value& v) {
+  if (!v.present) error("a required input is missing");
+  if (!v.t.defined()) v.t = upload(dev, *v.h, v.ot);
+  return v.t;
+}
+
+std::vector<double> Ctx::doubles(Value& v) {
+  if (!v.present) error("a required input is missing");
+  if (v.h) return v.h->v;
+  // A shape input computed on the device: its value decides a shape, so it is read here.
+  RawTensor r;
+  r.ot = v.ot;
+  r.shape = v.t.shape();
+  r.bytes = v.t.to_bytes();
+  auto vals = raw_to_doubles(r);
+  auto h = std::make_shared<HostVals>();
+  h->shape = r.shape;
+  h->v = vals;
+  v.h = h;
+  return vals;
+}
+
+std::vector<int64_t> Ctx::ints(Value& v) {
+  std::vector<double> d = doubles(v);
+  std::vector<int64_t> out(d.size());
+  for (size_t i = 0; i < d.size(); ++i) out[i] = sat_i64(d[i]);
+  return out;
+}
+
+Value Ctx::from_tensor(Tensor t, int32_t ot) {
+  Value v;
+  v.present = true;
+  v.ot = ot;
+  v.t = std::move(t);
+  return v;
+}
+
+Value Ctx::from_host(std::vector<int64_t> shape, std::vector<double> vals, int32_t ot,
+                     bool shape_class) {
+  Value v;
+  v.present = true;
+  v.ot = ot;
+  auto h = std::make_shared<HostVals>();
+  h->shape = std::move(shape);
+  h->v = std::move(vals);
+  v.h = h;
+  v.shape_class = shape_class;
+  return v;
+}
+
+const AttributeP* Ctx::attr(const std::string& name) const {
+  for (const AttributeP& a : node->attributes) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+int64_t Ctx::attr_i(const std::string& name, int64_t def) const {
+  const AttributeP* a = attr(name);
+  return a ? a->i : def;
+}
+float Ctx::attr_f(const std::string& name, float def) const {
+  const AttributeP* a = attr(name);
+  return a ? a->f : def;
+}
+std::string Ctx::attr_s(const std::string& name, const std::string& def) const {
+  const AttributeP* a = attr(name);
+  return a ? a->s : def;
+}
+std::vector<int64_t> Ctx::attr_ints(const std::string& name) const {
+  const AttributeP* a = attr(name);
+  return a ? a->ints : std::vector<int64_t>{};
+}
+void Ctx::error(const std::string& msg) const {
+  fail(LT_STATUS_INVALID_ARGUMENT, msg);
+}
+
+}  // namespace lt::onnx::detail
