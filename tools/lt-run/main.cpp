@@ -186,6 +186,17 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
   lt::Device dev = o.device.empty() ? rt.default_device() : rt.find_device(o.device);
   const bool dist = o.distributed;
   const bool rank0 = lt::dist::rank() == 0;
+  if (dist)  // before any step: ranks that disagree would run different step counts
+    lt::dist::check_same_settings(
+        dev, {{"--batch", o.batch},
+              {"--epochs", o.epochs},
+              {"--hidden", o.hidden},
+              {"--seed", static_cast<int64_t>(o.seed)},
+              {"--model", static_cast<int64_t>(std::hash<std::string>{}(o.model))},
+              {"--steps", gpt.steps},
+              {"--context", gpt.context},
+              {"--layers", gpt.layers},
+              {"--width", gpt.width}});
   if (o.model == "gpt") {
     int rc = lt_run::run_gpt(gpt, rt, dev);
     if (rc == 0 && o.metrics && rank0) print_metrics_report(rt);

@@ -43,6 +43,32 @@ inline data::Shard shard() {
   }
 }
 
+// Every rank must run with the same settings (a global batch, a step count, a model): each
+// rank's values are all-gathered once, on `dev`, and a difference is an lt::Error, on every
+// rank, naming the setting and each rank's value ("--batch: 64 on rank 0, 16 on rank 1").
+// Without it, ranks that disagree run different numbers of steps and wait on each other.
+inline void check_same_settings(const Device& dev,
+                                const std::vector<std::pair<std::string, int64_t>>& settings) {
+  if (!initialized() || world_size() == 1 || settings.empty()) return;
+  std::vector<int64_t> mine;
+  for (const auto& kv : settings) mine.push_back(kv.second);
+  const auto n = static_cast<int64_t>(mine.size());
+  std::vector<int64_t> all = Tensor::from(dev, mine, {n}).all_gather().to_vector<int64_t>();
+  for (size_t k = 0; k < settings.size(); ++k) {
+    bool same = true;
+    std::string values;
+    for (int64_t r = 0; r < world_size(); ++r) {
+      const int64_t v = all[static_cast<size_t>(r * n) + k];
+      same = same && v == mine[k];
+      values += (r ? ", " : "") + std::to_string(v) + " on rank " + std::to_string(r);
+    }
+    if (!same)
+      throw Error(LT_STATUS_INVALID_ARGUMENT,
+                  "ranks were started with different settings: " + settings[k].first + ": " +
+                      values + " (every rank must be given the same ones)");
+  }
+}
+
 // Replaces every parameter by root's value (kept a leaf, requires_grad kept) and materialises
 // them: after it every rank starts from the same weights, whatever its own initialisation.
 inline void broadcast_parameters(const std::vector<Tensor*>& params, int64_t root = 0) {
