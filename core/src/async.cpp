@@ -3,6 +3,8 @@
 // until the next read of the graph's outputs or the next lt_sync on the device.
 #include "async.h"
 
+#include "profile.h"
+
 #include <algorithm>
 #include <chrono>
 
@@ -163,6 +165,7 @@ void wait_ticket(Device* dev, const TicketPtr& t) {
   if (!t->done()) {
     refuse_in_callback("reading a tensor of a queued graph on '" + dev->name + "'");
     auto t0 = std::chrono::steady_clock::now();
+    Span span(dev->runtime, "queue", "wait for a queued graph");
     t->wait();
     auto ns =
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)

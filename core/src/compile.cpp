@@ -8,6 +8,7 @@
 #include "device_client.h"
 #include "error.h"
 #include "graph_dump.h"
+#include "profile.h"
 
 namespace lt {
 namespace {
@@ -181,6 +182,10 @@ std::shared_ptr<Plan> compile_partition(Device* dev, Partition& part,
       }
     }
     std::string failed;  // why the target's compile failed, if it did
+    Span span(rt, "compile", "compile region");
+    if (span.on())
+      span.args(fmt::format("\"region\": {}, \"backend\": \"{}\", \"nodes\": {}", r,
+                            reg.dev->plugin->name, pr.members.size()));
     const client::Compiled exe = compile_region(reg.dev, fb_dev, gb.g, failed);
     reg.exe = exe.exe;
     if (!failed.empty())

@@ -137,6 +137,8 @@ void apply_file(Config& c, const std::string& path) {
       c.log_level = str("log_level", v);
     else if (k == "dump_dir")
       c.dump_dir = str("dump_dir", v);
+    else if (k == "profile")
+      c.profile = str("profile", v);
     else if (k == "dynamic_shapes")
       c.dynamic_shapes = str("dynamic_shapes", v);
     else if (k == "dynamic_buckets")
@@ -202,6 +204,7 @@ Config load_config(const lt_runtime_options* o) {
   over(c.fallback, "LT_FALLBACK", &lt_runtime_options::fallback);
   over(c.log_level, "LT_LOG_LEVEL", &lt_runtime_options::log_level);
   over(c.dump_dir, "LT_DUMP_DIR", &lt_runtime_options::dump_dir);
+  if (const char* v = env("LT_PROFILE")) c.profile = v;
   over(c.dynamic_shapes, "LT_DYNAMIC_SHAPES", &lt_runtime_options::dynamic_shapes);
   if (const char* v = env("LT_DYNAMIC_BUCKETS")) {
     nlohmann::json list = nlohmann::json::array();

@@ -6,6 +6,7 @@
 
 #include "collect.h"
 #include "plan_cache.h"
+#include "profile.h"
 #include "run.h"
 
 namespace lt {
@@ -84,11 +85,19 @@ static std::vector<TicketPtr> launch(Device* dev, std::vector<NodeRef>& roots, b
     }
   if (sync) dev->step_guard = {};
   if (pending.empty()) return queued;
-  Collected c;
-  collect(pending, c);
   Runtime* rt = dev->runtime;
+  Collected c;
+  {
+    Span span(rt, "stage", "collect");
+    collect(pending, c);
+    if (span.on()) span.args(fmt::format("\"nodes\": {}", c.nodes.size()));
+  }
   const uint64_t misses = rt->metrics.cache_misses.load(std::memory_order_relaxed);
-  Run r = rt->plans->lookup(dev, c);
+  Run r;
+  {
+    Span span(rt, "stage", "plan lookup");
+    r = rt->plans->lookup(dev, c);
+  }
   if (!sync) guard_read(dev, c, rt->metrics.cache_misses.load(std::memory_order_relaxed) != misses);
   if (dev->queue && !r.plan->compiled()->collectives) {
     queued.push_back(enqueue(dev, std::move(r), std::move(c)));
@@ -105,10 +114,27 @@ static std::vector<TicketPtr> launch(Device* dev, std::vector<NodeRef>& roots, b
 }
 
 void materialize(Device* dev, std::vector<NodeRef>& roots) {
+  Span span(dev->runtime, "step", "read");
   for (const TicketPtr& t : launch(dev, roots, false)) wait_ticket(dev, t);
 }
 
+// The profiler's "trace" span: the host's time since this device's last lt_sync ended (the
+// program tracing its next step), so that a step's spans add up to its wall time.
+void profile_trace_span(Device* dev) {
+  Profiler* p = dev->runtime->profiler.get();
+  if (!p) return;
+  auto from = dev->profile_step_end;
+  if (from == Profiler::Clock::time_point{}) from = p->started();
+  p->complete("step", "trace", from, Profiler::Clock::now());
+}
+
 void sync_device(Device* dev) {
+  profile_trace_span(dev);
+  struct StepEnd {  // the next step's trace span starts when this lt_sync returns or throws
+    Device* dev;
+    ~StepEnd() { dev->profile_step_end = Profiler::Clock::now(); }
+  } step_end{dev};
+  Span span(dev->runtime, "step", "lt_sync");
   std::vector<NodeRef> roots;
   {
     std::lock_guard lk(dev->reg_mu);

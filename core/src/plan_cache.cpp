@@ -9,6 +9,7 @@
 #include "error.h"
 #include "lazytensor/lower/error.hpp"
 #include "ops.h"
+#include "profile.h"
 
 namespace lt {
 namespace {
@@ -99,6 +100,9 @@ Run PlanCache::lookup(Device* dev, const Collected& c) {
 }
 
 std::shared_ptr<Plan> PlanCache::compile_miss(Device* dev, const Key& key, const Collected& c) {
+  Span span(rt_, "compile", "compile");
+  if (span.on())
+    span.args(fmt::format("\"device\": \"{}\", \"nodes\": {}", dev->name, c.nodes.size()));
   if (rt_->config.background_compile && rt_->fallback && rt_->fallback != dev->plugin)
     return background(dev, key, c);
   const bool dynamic = rt_->config.dynamic_shapes != "off";

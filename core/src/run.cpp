@@ -5,10 +5,13 @@
 #include <chrono>
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
 #include "custom_ops.h"
 #include "device_client.h"
 #include "dist.h"
 #include "error.h"
+#include "profile.h"
 
 namespace lt {
 namespace {
@@ -25,6 +28,10 @@ std::string node_desc(const Node* n) {
 }
 
 BufferPtr transfer(Runtime* rt, const Buffer* src, Device* to) {
+  Span span(rt, "transfer", "transfer");
+  if (span.on())
+    span.args(fmt::format("\"bytes\": {}, \"from\": \"{}\", \"to\": \"{}\"", src->nbytes,
+                          src->device->name, to->name));
   BufferPtr dst = to->allocator->allocate(src->nbytes);
   Device* from = src->device;
   size_t nb = src->nbytes;
@@ -171,7 +178,11 @@ void run_plan(Device* dev, const Plan& whole, Collected& c, std::span<const int6
         out_copy.resize(out_bytes);
         out = out_copy.data();
       }
-      dist_run(h, in, in_bytes, out);
+      {
+        Span span(rt, "collective", h.name);
+        if (span.on()) span.args(fmt::format("\"bytes\": {}", in_bytes));
+        dist_run(h, in, in_bytes, out);
+      }
       if (upload) {
         upload_to(dev, produced[h.node].get(), out, out_bytes);
         rt->metrics.bytes_to_device.fetch_add(out_bytes, std::memory_order_relaxed);
@@ -205,7 +216,10 @@ void run_plan(Device* dev, const Plan& whole, Collected& c, std::span<const int6
       int64_t numel = 1;
       for (int64_t d : h.shape) numel *= d;
       std::vector<unsigned char> out(static_cast<size_t>(numel) * lt_dtype_size(h.dtype));
-      run_custom_kernel(*h.op, gn, args, out.data());
+      {
+        Span span(rt, "execute", "custom op " + h.name);
+        run_custom_kernel(*h.op, gn, args, out.data());
+      }
       produced[h.node] = dev->allocator->allocate(out.size());
       upload_to(dev, produced[h.node].get(), out.data(), out.size());
       home[h.node] = produced[h.node].get();
@@ -224,7 +238,13 @@ void run_plan(Device* dev, const Plan& whole, Collected& c, std::span<const int6
       outs.push_back(produced[g]->handle);
     }
     region_t0 = Clock::now();  // the execute call only: transfers above are not the region's
-    client::execute(r.dev, r.exe, ins, outs, symbols);
+    {
+      Span span(rt, "execute", "region");
+      if (span.on())
+        span.args(fmt::format("\"region\": {}, \"label\": {}", ri,
+                              nlohmann::json(plan.region_labels[ri]).dump()));
+      client::execute(r.dev, r.exe, ins, outs, symbols);
+    }
     region_done();
   }
   // Roots take their buffers (on the graph's device); then the graph is cut.
@@ -273,6 +293,8 @@ void run_plan(Device* dev, const Plan& whole, Collected& c, std::span<const int6
 // Runs c as `run` says: for a bucket, inputs copied into padded buffers, the sizes as inputs,
 // roots cut back to their own shapes.
 void run(Device* dev, const Run& run, Collected& c) {
+  Span span(dev->runtime, "stage", "run");
+  if (span.on()) span.args(fmt::format("\"graph\": \"{:016x}\"", run.plan->key));
   if (!run.padded) return run_plan(dev, *run.plan, c, run.symbols);
   Padding pad;
   pad.inputs.resize(run.plan->compiled()->graph_inputs.size());

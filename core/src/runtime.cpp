@@ -15,6 +15,7 @@
 #include "error.h"
 #include "device_client.h"
 #include "plan_cache.h"
+#include "profile.h"
 #include "ops.h"
 
 namespace lt {
@@ -177,6 +178,8 @@ Runtime* runtime_create(const lt_runtime_options* options) {
     }
     if (!rt->default_device) rt->default_device = rt->devices.front().get();
   }
+  // Last: the first step's "trace" span starts when the runtime is ready.
+  if (!rt->config.profile.empty()) rt->profiler = std::make_unique<Profiler>(rt->config.profile);
   return rt.release();
 }
 
@@ -188,6 +191,7 @@ lt_runtime::~lt_runtime() {
   for (auto& d : devices)
     if (d->queue) d->queue->shutdown();
   if (plans) plans->shutdown();
+  profiler.reset();  // every span is in: the trace file is written now
   for (auto& d : devices) d->allocator->trim();
   for (auto& p : plugins)
     if (p->ctx) p->call_noexcept("destroy", [&] { p->api->destroy(p->ctx); });

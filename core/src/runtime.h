@@ -6,6 +6,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <list>
@@ -31,6 +32,7 @@ class OwnedGraph;
 }
 
 class PlanCache;
+class Profiler;
 
 // Effective configuration after file < environment < lt_runtime_options merging.
 struct Config {
@@ -47,6 +49,7 @@ struct Config {
   std::vector<int64_t> dynamic_buckets;  // static backends' bucket sizes; beyond: powers of two
   bool async_execution = false;          // lt_sync queues the execution on a per-device worker
   std::string dump_dir;
+  std::string profile;      // Chrome trace file of every step's stages (profile.h); "" when off
   std::string config_file;  // the file read, if any
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> plugin_options;
   std::vector<std::string> warnings;  // unknown keys etc., logged once the logger is set up
@@ -160,6 +163,9 @@ struct lt_device {
     int growing_reads = 0;
     bool warned = false;
   } step_guard;
+  // The profiler's "trace" span of this device runs from the end of its last lt_sync
+  // (executor.cpp, exec_mu) to the start of the next.
+  std::chrono::steady_clock::time_point profile_step_end{};
 
   // Registry of live tensors that may hold pending nodes (intrusive list, insertion order).
   std::mutex reg_mu;
@@ -203,6 +209,8 @@ struct lt_runtime {
   // Every compiled plan, dynamic plan, background compile and per-device compile history
   // (plan_cache.h).
   std::unique_ptr<lt::PlanCache> plans;
+  // Config profile / LT_PROFILE: the spans of every step (profile.h), written at destruction.
+  std::unique_ptr<lt::Profiler> profiler;
 
   std::mutex warn_mu;
   std::vector<std::string> warned_ops;  // fallback policy "warn": once per op

@@ -53,4 +53,8 @@ grep -q -- '--- sample (20 characters' "$dir/sample.out" || fail "no sample" sam
 if grep -qE '^(training:|compiling the training step|progress )' "$dir/sample.out"; then
   fail "--load with --generate trained" sample
 fi
-echo "OK: progress, compile time, restored settings, override note and sampling without training"
+# --profile writes a Chrome trace (its spans are checked in train_test's Profile.* test).
+run prof --epochs 1 --profile "$dir/trace.json"
+head -c 200 "$dir/trace.json" | grep -q '"traceEvents"' || fail "--profile wrote no trace" prof
+grep -q '"name": "lt_sync"' "$dir/trace.json" || fail "--profile: no lt_sync span" prof
+echo "OK: progress, compile time, restored settings, override note, sampling without training, profile"

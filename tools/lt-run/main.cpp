@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -34,6 +35,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Options {
   std::string device, data, metrics_json, optimizer = "adam", model = "mlp", plugin_path;
+  std::string profile;  // Chrome trace of every step's stages (LT_PROFILE)
   std::string precision = "f32";
   int64_t epochs = 20, batch = 32, hidden = 128;
   double lr = 0.003, test_fraction = 0.2;
@@ -179,6 +181,7 @@ std::map<std::string, double> plugin_totals(const lt::Runtime& rt, const std::st
 }
 
 int run(const Options& o, const lt_run::GptOptions& gpt) {
+  if (!o.profile.empty()) ::setenv("LT_PROFILE", o.profile.c_str(), 1);  // read by create()
   lt::RuntimeOptions ro;
   ro.device = o.device;
   ro.plugin_path = o.plugin_path;
@@ -447,6 +450,9 @@ int main(int argc, char** argv) {
   app.add_option("--data", o.data,
                  "digits CSV (.gz or plain; default: the shipped set, <prefix>/share/lazytensor)");
   app.add_option("--metrics-json", o.metrics_json, "write accuracy and metrics as JSON here");
+  app.add_option("--profile", o.profile,
+                 "write a Chrome trace of every step's stages here (LT_PROFILE; open it in "
+                 "Perfetto or chrome://tracing)");
   app.add_flag("--metrics", o.metrics,
                "print the full metrics report at the end: per-graph compile and run time, the top "
                "graphs, per-region time, counters");
