@@ -93,7 +93,7 @@ PlanSource::PlanSource(const lt_graph& g, const Collected& c, std::string reason
   input_names.resize(g.num_inputs, "(size)");
 }
 
-Placement placement(Device* dev) {
+Placement placement(Device* dev, const Collected* live) {
   Runtime* rt = dev->runtime;
   Placement pl;
   pl.target = dev->plugin->name;
@@ -104,12 +104,16 @@ Placement placement(Device* dev) {
   pl.is_custom = [](const char* op) { return find_custom_op(op) != nullptr; };
   pl.policy = rt->policy;
   pl.max_region_nodes = rt->config.max_region_nodes;
-  pl.warn = [rt, dev](const char* op, const std::string& desc) {
+  pl.warn = [rt, dev, live](const char* op, const std::string& desc, int32_t node) {
     std::lock_guard lk(rt->warn_mu);
     if (std::find(rt->warned_ops.begin(), rt->warned_ops.end(), op) != rt->warned_ops.end()) return;
     rt->warned_ops.push_back(op);
-    rt->log->warn("op '{}' ({}) is not supported by backend '{}'; running it on '{}'", op, desc,
-                  dev->plugin->name, rt->fallback->name);
+    std::string at;
+    if (live && node >= 0 && static_cast<size_t>(node) < live->nodes.size())
+      if (std::string loc = trace_location(live->nodes[static_cast<size_t>(node)]); !loc.empty())
+        at = ", traced at " + loc;
+    rt->log->warn("op '{}' ({}{}) is not supported by backend '{}'; running it on '{}'", op, desc,
+                  at, dev->plugin->name, rt->fallback->name);
   };
   return pl;
 }
@@ -122,9 +126,10 @@ std::vector<PreparedRegion> prepare_regions(Partition& part) {
   return out;
 }
 
-std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& g, const PlanSource& src) {
+std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& g, const PlanSource& src,
+                                   const Collected* live) {
   const auto t0 = Clock::now();
-  Partition part = partition(g, placement(dev));
+  Partition part = partition(g, placement(dev, live));
   std::vector<PreparedRegion> regions = prepare_regions(part);
   return compile_partition(dev, part, regions, src, nullptr, nullptr, t0);
 }

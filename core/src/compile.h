@@ -30,7 +30,9 @@ struct PlanSource {
 
 // The placement the partition stage asks for `dev`: its plugin's answers, the fallback's
 // (cpu_eager, when it is another plugin), custom ops, the runtime's policy and region limit.
-Placement placement(Device* dev);
+// `live`: the collected graph `g` was built from, on the calling thread, so that a fallback
+// warning can name the line that traced the node (null: a copy, a background compile).
+Placement placement(Device* dev, const Collected* live = nullptr);
 
 // A region graph ready to compile; `exprs` are a dynamic region's expressions (buf.g points at
 // them once set).
@@ -39,8 +41,9 @@ struct PreparedRegion {
   std::vector<lt_dim_expr> exprs;
 };
 
-// Partitions and compiles `g` for `dev`.
-std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& g, const PlanSource& src);
+// Partitions and compiles `g` for `dev` (`live`: as for placement()).
+std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& g, const PlanSource& src,
+                                   const Collected* live = nullptr);
 
 // Compiles a partition whose regions' graphs are prepared (dynamic regions carry their
 // expressions). `started`: when the compile began (partitioning counts as compile time).

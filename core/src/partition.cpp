@@ -104,7 +104,8 @@ Site place_declined(Partition& part, const lt_graph& g, size_t i, const Placemen
     fail(LT_STATUS_UNSUPPORTED,
          "op '{}' ({}) is supported neither by '{}' nor by the fallback '{}'", op, part.describe(i),
          pl.target, pl.fallback);
-  if (pl.policy == FallbackPolicy::kWarn && pl.warn) pl.warn(op, part.describe(i));
+  if (pl.policy == FallbackPolicy::kWarn && pl.warn)
+    pl.warn(op, part.describe(i), part.decomposed ? -1 : static_cast<int32_t>(i));
   add_count(part.op_counts, std::string("fallback.") + op);
   ++part.fallback_nodes;
   return Site::kFallback;

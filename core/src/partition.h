@@ -30,8 +30,9 @@ struct Placement {
   std::function<bool(const char* op)> is_custom;  // a run-time custom op (null: none)
   FallbackPolicy policy = FallbackPolicy::kWarn;
   size_t max_region_nodes = 0;  // 0: no limit
-  // Policy "warn": called for each node sent to the fallback (the caller warns once per op).
-  std::function<void(const char* op, const std::string& desc)> warn;
+  // Policy "warn": called for each node sent to the fallback (the caller warns once per op);
+  // `node` indexes the graph given to partition(), or is -1 for a node of its decomposition.
+  std::function<void(const char* op, const std::string& desc, int32_t node)> warn;
 };
 
 enum class Site : uint8_t {

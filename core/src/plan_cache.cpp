@@ -35,10 +35,28 @@ const lt_graph& dynamic_graph(Plan& p) {
   return std::get<BucketedPlan>(p.kind).dyn_graph->view();
 }
 
+// Where the user's program made collected node i: its own traced line, or for an input without
+// one (host data) the line of the first node that reads it; "" when neither is known.
+std::string where_traced(const Collected& c, size_t i) {
+  if (std::string loc = trace_location(c.nodes[i]); !loc.empty()) return ", traced at " + loc;
+  if (!c.is_input(i)) return {};
+  for (size_t n = 0; n < c.nodes.size(); ++n) {
+    if (c.is_input(n)) continue;
+    for (int32_t k = c.op_begin[n]; k < c.op_begin[n + 1]; ++k)
+      if (c.operand_idx[static_cast<size_t>(k)] == static_cast<int32_t>(i)) {
+        std::string loc = trace_location(c.nodes[n]);
+        if (!loc.empty()) return ", first used at " + loc;
+        break;
+      }
+  }
+  return {};
+}
+
 // What differs between two graphs of one program: the inputs whose shape or dtype changed,
-// named ("input 3 'x' dim 0: 32 -> 24"), else the first inner node whose shape changed.
+// named ("input 3 'x' dim 0: 32 -> 24, first used at train.cpp:57"), else the first inner node
+// whose shape changed.
 template <class Signature>
-std::string program_diff(const Signature& old, const Signature& sig) {
+std::string program_diff(const Signature& old, const Signature& sig, const Collected& c) {
   std::vector<std::string> parts;
   size_t changed = 0;
   for (size_t k = 0; k < sig.inputs.size(); ++k) {
@@ -57,7 +75,8 @@ std::string program_diff(const Signature& old, const Signature& sig) {
     if (what.empty()) continue;
     if (++changed > 3) continue;
     const std::string& name = sig.input_names[k];
-    parts.push_back(fmt::format("input {}{} {}", k, name.empty() ? "" : " '" + name + "'", what));
+    parts.push_back(fmt::format("input {}{} {}{}", k, name.empty() ? "" : " '" + name + "'", what,
+                                where_traced(c, static_cast<size_t>(sig.inputs[k]))));
   }
   if (changed > 3) parts.push_back(fmt::format("and {} more inputs", changed - 3));
   if (!parts.empty()) {
@@ -67,8 +86,8 @@ std::string program_diff(const Signature& old, const Signature& sig) {
   }
   for (size_t i = 0; i < sig.shapes.size(); ++i)
     if (old.shapes[i] != sig.shapes[i])
-      return fmt::format("node {} ({}) shape {} -> {}", i, op_name(sig.ops[i]),
-                         dims_str(old.shapes[i]), dims_str(sig.shapes[i]));
+      return fmt::format("node {} ({}) shape {} -> {}{}", i, op_name(sig.ops[i]),
+                         dims_str(old.shapes[i]), dims_str(sig.shapes[i]), where_traced(c, i));
   return "same program, input shapes and dtypes: attributes changed";
 }
 
@@ -116,7 +135,7 @@ std::shared_ptr<Plan> PlanCache::compile_miss(Device* dev, const Key& key, const
     std::string why = count_miss(dev, c);
     bool static_plan = false;
     if (dynamic) plan = try_dynamic(dev, c, full.g, why, &static_plan);
-    if (!plan) plan = compile_plan(dev, full.g, PlanSource(c, why));
+    if (!plan) plan = compile_plan(dev, full.g, PlanSource(c, why), &c);
     if (dynamic && !std::holds_alternative<DynamicInstance>(plan->kind)) remember(dev, c, full.g);
   }
   insert(key, plan);
@@ -207,7 +226,7 @@ std::string PlanCache::miss_reason(History& hist, Device* dev, const Collected& 
            s.inputs == sig.inputs;  // (a hash collision is no match)
   });
   if (same != recent.end()) {
-    why = program_diff(*same, sig);
+    why = program_diff(*same, sig, c);
     recent.erase(same);
   } else if (recent.empty()) {
     why = fmt::format("{}: first graph compiled on this device", dev->name);
@@ -298,7 +317,7 @@ std::shared_ptr<Plan> PlanCache::background(Device* dev, const Key& key, const C
   auto on_fallback = [&](const std::string& why) {
     GraphBuf full;
     full_graph(c, full);
-    auto p = compile_plan(fb, full.g, PlanSource(c, why));
+    auto p = compile_plan(fb, full.g, PlanSource(c, why), &c);
     p->made = Plan::Made::kStandIn;
     return p;
   };

@@ -143,7 +143,10 @@ TEST(Partition, WarnPolicyReportsEachFallbackNode) {
   OwnedGraph g = chain();
   Placement p = placement({"tanh", "exp"});
   std::vector<std::string> warned;
-  p.warn = [&](const char* op, const std::string&) { warned.emplace_back(op); };
+  p.warn = [&](const char* op, const std::string&, int32_t node) {
+    warned.emplace_back(op);
+    EXPECT_GE(node, 0);  // not decomposed: the node of the graph given
+  };
   (void)lt::partition(g.view(), p);
   EXPECT_EQ(warned, (std::vector<std::string>{"exp", "tanh"}));
 }
