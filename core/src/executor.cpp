@@ -123,8 +123,8 @@ void materialize(Device* dev, std::vector<NodeRef>& roots) {
 void profile_trace_span(Device* dev) {
   Profiler* p = dev->runtime->profiler.get();
   if (!p) return;
-  auto from = dev->profile_step_end;
-  if (from == Profiler::Clock::time_point{}) from = p->started();
+  const int64_t ns = dev->profile_step_end_ns.load(std::memory_order_relaxed);
+  const auto from = ns ? Profiler::Clock::time_point(std::chrono::nanoseconds(ns)) : p->started();
   p->complete("step", "trace", from, Profiler::Clock::now());
 }
 
@@ -132,7 +132,13 @@ void sync_device(Device* dev) {
   profile_trace_span(dev);
   struct StepEnd {  // the next step's trace span starts when this lt_sync returns or throws
     Device* dev;
-    ~StepEnd() { dev->profile_step_end = Profiler::Clock::now(); }
+    ~StepEnd() {
+      if (!dev->runtime->profiler) return;
+      const auto now = Profiler::Clock::now().time_since_epoch();
+      dev->profile_step_end_ns.store(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(),
+          std::memory_order_relaxed);
+    }
   } step_end{dev};
   Span span(dev->runtime, "step", "lt_sync");
   std::vector<NodeRef> roots;

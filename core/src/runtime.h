@@ -163,9 +163,10 @@ struct lt_device {
     int growing_reads = 0;
     bool warned = false;
   } step_guard;
-  // The profiler's "trace" span of this device runs from the end of its last lt_sync
-  // (executor.cpp, exec_mu) to the start of the next.
-  std::chrono::steady_clock::time_point profile_step_end{};
+  // The profiler's "trace" span of this device runs from the end of its last lt_sync to the
+  // start of the next (executor.cpp; steady-clock ns, 0 before the first; atomic: several
+  // threads may sync one device).
+  std::atomic<int64_t> profile_step_end_ns{0};
 
   // Registry of live tensors that may hold pending nodes (intrusive list, insertion order).
   std::mutex reg_mu;
