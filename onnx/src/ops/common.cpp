@@ -1,4 +1,4 @@
-// ops/common.cpp — the helpers shared by the op translation families (declared in common.hpp).
+// ops/common.cpp — the helpers shared by the op families (declared in common.hpp).
 #include "common.hpp"
 
 #include <algorithm>

@@ -1,5 +1,4 @@
-// ops/common.hpp — helpers shared by the ai.onnx op translations (ops/*.cpp) and the per-family
-// registration functions that ops.cpp's op_table() calls.
+// ops/common.hpp — helpers shared by the ONNX op families (ops/*.cpp) and their add_*_ops().
 #ifndef LAZYTENSOR_ONNX_OPS_COMMON_HPP
 #define LAZYTENSOR_ONNX_OPS_COMMON_HPP
 

@@ -1,5 +1,4 @@
-// ops/conv_pool.cpp — LazyTensor::onnx translations of the convolution and pooling: Conv,
-// ConvTranspose, ConvInteger, Max/Average/Lp/Global pools, MaxUnpool.
+// ops/conv_pool.cpp — ONNX convolutions and pools: Conv, ConvTranspose, *Pool, MaxUnpool, ...
 #include "common.hpp"
 
 #include <algorithm>

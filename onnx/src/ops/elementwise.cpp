@@ -1,5 +1,4 @@
-// ops/elementwise.cpp — LazyTensor::onnx translations of the elementwise ai.onnx ops: unary math
-// and activations, arithmetic, comparisons, logic, Where, Cast, Identity, Dropout.
+// ops/elementwise.cpp — ONNX elementwise ops: unary math, activations, arithmetic, logic, Cast.
 #include "common.hpp"
 
 #include <algorithm>

@@ -1,5 +1,4 @@
-// ops/gather_scatter.cpp — LazyTensor::onnx translations of the indexing ops: Gather*, Scatter*,
-// Compress, ReverseSequence, OneHot.
+// ops/gather_scatter.cpp — ONNX indexing ops: Gather*, Scatter*, Compress, ReverseSequence, OneHot.
 #include "common.hpp"
 
 #include <algorithm>

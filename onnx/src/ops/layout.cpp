@@ -1,5 +1,4 @@
-// ops/layout.cpp — LazyTensor::onnx translations of the layout ops: Expand, Tile, Pad,
-// DepthToSpace, SpaceToDepth, Trilu, CumSum.
+// ops/layout.cpp — ONNX layout ops: Expand, Tile, Pad, DepthToSpace, SpaceToDepth, Trilu, CumSum.
 #include "common.hpp"
 
 #include <algorithm>

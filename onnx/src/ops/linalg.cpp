@@ -1,5 +1,4 @@
-// ops/linalg.cpp — LazyTensor::onnx translations of the contractions and linear algebra: MatMul,
-// Gemm, Einsum, MatMulInteger, Det.
+// ops/linalg.cpp — ONNX contractions and linear algebra: MatMul, Gemm, Einsum, Det, ...
 #include "common.hpp"
 
 #include <algorithm>

@@ -1,5 +1,4 @@
-// ops/norm.cpp — LazyTensor::onnx translations of the normalizations (Batch, Instance, Layer,
-// MeanVariance, LRN) and the NLL / softmax cross-entropy losses.
+// ops/norm.cpp — ONNX normalizations (Batch, Instance, Layer, MVN, LRN) and NLL / SCE losses.
 #include "common.hpp"
 
 #include <algorithm>

@@ -1,5 +1,4 @@
-// ops/quant.cpp — LazyTensor::onnx translations of the quantization: QuantizeLinear,
-// DequantizeLinear, DynamicQuantizeLinear, QLinearConv, QLinearMatMul.
+// ops/quant.cpp — ONNX quantization: (Dynamic)QuantizeLinear, DequantizeLinear, QLinearConv/MatMul.
 #include "common.hpp"
 
 #include <algorithm>

@@ -1,5 +1,4 @@
-// ops/reduce.cpp — LazyTensor::onnx translations of the reductions (Reduce*, ArgMax/ArgMin, TopK)
-// and Softmax, LogSoftmax, Hardmax.
+// ops/reduce.cpp — ONNX reductions (Reduce*, ArgMax/Min, TopK) and Softmax, LogSoftmax, Hardmax.
 #include "common.hpp"
 
 #include <algorithm>

@@ -1,5 +1,4 @@
-// ops/rnn.cpp — LazyTensor::onnx translations of the recurrent layers: RNN, GRU, LSTM, unrolled
-// over the sequence.
+// ops/rnn.cpp — ONNX recurrent layers RNN, GRU, LSTM, unrolled over the (static) sequence.
 #include "common.hpp"
 
 #include <algorithm>

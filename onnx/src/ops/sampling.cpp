@@ -1,4 +1,4 @@
-// ops/sampling.cpp — LazyTensor::onnx translations of the resampling: Resize, Upsample, GridSample.
+// ops/sampling.cpp — ONNX resampling ops: Resize, Upsample, GridSample.
 #include "common.hpp"
 
 #include <algorithm>

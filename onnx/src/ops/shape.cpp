@@ -1,6 +1,4 @@
-// ops/shape.cpp — LazyTensor::onnx translations of the constants and shape ops (Constant, Shape,
-// Size, ConstantOfShape, Range, EyeLike) and Reshape, Flatten, Transpose, (Un)Squeeze, Concat,
-// Split, Slice.
+// ops/shape.cpp — ONNX constant and shape ops: Constant, Shape, Range, Reshape, Concat, Slice, ...
 #include "common.hpp"
 
 #include <algorithm>

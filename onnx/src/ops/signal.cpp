@@ -1,5 +1,4 @@
-// ops/signal.cpp — LazyTensor::onnx translations of the signal and feature ops:
-// Hann/Hamming/Blackman windows, DFT, STFT, TfIdfVectorizer.
+// ops/signal.cpp — ONNX signal and feature ops: Hann/Hamming/Blackman windows, DFT, STFT, TfIdf.
 #include "common.hpp"
 
 #include <algorithm>
