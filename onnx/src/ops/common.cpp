@@ -235,8 +235,8 @@ Tensor reduce_op(Ctx& c, const std::string& op, Tensor x, std::vector<int64_t> a
   c.error("unknown reduction " + op);
 }
 
-Tensor unsqueeze_t(const Tensor& x, std::vector<int64_t> axes, Ctx& c) {
-  auto s = x.shape();
+std::vector<int64_t> unsqueeze_shape(Ctx& c, const std::vector<int64_t>& s,
+                                     std::vector<int64_t> axes) {
   int64_t r = static_cast<int64_t>(s.size() + axes.size());
   for (auto& a : axes) a = norm_axis(c, a, r);
   std::sort(axes.begin(), axes.end());
@@ -250,7 +250,11 @@ Tensor unsqueeze_t(const Tensor& x, std::vector<int64_t> axes, Ctx& c) {
       out.push_back(s[j++]);
     }
   }
-  return x.reshape(out);
+  return out;
+}
+
+Tensor unsqueeze_t(const Tensor& x, std::vector<int64_t> axes, Ctx& c) {
+  return x.reshape(unsqueeze_shape(c, x.shape(), std::move(axes)));
 }
 
 std::vector<int64_t> reshape_target(Ctx& c, const std::vector<int64_t>& in,

@@ -68,6 +68,9 @@ Window window(Ctx& c, const std::vector<int64_t>& in_spatial, std::vector<int64_
 // Convolution: 2-D through conv2d; 1-D as 2-D with H = 1; 3-D as a sum of 2-D convolutions
 // over the depth taps.
 Tensor conv_nd(Ctx& c, Tensor x, Tensor w, Tensor b, const Window& win, int64_t group);
+// The shape `s` with a 1 inserted at each of `axes` (Unsqueeze on host values and on tensors).
+std::vector<int64_t> unsqueeze_shape(Ctx& c, const std::vector<int64_t>& s,
+                                     std::vector<int64_t> axes);
 Tensor unsqueeze_t(const Tensor& x, std::vector<int64_t> axes, Ctx& c);
 std::vector<int64_t> reshape_target(Ctx& c, const std::vector<int64_t>& in,
                                     std::vector<int64_t> shape, bool allowzero);

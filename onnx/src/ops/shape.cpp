@@ -161,19 +161,7 @@ void add_shape_ops(std::map<std::string, OpEntry>& t) {
                       (void)n;
                       auto axes = c.opset >= 13 ? c.ints(in.at(1)) : c.attr_ints("axes");
                       if (all_host({in.at(0)})) {
-                        auto s = in[0].h->shape;
-                        int64_t r = static_cast<int64_t>(s.size() + axes.size());
-                        for (auto& a : axes) a = norm_axis(c, a, r);
-                        std::sort(axes.begin(), axes.end());
-                        std::vector<int64_t> out;
-                        size_t j = 0, k = 0;
-                        for (int64_t i = 0; i < r; ++i) {
-                          if (k < axes.size() && axes[k] == i) {
-                            out.push_back(1);
-                            ++k;
-                          } else
-                            out.push_back(s[j++]);
-                        }
+                        auto out = unsqueeze_shape(c, in[0].h->shape, axes);
                         return {c.from_host(out, in[0].h->v, in[0].ot, true)};
                       }
                       return one(c, unsqueeze_t(c.T(in[0]), axes, c), in[0].ot);
