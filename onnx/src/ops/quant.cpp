@@ -9,6 +9,22 @@
 
 namespace lt::onnx::detail {
 
+namespace {
+
+// A 1-D scale or zero point of a per-axis (de)quantization viewed along `axis` of the input of
+// shape `xs` (normalized in place on first use); anything else is returned as it is.
+Tensor per_axis_view(Ctx& c, Tensor v, const std::vector<int64_t>& xs, int64_t& axis) {
+  if (v.rank() == 1 && xs.size() > 1 && v.shape()[0] > 1) {
+    axis = norm_axis(c, axis, static_cast<int64_t>(xs.size()));
+    std::vector<int64_t> rs(xs.size(), 1);
+    rs[axis] = v.shape()[0];
+    return v.reshape(rs);
+  }
+  return v;
+}
+
+}  // namespace
+
 void add_quant_ops(std::map<std::string, OpEntry>& t) {
   t["QuantizeLinear"] = {
       [](Ctx& c, const NodeP& n, Vals& in) -> Vals {
@@ -17,15 +33,7 @@ void add_quant_ops(std::map<std::string, OpEntry>& t) {
         int32_t ot = in.size() > 2 && in[2].present ? in[2].ot : kUint8;
         auto xs = x.shape();
         int64_t axis = c.attr_i("axis", 1);
-        auto per_axis = [&](Tensor v) {
-          if (v.rank() == 1 && xs.size() > 1 && v.shape()[0] > 1) {
-            axis = norm_axis(c, axis, static_cast<int64_t>(xs.size()));
-            std::vector<int64_t> rs(xs.size(), 1);
-            rs[axis] = v.shape()[0];
-            return v.reshape(rs);
-          }
-          return v;
-        };
+        auto per_axis = [&](Tensor v) { return per_axis_view(c, v, xs, axis); };
         Tensor q = round_even(c, x.cast(LT_DTYPE_F32) / per_axis(s).cast(LT_DTYPE_F32));
         if (in.size() > 2 && in[2].present) q = q + per_axis(c.T(in[2])).cast(LT_DTYPE_F32);
         double lo = ot == kUint8 ? 0 : ot == kInt8 ? -128 : ot == kUint16 ? 0 : -32768;
@@ -40,13 +48,7 @@ void add_quant_ops(std::map<std::string, OpEntry>& t) {
                              auto xs = x.shape();
                              int64_t axis = c.attr_i("axis", 1);
                              auto per_axis = [&](Tensor v) {
-                               if (v.rank() == 1 && xs.size() > 1 && v.shape()[0] > 1) {
-                                 axis = norm_axis(c, axis, static_cast<int64_t>(xs.size()));
-                                 std::vector<int64_t> rs(xs.size(), 1);
-                                 rs[axis] = v.shape()[0];
-                                 return v.reshape(rs);
-                               }
-                               return v;
+                               return per_axis_view(c, v, xs, axis);
                              };
                              Tensor xf = x.cast(LT_DTYPE_F32);
                              if (in.size() > 2 && in[2].present)
