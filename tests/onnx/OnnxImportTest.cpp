@@ -212,6 +212,21 @@ TEST_F(OnnxImport, ImpossibleShapesNameFileAndNode) {
     EXPECT_NE(msg.find("node 'bad_reshape' (Reshape"), std::string::npos) << msg;
     EXPECT_NE(msg.find("cannot reshape [2,3] to [4,4]"), std::string::npos) << msg;
   }
+  // An Unsqueeze that inserts one axis twice (it read past the input's dims before).
+  Graph u;
+  u.nodes = {node("Unsqueeze", {"x", "axes"}, {"y"}, "twice")};
+  u.initializers = {tensor_i64("axes", {2}, {0, 0})};
+  u.inputs = {value_info("x", 1, {2, 3})};
+  u.outputs = {value_info("y", 1, {1, 1, 2, 3})};
+  auto m3 = lt::onnx::Model::load(dev_, write("unsqueeze.onnx", u.encode()));
+  try {
+    m3.run({{"x", x}});
+    FAIL() << "an Unsqueeze of a repeated axis ran";
+  } catch (const lt::Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("node 'twice' (Unsqueeze"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("repeat an axis"), std::string::npos) << msg;
+  }
 }
 
 // Inputs the libFuzzer harness found: a huge declared shape with no data (refused before its

@@ -240,6 +240,9 @@ std::vector<int64_t> unsqueeze_shape(Ctx& c, const std::vector<int64_t>& s,
   int64_t r = static_cast<int64_t>(s.size() + axes.size());
   for (auto& a : axes) a = norm_axis(c, a, r);
   std::sort(axes.begin(), axes.end());
+  // A repeated axis would leave the output rank short of the input's dims (read past them).
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    c.error("axes repeat an axis (each output axis may be inserted once)");
   std::vector<int64_t> out;
   size_t j = 0, k = 0;
   for (int64_t i = 0; i < r; ++i) {
