@@ -13,10 +13,10 @@ namespace {
 
 namespace pb = ::onnx;
 
-// protobuf reads at most INT_MAX bytes per message (ParseFromArray takes an int); ONNX keeps
-// models past 2 GiB in external-data files, so a larger .onnx is refused with that reason.
-// The total-bytes limit is set explicitly to this cap so the limit is ours, not a default.
-constexpr size_t kMaxMessageBytes = INT_MAX;
+// The total-bytes limit is set explicitly to kMaxProtoBytes, so the cap is ours, not a default
+// of the protobuf version installed.
+constexpr size_t kMaxMessageBytes = kMaxProtoBytes;
+static_assert(kMaxProtoBytes <= INT_MAX);
 
 template <class Msg>
 void parse(Msg& msg, const uint8_t* data, size_t size, const char* what) {

@@ -36,6 +36,10 @@ enum OnnxType : int32_t {
   kComplex128 = 15,
   kBfloat16 = 16,
 };
+// The largest message protobuf parses (its sizes are int): model and TensorProto files are
+// refused past it before they are read; ONNX keeps larger weights in external-data files.
+constexpr uint64_t kMaxProtoBytes = 0x7fffffff;
+
 const char* onnx_type_name(int32_t t);
 // Bytes per element of a fixed-size type; 0 for string, undefined and unknown types.
 size_t onnx_type_size(int32_t t);
