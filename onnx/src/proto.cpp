@@ -28,7 +28,7 @@ void parse(Msg& msg, const uint8_t* data, size_t size, const char* what) {
   google::protobuf::io::CodedInputStream in(data, static_cast<int>(size));
   in.SetTotalBytesLimit(static_cast<int>(kMaxMessageBytes));
   if (!msg.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage()) {
-    throw ParseError("protobuf could not parse it as an " + std::string(what) +
+    throw ParseError("protobuf could not parse it as a " + std::string(what) +
                      " (truncated, a length field exceeds the bytes left, or not protobuf)");
   }
 }
