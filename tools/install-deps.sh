@@ -19,6 +19,9 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev valgrind
   # tests/interop: a second library's view of DLPack-exported memory (Eigen::Map)
   libeigen3-dev
+  # onnx (LazyTensor::onnx): the ONNX project's generated protobuf classes (onnx_proto) and the
+  # protobuf runtime that parses model files, instead of a hand-written reader
+  libonnx-dev libprotobuf-dev
   # tests/onnx: the ONNX project's backend test suite (models, inputs, expected outputs)
   libonnx-testdata
   # fuzzing (tests/fuzz, CI's fuzz lane): clang 15 brings libFuzzer and its sanitizer runtimes

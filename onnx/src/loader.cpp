@@ -16,8 +16,10 @@
 using namespace lt::onnx::detail;
 
 namespace lt::onnx::detail {
-std::vector<uint8_t> read_whole_file(const std::string& path);
-}
+// Reads a regular file whole; one larger than max_bytes is refused before allocating.
+std::vector<uint8_t> read_whole_file(const std::string& path, uint64_t max_bytes = uint64_t(1)
+                                                                                   << 34);
+}  // namespace lt::onnx::detail
 
 struct IoInfo {
   std::string name;
@@ -40,7 +42,7 @@ struct lt_onnx_model {
 
 namespace lt::onnx::detail {
 
-std::vector<uint8_t> read_whole_file(const std::string& path) {
+std::vector<uint8_t> read_whole_file(const std::string& path, uint64_t max_bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) fail(LT_STATUS_NOT_FOUND, path + ": cannot open: " + std::strerror(errno));
   struct stat st {};
@@ -49,9 +51,14 @@ std::vector<uint8_t> read_whole_file(const std::string& path) {
     fail(LT_STATUS_IO_ERROR, path + ": not a regular file");
   }
   uint64_t n = static_cast<uint64_t>(st.st_size);
-  if (n > (uint64_t(1) << 34)) {
+  if (n > max_bytes) {
     ::close(fd);
-    fail(LT_STATUS_IO_ERROR, path + ": larger than 16 GiB");
+    fail(LT_STATUS_IO_ERROR,
+         path + ": " + std::to_string(n) + " bytes, more than the " + std::to_string(max_bytes) +
+             " this file may have" +
+             (max_bytes == kMaxProtoBytes ? " (protobuf's 2 GiB message limit: keep large weights "
+                                            "in external-data files)"
+                                          : ""));
   }
   std::vector<uint8_t> buf(n);
   uint64_t got = 0;
@@ -206,7 +213,7 @@ void check_and_order(lt_onnx_model& M) {
 }
 
 void load(lt_onnx_model& M) {
-  std::vector<uint8_t> bytes = read_whole_file(M.path);
+  std::vector<uint8_t> bytes = read_whole_file(M.path, kMaxProtoBytes);
   try {
     M.m = parse_model(bytes.data(), bytes.size());
   } catch (const ParseError& e) {
@@ -513,7 +520,7 @@ LT_API lt_error* lt_onnx_describe_file(const char* path, char** out) {
   if (!path || !out)
     return lt_error_create(LT_STATUS_INVALID_ARGUMENT, "lt_onnx_describe_file: null argument");
   return guard([&] {
-    std::vector<uint8_t> bytes = read_whole_file(path);
+    std::vector<uint8_t> bytes = read_whole_file(path, kMaxProtoBytes);
     ModelP m;
     try {
       m = parse_model(bytes.data(), bytes.size());

@@ -6,7 +6,8 @@
 #include <cstring>
 
 namespace lt::onnx::detail {
-std::vector<uint8_t> read_whole_file(const std::string& path);
+std::vector<uint8_t> read_whole_file(const std::string& path, uint64_t max_bytes = uint64_t(1)
+                                                                                   << 34);
 
 namespace {
 Tensor read_npy(const Device& dev, const std::string& path, const std::vector<uint8_t>& b,
@@ -96,10 +97,11 @@ extern "C" LT_API lt_error* lt_onnx_read_tensor(lt_device* device, const char* p
   if (!device || !path || !out)
     return lt_error_create(LT_STATUS_INVALID_ARGUMENT, "lt_onnx_read_tensor: null argument");
   try {
-    std::vector<uint8_t> b = read_whole_file(path);
-    lt::Device dev(device);
     std::string p = path;
-    if (p.size() >= 4 && p.substr(p.size() - 4) == ".npy") {
+    bool npy = p.size() >= 4 && p.substr(p.size() - 4) == ".npy";
+    std::vector<uint8_t> b = npy ? read_whole_file(p) : read_whole_file(p, kMaxProtoBytes);
+    lt::Device dev(device);
+    if (npy) {
       *out = read_npy(dev, p, b, onnx_type).release();
       return nullptr;
     }

@@ -1,7 +1,7 @@
-// proto.hpp — a bounds-checked reader of the ONNX protobuf wire format (onnx.proto3's
-// ModelProto, GraphProto, NodeProto, AttributeProto, TensorProto, ValueInfoProto), written
-// for the importer: every length is checked against the bytes left before anything is
-// allocated, nesting is limited, and errors are lt::onnx::detail::ParseError with a message.
+// proto.hpp — the importer's view of an ONNX model (ModelProto, GraphProto, NodeProto,
+// AttributeProto, TensorProto, ValueInfoProto reduced to what it reads). proto.cpp fills these
+// from the ONNX project's generated protobuf classes (libonnx-dev), whose parser bounds-checks
+// every length; a file protobuf refuses is lt::onnx::detail::ParseError with a message.
 #ifndef LAZYTENSOR_ONNX_PROTO_HPP
 #define LAZYTENSOR_ONNX_PROTO_HPP
 
@@ -36,6 +36,10 @@ enum OnnxType : int32_t {
   kComplex128 = 15,
   kBfloat16 = 16,
 };
+// The largest message protobuf parses (its sizes are int): model and TensorProto files are
+// refused past it before they are read; ONNX keeps larger weights in external-data files.
+constexpr uint64_t kMaxProtoBytes = 0x7fffffff;
+
 const char* onnx_type_name(int32_t t);
 // Bytes per element of a fixed-size type; 0 for string, undefined and unknown types.
 size_t onnx_type_size(int32_t t);

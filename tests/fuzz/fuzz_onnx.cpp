@@ -1,4 +1,4 @@
-// fuzz_onnx.cpp — libFuzzer harness of the ONNX loader (onnx/src: protobuf reader, checks,
+// fuzz_onnx.cpp — libFuzzer harness of the ONNX loader (onnx/src: protobuf parse, checks,
 // initializer decoding) and of the trace of a run: the input is the .onnx file. A model that
 // loads is described, then traced once with small inputs of its declared shapes (symbolic
 // dims as 1); nothing is materialised, so a model asking for huge tensors costs nothing.

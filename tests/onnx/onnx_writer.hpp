@@ -1,6 +1,6 @@
 // onnx_writer.hpp — a small writer of the ONNX protobuf wire format for the tests and the fuzz
 // seeds: models are built field by field here (field numbers from onnx.proto), so the tests
-// do not depend on the importer's reader to make their inputs.
+// do not depend on the protobuf classes that parse them (and can write malformed bytes too).
 #pragma once
 
 #include <cstdint>
