@@ -50,6 +50,18 @@ struct RawTensor {
 RawTensor decode_tensor(const TensorP& t, const std::string& base_dir, const std::string& what);
 std::vector<double> raw_to_doubles(const RawTensor& r);
 
+// The bytes [offset, offset + length) of a regular file (length -1: to its end), through
+// lt::file::RegularFile: opened non-blocking, refused unless it is a regular file, the range
+// checked against the file's size and `max_bytes` before anything is allocated. Errors name the
+// file (NOT_FOUND when it cannot be opened, IO_ERROR otherwise).
+std::vector<uint8_t> read_file_range(const std::string& path, uint64_t offset, int64_t length,
+                                     uint64_t max_bytes);
+// The whole file, at most `max_bytes` (default 16 GiB).
+inline std::vector<uint8_t> read_whole_file(const std::string& path,
+                                            uint64_t max_bytes = uint64_t(1) << 34) {
+  return read_file_range(path, 0, -1, max_bytes);
+}
+
 class Ctx;
 using OpFn = std::function<std::vector<Value>(Ctx&, const NodeP&, std::vector<Value>&)>;
 struct OpEntry {

@@ -2,6 +2,7 @@
 // order), initializers uploaded once, the trace of a run, and the C API of lt_onnx.h.
 #include "importer.hpp"
 #include "lazytensor/lt_onnx.h"
+#include "lazytensor/regular_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,12 +15,6 @@
 #include <sstream>
 
 using namespace lt::onnx::detail;
-
-namespace lt::onnx::detail {
-// Reads a regular file whole; one larger than max_bytes is refused before allocating.
-std::vector<uint8_t> read_whole_file(const std::string& path, uint64_t max_bytes = uint64_t(1)
-                                                                                   << 34);
-}  // namespace lt::onnx::detail
 
 struct IoInfo {
   std::string name;
@@ -42,36 +37,33 @@ struct lt_onnx_model {
 
 namespace lt::onnx::detail {
 
-std::vector<uint8_t> read_whole_file(const std::string& path, uint64_t max_bytes) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) fail(LT_STATUS_NOT_FOUND, path + ": cannot open: " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(LT_STATUS_IO_ERROR, path + ": not a regular file");
-  }
-  uint64_t n = static_cast<uint64_t>(st.st_size);
-  if (n > max_bytes) {
-    ::close(fd);
+std::vector<uint8_t> read_file_range(const std::string& path, uint64_t offset, int64_t length,
+                                     uint64_t max_bytes) {
+  lt::file::RegularFile f;
+  std::string why;
+  if (!f.open(path, &why))
+    fail(f.error() == EINVAL ? LT_STATUS_IO_ERROR : LT_STATUS_NOT_FOUND,
+         path + ": " + (f.error() == EINVAL ? why : "cannot open: " + why));
+  const uint64_t size = f.size();
+  if (offset > size)
+    fail(LT_STATUS_IO_ERROR, path + ": offset " + std::to_string(offset) +
+                                 " is past the end of the file (" + std::to_string(size) +
+                                 " bytes)");
+  const uint64_t n = length < 0 ? size - offset : static_cast<uint64_t>(length);
+  if (n > size - offset)
+    fail(LT_STATUS_IO_ERROR, path + ": " + std::to_string(n) + " bytes at offset " +
+                                 std::to_string(offset) + " exceed the file's " +
+                                 std::to_string(size) + " bytes");
+  if (n > max_bytes)
     fail(LT_STATUS_IO_ERROR,
          path + ": " + std::to_string(n) + " bytes, more than the " + std::to_string(max_bytes) +
              " this file may have" +
              (max_bytes == kMaxProtoBytes ? " (protobuf's 2 GiB message limit: keep large weights "
                                             "in external-data files)"
                                           : ""));
-  }
-  std::vector<uint8_t> buf(n);
-  uint64_t got = 0;
-  while (got < n) {
-    ssize_t r = ::pread(fd, buf.data() + got, n - got, static_cast<off_t>(got));
-    if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (r <= 0) {
-      ::close(fd);
-      fail(LT_STATUS_IO_ERROR, path + ": read failed after " + std::to_string(got) + " bytes");
-    }
-    got += static_cast<uint64_t>(r);
-  }
-  ::close(fd);
+  std::vector<uint8_t> buf(static_cast<size_t>(n));
+  if (n && !f.read_at(buf.data(), buf.size(), offset, &why))
+    fail(LT_STATUS_IO_ERROR, path + ": " + why);
   return buf;
 }
 

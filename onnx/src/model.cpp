@@ -51,50 +51,6 @@ DType carrier_dtype(int32_t t) {
 
 namespace {
 
-constexpr uint64_t kMaxFileBytes = uint64_t(1) << 34;  // 16 GiB
-
-// Reads a whole regular file: opened O_NONBLOCK, fstat S_ISREG, size checked before allocating.
-std::vector<uint8_t> read_file(const std::string& path, uint64_t offset = 0, int64_t length = -1) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) fail(LT_STATUS_NOT_FOUND, path + ": cannot open: " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(LT_STATUS_IO_ERROR, path + ": not a regular file");
-  }
-  uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (offset > size) {
-    ::close(fd);
-    fail(LT_STATUS_IO_ERROR, path + ": offset " + std::to_string(offset) +
-                                 " is past the end of the file (" + std::to_string(size) +
-                                 " bytes)");
-  }
-  uint64_t n = length < 0 ? size - offset : static_cast<uint64_t>(length);
-  if (n > size - offset) {
-    ::close(fd);
-    fail(LT_STATUS_IO_ERROR, path + ": " + std::to_string(n) + " bytes at offset " +
-                                 std::to_string(offset) + " exceed the file's " +
-                                 std::to_string(size) + " bytes");
-  }
-  if (n > kMaxFileBytes) {
-    ::close(fd);
-    fail(LT_STATUS_IO_ERROR, path + ": larger than 16 GiB");
-  }
-  std::vector<uint8_t> buf(n);
-  uint64_t got = 0;
-  while (got < n) {
-    ssize_t r = ::pread(fd, buf.data() + got, n - got, static_cast<off_t>(offset + got));
-    if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (r <= 0) {
-      ::close(fd);
-      fail(LT_STATUS_IO_ERROR, path + ": read failed after " + std::to_string(got) + " bytes");
-    }
-    got += static_cast<uint64_t>(r);
-  }
-  ::close(fd);
-  return buf;
-}
-
 std::string dir_of(const std::string& path) {
   size_t s = path.rfind('/');
   return s == std::string::npos ? "." : path.substr(0, s);
@@ -184,8 +140,9 @@ RawTensor decode_tensor(const TensorP& t, const std::string& base_dir, const std
       fail(LT_STATUS_IO_ERROR, what + ": external data length " + std::to_string(length) +
                                    " != " + std::to_string(n * esize) + " bytes of its shape");
     }
-    std::vector<uint8_t> bytes = read_file(base_dir + "/" + location, static_cast<uint64_t>(offset),
-                                           static_cast<int64_t>(n * esize));
+    std::vector<uint8_t> bytes =
+        read_file_range(base_dir + "/" + location, static_cast<uint64_t>(offset),
+                        static_cast<int64_t>(n * esize), uint64_t(1) << 34);  // 16 GiB
     external.assign(bytes.begin(), bytes.end());
     raw = &external;
   }

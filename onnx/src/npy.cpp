@@ -6,8 +6,6 @@
 #include <cstring>
 
 namespace lt::onnx::detail {
-std::vector<uint8_t> read_whole_file(const std::string& path, uint64_t max_bytes = uint64_t(1)
-                                                                                   << 34);
 
 namespace {
 Tensor read_npy(const Device& dev, const std::string& path, const std::vector<uint8_t>& b,
