@@ -61,19 +61,7 @@ TEST(CompileCache, ChangedInputShapeRecompilesWithReason) {
 }
 
 namespace {
-// y = x * 2 + 1 over a named input; returns the last recompile reason.
-std::string last_reason(lt_runtime* rt) {
-  char* s = nullptr;
-  EXPECT_EQ(lt_metrics_report(rt, 1, &s), nullptr);
-  std::string js = s ? s : "";
-  lt_string_free(s);
-  size_t at = js.find("\"recompile_reasons\"");
-  if (at == std::string::npos) return "";
-  size_t end = js.find(']', at);
-  size_t q = js.rfind('"', end - 1);
-  size_t p = js.rfind('"', q - 1);
-  return js.substr(p + 1, q - p - 1);
-}
+// y = x * 2 + 1 over a named input.
 void affine(lt_device* d, std::vector<int64_t> shape, const char* name) {
   std::vector<float> v(static_cast<size_t>(shape[0] * shape[1]), 1.0f);
   lt_tensor* x = from_host(d, v, shape);

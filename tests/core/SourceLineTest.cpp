@@ -9,20 +9,6 @@ namespace {
 
 using namespace lt_test;
 
-// The last recompile reason of the metrics report.
-std::string last_reason(lt_runtime* rt) {
-  char* s = nullptr;
-  EXPECT_EQ(lt_metrics_report(rt, 1, &s), nullptr);
-  std::string js = s ? s : "";
-  lt_string_free(s);
-  size_t at = js.find("\"recompile_reasons\"");
-  if (at == std::string::npos) return "";
-  size_t end = js.find(']', at);
-  size_t q = js.rfind('"', end - 1);
-  size_t p = js.rfind('"', q - 1);
-  return js.substr(p + 1, q - p - 1);
-}
-
 int g_mul_line = 0;
 
 // y = x * 2 over an input named "x" of `rows` rows; the mul is traced with its line.

@@ -78,6 +78,20 @@ inline std::vector<float> to_host(lt_tensor* t) {
   return v;
 }
 
+// The last recompile reason of the runtime's metrics report ("" when there is none).
+inline std::string last_reason(lt_runtime* rt) {
+  char* s = nullptr;
+  EXPECT_EQ(lt_metrics_report(rt, 1, &s), nullptr);
+  std::string js = s ? s : "";
+  lt_string_free(s);
+  size_t at = js.find("\"recompile_reasons\"");
+  if (at == std::string::npos) return "";
+  size_t end = js.find(']', at);
+  size_t q = js.rfind('"', end - 1);
+  size_t p = js.rfind('"', q - 1);
+  return js.substr(p + 1, q - p - 1);
+}
+
 inline double metric(lt_runtime* rt, const char* name) {
   double v = -1;
   lt_error* e = lt_metric_get(rt, name, &v);
