@@ -2,6 +2,7 @@
 // types, graph well-formedness), uploads initializers once, traces runs through the op table
 // of ops.cpp, and implements the C API of lt_onnx.h (no exception crosses it).
 #include "importer.hpp"
+#include "lazytensor/lower/bf16.hpp"
 #include "lazytensor/lt_onnx.h"
 
 #include <fcntl.h>
@@ -56,33 +57,14 @@ std::string dir_of(const std::string& path) {
   return s == std::string::npos ? "." : path.substr(0, s);
 }
 
+// f32 to bf16 or f16 bits: the project's one bf16 rounding (lower/bf16.hpp) and the compiler's
+// _Float16, as the core's scalars and the host kernels' casts.
 uint16_t f32_to_half_bits(float f, bool bf16) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if (bf16) {
-    if ((x & 0x7fffffff) > 0x7f800000) return 0x7fc0;
-    uint32_t r = x + 0x7fff + ((x >> 16) & 1);
-    return static_cast<uint16_t>(r >> 16);
-  }
-  // f32 -> f16, round to nearest even.
-  uint32_t sign = (x >> 16) & 0x8000;
-  int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
-  uint32_t mant = x & 0x7fffff;
-  if (((x >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00 | (mant ? 0x200 : 0));
-  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00);
-  if (exp <= 0) {
-    if (exp < -10) return static_cast<uint16_t>(sign);
-    mant |= 0x800000;
-    uint32_t shift = static_cast<uint32_t>(14 - exp);
-    uint32_t h = mant >> shift;
-    uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1))) ++h;
-    return static_cast<uint16_t>(sign | h);
-  }
-  uint32_t h = (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
-  uint32_t rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) ++h;
-  return static_cast<uint16_t>(sign | h);
+  if (bf16) return lower::bf16_bits(f);
+  const _Float16 h = static_cast<_Float16>(f);
+  uint16_t bits;
+  std::memcpy(&bits, &h, sizeof bits);
+  return bits;
 }
 
 }  // namespace
