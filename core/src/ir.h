@@ -171,6 +171,11 @@ struct Node {
   uint32_t trace_line = 0;
   const char* trace_file = nullptr;
   uint64_t scalar_bits = 0;
+  // Rematerialisation (docs/optimizer.md): nonzero on nodes that recompute a forward value in
+  // the backward pass instead of keeping it. The optimiser's CSE merges two nodes only when
+  // their tags are equal, so a recomputation is never merged back into the forward. Never hashed
+  // into a node's own hash; collect hands the tags to the optimiser beside the graph.
+  uint32_t recompute_tag = 0;
 
   // Materialisation state: written only under the device mutex; `materialized` is
   // published last (release) so any thread can test it.
