@@ -22,24 +22,45 @@ if [ -z "${ASAN_SYMBOLIZER_PATH:-}" ]; then
   done
 fi
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-status=0
-for name in "${names[@]}"; do
-  exe="$build/bin/lt_fuzz_$name"
-  [ -x "$exe" ] || { echo "run_fuzzers: $exe is not built (cmake -DLT_FUZZ=ON, clang)"; exit 1; }
-  work="$build/fuzz/corpus/$name"
-  artifacts="$build/fuzz/artifacts/$name/"
+# One harness: its log in <build dir>/fuzz/<name>.log; prints the tail and fails on a finding.
+run_one() {
+  local name="$1"
+  local exe="$build/bin/lt_fuzz_$name"
+  local work="$build/fuzz/corpus/$name"
+  local artifacts="$build/fuzz/artifacts/$name/"
   mkdir -p "$work" "$artifacts"
-  dict=()
+  local dict=()
   [ -f "$here/$name.dict" ] && dict=("-dict=$here/$name.dict")
-  echo "run_fuzzers: $name for ${secs}s"
   if ! "$exe" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
       -print_final_stats=1 -artifact_prefix="$artifacts" "${dict[@]}" \
       "$work" "$here/corpus/$name" >"$build/fuzz/$name.log" 2>&1; then
     tail -n 60 "$build/fuzz/$name.log"
     echo "run_fuzzers: $name FAILED; input saved in $artifacts (replay: $exe <file>)"
-    status=1
-  else
-    grep -E "^stat::(number_of_executed_units|peak_rss_mb)" "$build/fuzz/$name.log" || true
+    return 1
   fi
+  echo "run_fuzzers: $name done"
+  grep -E "^stat::(number_of_executed_units|peak_rss_mb)" "$build/fuzz/$name.log" || true
+}
+for name in "${names[@]}"; do
+  [ -x "$build/bin/lt_fuzz_$name" ] ||
+    { echo "run_fuzzers: $build/bin/lt_fuzz_$name is not built (cmake -DLT_FUZZ=ON, clang)"; exit 1; }
+done
+# The harnesses are independent single-threaded processes: LT_JOBS of them at a time (default:
+# the machine's cores), each still fuzzing for the full `secs`.
+jobs_max="${LT_JOBS:-$(nproc)}"
+status=0
+running=0
+for name in "${names[@]}"; do
+  if ((running >= jobs_max)); then
+    wait -n || status=1
+    running=$((running - 1))
+  fi
+  echo "run_fuzzers: $name for ${secs}s"
+  run_one "$name" &
+  running=$((running + 1))
+done
+while ((running > 0)); do
+  wait -n || status=1
+  running=$((running - 1))
 done
 exit $status
