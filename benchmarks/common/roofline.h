@@ -1,0 +1,120 @@
+// roofline.h — the roofline every benchmark in benchmarks/ reports beside its time: its flops
+// and bytes per iteration, the machine's limits measured in the same process (OpenBLAS sgemm at
+// the thread count in use, a STREAM triad over TBB's threads), the roofline time
+// max(flops / sgemm rate, bytes / bandwidth) and the fraction of it reached (issue #26).
+// tools/roofline.py turns the JSON of any benchmark program into one table
+// (docs/performance.md). OPENBLAS_CORETYPE is respected: the helper never sets it.
+#pragma once
+
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace lt::bench {
+
+// The machine's limits, measured once per process at the first report().
+struct Limits {
+  double sgemm_flops = 0;  // FLOP/s of cblas_sgemm 1024^3 with OpenBLAS's threads
+  double triad_bytes = 0;  // B/s of a = b + s*c, STREAM-sized, over TBB's threads
+  int threads = 0;         // TBB's (and the kernels') thread budget
+};
+
+// Largest cache of cpu0 from sysfs (glibc's sysconf over-reports in VMs); 32 MB if absent.
+inline size_t last_level_cache_bytes() {
+  size_t best = 0;
+  for (int i = 0; i < 8; ++i) {
+    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
+    size_t kb = 0;
+    if (f >> kb) best = std::max(best, kb << 10);
+  }
+  return best ? best : size_t{32} << 20;
+}
+
+// Best seconds of `reps` calls after one warm-up: the limit is what the machine can do.
+template <class F>
+double best_seconds(F&& f, int reps) {
+  using clock = std::chrono::steady_clock;
+  f();
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    auto t0 = clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(clock::now() - t0).count());
+  }
+  return best;
+}
+
+inline Limits measure_limits() {
+  Limits l;
+  l.threads = tbb::this_task_arena::max_concurrency();
+  {
+    const int n = 1024;
+    std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), c(size_t(n) * n);
+    double s = best_seconds(
+        [&] {
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n,
+                      b.data(), n, 0.0f, c.data(), n);
+          benchmark::DoNotOptimize(c.data());
+        },
+        5);
+    l.sgemm_flops = 2.0 * n * n * n / s;
+  }
+  {
+    // STREAM's rule: each array at least 4x the last-level cache, so memory is measured.
+    const size_t n = std::max<size_t>(size_t{4} << 20, last_level_cache_bytes());
+    std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+    double s = best_seconds(
+        [&] {
+          tbb::parallel_for(tbb::blocked_range<size_t>(0, n, 1 << 16), [&](auto r) {
+            for (size_t i = r.begin(); i < r.end(); ++i) a[i] = b[i] + 3.0f * c[i];
+          });
+          benchmark::DoNotOptimize(a.data());
+        },
+        5);
+    l.triad_bytes = 12.0 * double(n) / s;  // STREAM counts 2 reads + 1 write per element
+  }
+  return l;
+}
+
+inline const Limits& limits() {
+  static const Limits l = measure_limits();
+  return l;
+}
+
+// Roofline seconds of one iteration doing `flops` and moving `bytes` on this machine.
+inline double roofline_seconds(double flops, double bytes) {
+  const Limits& l = limits();
+  return std::max(flops / l.sgemm_flops, bytes / l.triad_bytes);
+}
+
+// Adds the roofline counters to `st`; call after the timing loop (the limits are measured
+// outside any timed region). flops and bytes are per iteration: bytes the minimum traffic of
+// the step (each input read once, each output written once), flops its multiply-adds x2 plus
+// one per elementwise operation. Counters: flop, byte (per iteration), GFLOPs, GBps
+// (achieved), sgemm_GFLOPs, triad_GBps (limits), roofline_us, of_roofline (roofline time /
+// measured time: 1.0 is the limit) and threads.
+inline void report(benchmark::State& st, double flops, double bytes) {
+  using benchmark::Counter;
+  const Limits& l = limits();
+  const double roof = roofline_seconds(flops, bytes);
+  st.counters["flop"] = flops;
+  st.counters["byte"] = bytes;
+  st.counters["GFLOPs"] = Counter(flops * 1e-9, Counter::kIsIterationInvariantRate);
+  st.counters["GBps"] = Counter(bytes * 1e-9, Counter::kIsIterationInvariantRate);
+  st.counters["sgemm_GFLOPs"] = l.sgemm_flops * 1e-9;
+  st.counters["triad_GBps"] = l.triad_bytes * 1e-9;
+  st.counters["roofline_us"] = roof * 1e6;
+  st.counters["of_roofline"] = Counter(roof, Counter::kIsIterationInvariantRate);
+  st.counters["threads"] = l.threads;
+}
+
+}  // namespace lt::bench
