@@ -4,7 +4,7 @@
 Runs benchmark programs (--run) or reads their Google Benchmark JSON (positional files), and
 prints per benchmark its time, achieved GFLOP/s and GB/s, the roofline time
 max(flops / sgemm rate, bytes / bandwidth) from the limits that program measured in the same
-run (benchmarks/common/roofline.h), the fraction of the roofline reached, and, where a PyTorch
+run (benchmarks/common/roofline.h; the bandwidth is a triad's at the benchmark's footprint), the fraction of the roofline reached, and, where a PyTorch
 eager JSON is given (--torch, from benchmarks/pytorch/torch_eager_bench.py), PyTorch's time for
 the same workload and LazyTensor's time over it.
 
@@ -73,7 +73,7 @@ def main():
         _, trows = load(a.torch)
         torch = {r["name"]: r["real_time"] * UNIT_MS[r.get("time_unit", "ms")] for r in trows}
     head = ["benchmark", "backend", "time ms", "GFLOP/s", "GB/s", "roofline ms", "of roofline",
-            "sgemm GFLOP/s", "triad GB/s", "PyTorch ms", "/ PyTorch"]
+            "sgemm GFLOP/s", "triad GB/s at footprint", "PyTorch ms", "/ PyTorch"]
     table, limits = [], set()
     for _, rows in sources:
         for r in rows:
@@ -83,7 +83,7 @@ def main():
             key = workload_key(r)
             t = torch.get(key) if r.get("label") in DEVICES else None
             if "sgemm_GFLOPs" in r:
-                limits.add((round(r["sgemm_GFLOPs"]), round(r["triad_GBps"], 1)))
+                limits.add((round(r["sgemm_GFLOPs"]), round(r.get("dram_GBps", 0), 1)))
             table.append([key, r.get("label", ""), fmt(ms, ".3f"),
                           fmt(r.get("GFLOPs"), ".1f"), fmt(r.get("GBps"), ".1f"),
                           fmt(r["roofline_us"] * 1e-3 if "roofline_us" in r else None, ".3f"),

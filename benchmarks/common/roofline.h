@@ -1,7 +1,10 @@
 // roofline.h — the roofline every benchmark in benchmarks/ reports beside its time: its flops
 // and bytes per iteration, the machine's limits measured in the same process (OpenBLAS sgemm at
-// the thread count in use, a STREAM triad over TBB's threads), the roofline time
-// max(flops / sgemm rate, bytes / bandwidth) and the fraction of it reached (issue #26).
+// the thread count in use, a triad over TBB's threads), the roofline time
+// max(flops / sgemm rate, bytes / bandwidth) and the fraction of it reached (issue #26). The
+// bandwidth is the triad's at the benchmark's own footprint (its bytes per iteration, repeated
+// as the benchmark repeats them): a step whose data stays in cache is held to the cache's
+// bandwidth, one that streams from memory to STREAM's (also reported, as dram_GBps).
 // tools/roofline.py turns the JSON of any benchmark program into one table
 // (docs/performance.md). OPENBLAS_CORETYPE is respected: the helper never sets it.
 #pragma once
@@ -9,6 +12,7 @@
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <tbb/blocked_range.h>
+#include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
@@ -16,15 +20,30 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 namespace lt::bench {
 
+// LT_BENCH_THREADS=n caps TBB (the kernels' pool) and OpenBLAS at n threads for the program's
+// life, so a run compares with a peer measured at the same count (PyTorch's --threads). Call
+// first thing in main() and keep the result alive; null when the variable is unset.
+inline std::unique_ptr<tbb::global_control> apply_thread_budget() {
+  const char* env = std::getenv("LT_BENCH_THREADS");
+  const int n = env ? std::atoi(env) : 0;
+  if (n <= 0) return nullptr;
+  openblas_set_num_threads(n);
+  return std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
+                                               static_cast<size_t>(n));
+}
+
 // The machine's limits, measured once per process at the first report().
 struct Limits {
   double sgemm_flops = 0;  // FLOP/s of cblas_sgemm 1024^3 with OpenBLAS's threads
-  double triad_bytes = 0;  // B/s of a = b + s*c, STREAM-sized, over TBB's threads
+  double triad_bytes = 0;  // B/s of a = b + s*c, STREAM-sized (memory), over TBB's threads
   int threads = 0;         // TBB's (and the kernels') thread budget
 };
 
@@ -53,9 +72,29 @@ double best_seconds(F&& f, int reps) {
   return best;
 }
 
+// B/s of a = b + s*c over TBB's threads with arrays of `floats` each, repeated so that arrays
+// that fit in a cache are measured from it.
+inline double triad_bandwidth(size_t floats) {
+  const size_t n = std::max<size_t>(floats, 4096);
+  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+  const int inner = static_cast<int>(std::clamp<size_t>((size_t{64} << 20) / (12 * n), 1, 1000));
+  double s = best_seconds(
+      [&] {
+        for (int k = 0; k < inner; ++k) {
+          tbb::parallel_for(tbb::blocked_range<size_t>(0, n, 1 << 14), [&](auto r) {
+            for (size_t i = r.begin(); i < r.end(); ++i) a[i] = b[i] + 3.0f * c[i];
+          });
+          benchmark::DoNotOptimize(a.data());
+        }
+      },
+      5);
+  return 12.0 * double(n) * inner / s;  // STREAM counts 2 reads + 1 write per element
+}
+
 inline Limits measure_limits() {
   Limits l;
-  l.threads = tbb::this_task_arena::max_concurrency();
+  l.threads = static_cast<int>(
+      tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
   {
     const int n = 1024;
     std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), c(size_t(n) * n);
@@ -68,20 +107,8 @@ inline Limits measure_limits() {
         5);
     l.sgemm_flops = 2.0 * n * n * n / s;
   }
-  {
-    // STREAM's rule: each array at least 4x the last-level cache, so memory is measured.
-    const size_t n = std::max<size_t>(size_t{4} << 20, last_level_cache_bytes());
-    std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
-    double s = best_seconds(
-        [&] {
-          tbb::parallel_for(tbb::blocked_range<size_t>(0, n, 1 << 16), [&](auto r) {
-            for (size_t i = r.begin(); i < r.end(); ++i) a[i] = b[i] + 3.0f * c[i];
-          });
-          benchmark::DoNotOptimize(a.data());
-        },
-        5);
-    l.triad_bytes = 12.0 * double(n) / s;  // STREAM counts 2 reads + 1 write per element
-  }
+  // STREAM's rule: each array at least 4x the last-level cache, so memory is measured.
+  l.triad_bytes = triad_bandwidth(std::max<size_t>(size_t{4} << 20, last_level_cache_bytes()));
   return l;
 }
 
@@ -90,18 +117,34 @@ inline const Limits& limits() {
   return l;
 }
 
+// The triad's bandwidth at a footprint of `bytes` (rounded up to a power of two, measured once
+// per size); memory's (STREAM-sized) beyond the last-level cache.
+inline double bandwidth_at(double bytes) {
+  static std::mutex mu;
+  static std::map<size_t, double> cache;
+  const Limits& l = limits();
+  if (bytes >= double(last_level_cache_bytes())) return l.triad_bytes;
+  size_t p2 = 4096;
+  while (double(p2) < bytes) p2 <<= 1;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(p2);
+  if (it == cache.end())
+    it = cache.emplace(p2, std::max(triad_bandwidth(p2 / 12), l.triad_bytes)).first;
+  return it->second;
+}
+
 // Roofline seconds of one iteration doing `flops` and moving `bytes` on this machine.
 inline double roofline_seconds(double flops, double bytes) {
-  const Limits& l = limits();
-  return std::max(flops / l.sgemm_flops, bytes / l.triad_bytes);
+  return std::max(flops / limits().sgemm_flops, bytes / bandwidth_at(bytes));
 }
 
 // Adds the roofline counters to `st`; call after the timing loop (the limits are measured
 // outside any timed region). flops and bytes are per iteration: bytes the minimum traffic of
 // the step (each input read once, each output written once), flops its multiply-adds x2 plus
 // one per elementwise operation. Counters: flop, byte (per iteration), GFLOPs, GBps
-// (achieved), sgemm_GFLOPs, triad_GBps (limits), roofline_us, of_roofline (roofline time /
-// measured time: 1.0 is the limit) and threads.
+// (achieved), sgemm_GFLOPs, triad_GBps (limits; the triad at this footprint), roofline_us,
+// of_roofline (roofline time / measured time: 1.0 is the limit), dram_GBps (STREAM-sized triad) and
+// threads.
 inline void report(benchmark::State& st, double flops, double bytes) {
   using benchmark::Counter;
   const Limits& l = limits();
@@ -111,7 +154,8 @@ inline void report(benchmark::State& st, double flops, double bytes) {
   st.counters["GFLOPs"] = Counter(flops * 1e-9, Counter::kIsIterationInvariantRate);
   st.counters["GBps"] = Counter(bytes * 1e-9, Counter::kIsIterationInvariantRate);
   st.counters["sgemm_GFLOPs"] = l.sgemm_flops * 1e-9;
-  st.counters["triad_GBps"] = l.triad_bytes * 1e-9;
+  st.counters["triad_GBps"] = bandwidth_at(bytes) * 1e-9;
+  st.counters["dram_GBps"] = l.triad_bytes * 1e-9;
   st.counters["roofline_us"] = roof * 1e6;
   st.counters["of_roofline"] = Counter(roof, Counter::kIsIterationInvariantRate);
   st.counters["threads"] = l.threads;

@@ -253,6 +253,7 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "cpu_eager_bench: OPENBLAS_CORETYPE=%s, OpenBLAS core %s, %d threads\n",
                std::getenv("OPENBLAS_CORETYPE") ? std::getenv("OPENBLAS_CORETYPE") : "(unset)",
                openblas_get_corename(), openblas_get_num_threads());
+  auto threads = lt::bench::apply_thread_budget();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

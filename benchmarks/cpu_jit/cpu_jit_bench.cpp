@@ -418,6 +418,7 @@ int main(int argc, char** argv) {
   // Compile times are measured cold: the persistent compile cache is off unless LT_CACHE_DIR
   // names one (docs/compile-cache.md).
   ::setenv("LT_CACHE_DIR", "off", /*overwrite=*/0);
+  auto threads = lt::bench::apply_thread_budget();
   lt_runtime_options o{};
   o.struct_size = LT_RUNTIME_OPTIONS_STRUCT_SIZE;
   o.fallback = "silent";
