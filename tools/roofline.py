@@ -64,6 +64,10 @@ def main():
     p.add_argument("--torch", help="JSON of benchmarks/pytorch/torch_eager_bench.py")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
     p.add_argument("--all", action="store_true", help="also rows without a roofline")
+    p.add_argument("--clock", choices=("real", "cpu"), default="real",
+                   help="cpu: compare CPU time against limits measured in CPU time (runs at "
+                        "LT_BENCH_THREADS=1 on a shared machine, where wall time also counts "
+                        "waiting for a core)")
     a = p.parse_args()
     if not a.json and not a.run:
         p.error("give benchmark JSON files or --run PROGRAM")
@@ -71,7 +75,8 @@ def main():
     torch = {}
     if a.torch:
         _, trows = load(a.torch)
-        torch = {r["name"]: r["real_time"] * UNIT_MS[r.get("time_unit", "ms")] for r in trows}
+        torch = {r["name"]: r[a.clock + "_time"] * UNIT_MS[r.get("time_unit", "ms")]
+                 for r in trows}
     head = ["benchmark", "backend", "time ms", "GFLOP/s", "GB/s", "roofline ms", "of roofline",
             "sgemm GFLOP/s", "triad GB/s at footprint", "PyTorch ms", "/ PyTorch"]
     table, limits = [], set()
@@ -79,16 +84,23 @@ def main():
         for r in rows:
             if "of_roofline" not in r and not a.all:
                 continue
-            ms = r["real_time"] * UNIT_MS[r.get("time_unit", "ns")]
+            ms = r[a.clock + "_time"] * UNIT_MS[r.get("time_unit", "ns")]
+            # Rate counters are per wall second; rescale them to the clock compared.
+            scale = r["real_time"] / r[a.clock + "_time"] if r[a.clock + "_time"] else 1.0
             key = workload_key(r)
             t = torch.get(key) if r.get("label") in DEVICES else None
             if "sgemm_GFLOPs" in r:
                 limits.add((round(r["sgemm_GFLOPs"]), round(r.get("dram_GBps", 0), 1)))
+            cpu = a.clock == "cpu"
+            roof_us = r.get("roofline_cpu_us" if cpu else "roofline_us")
+            sgemm = r.get("sgemm_cpu_GFLOPs" if cpu else "sgemm_GFLOPs")
+            triad = r.get("triad_cpu_GBps" if cpu else "triad_GBps")
             table.append([key, r.get("label", ""), fmt(ms, ".3f"),
-                          fmt(r.get("GFLOPs"), ".1f"), fmt(r.get("GBps"), ".1f"),
-                          fmt(r["roofline_us"] * 1e-3 if "roofline_us" in r else None, ".3f"),
-                          fmt(r.get("of_roofline"), ".2f"),
-                          fmt(r.get("sgemm_GFLOPs"), ".0f"), fmt(r.get("triad_GBps"), ".1f"),
+                          fmt(r["GFLOPs"] * scale if "GFLOPs" in r else None, ".1f"),
+                          fmt(r["GBps"] * scale if "GBps" in r else None, ".1f"),
+                          fmt(roof_us * 1e-3 if roof_us is not None else None, ".3f"),
+                          fmt(roof_us * 1e-3 / ms if roof_us is not None and ms else None, ".2f"),
+                          fmt(sgemm, ".0f"), fmt(triad, ".1f"),
                           fmt(t, ".3f"), fmt(ms / t if t else None, ".2f")])
     if a.markdown:
         print("| " + " | ".join(head) + " |")

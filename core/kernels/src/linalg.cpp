@@ -123,8 +123,21 @@ void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, 
   if (m == 1 || n == 1)
     return gemv_product(m, n, k, a, lda, b, ldb, c, ldc, accumulate, trans_a, trans_b);
   if (macs >= kBlasThreadsGemm && m >= 64) {
-    // Row blocks of at least 16 rows, about four per thread for balance.
     int64_t threads = tbb::this_task_arena::max_concurrency();
+    // Every call packs the B it reads: one thread makes one call; few rows (MLP inference at
+    // batch 64) get one column panel per thread, so B is packed once in all, not once per
+    // row block (measured 1.36x PyTorch eager at batch 64 before, one thread).
+    if (threads <= 1) return blas(m, n, k, a, lda, b, ldb, c, ldc, accumulate, trans_a, trans_b);
+    if (m < 256 && n >= 128 * threads) {
+      const int64_t cols = ((n + threads - 1) / threads + 15) / 16 * 16;
+      tbb::parallel_for(int64_t{0}, threads, [&](int64_t p) {
+        const int64_t j0 = p * cols, j1 = std::min(n, j0 + cols);
+        if (j0 < j1)
+          blas(m, j1 - j0, k, a, lda, b_col(j0), ldb, c + j0, ldc, accumulate, trans_a, trans_b);
+      });
+      return;
+    }
+    // Row blocks of at least 16 rows, about four per thread for balance.
     int64_t rows = std::max<int64_t>(16, (m + 4 * threads - 1) / (4 * threads));
     rows = (rows + 15) / 16 * 16;
     int64_t blocks = (m + rows - 1) / rows;
