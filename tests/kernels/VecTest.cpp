@@ -144,6 +144,21 @@ TEST_P(Vec, MaxMinFindTheExtremeAndRefuseNaN) {
   }
 }
 
+TEST_P(Vec, SoftmaxRowUnderflowsToExactZeroFarBelowTheMax) {
+  if (!t()) GTEST_SKIP() << "this CPU lacks " << isas()[GetParam()].name;
+  const Table& tb = *t();
+  // Entries 80..120 below the max: e^-d is a denormal or 0 in f32, never garbage.
+  std::vector<float> x(41), y(41);
+  for (int i = 0; i < 41; ++i) x[i] = -80.0f - float(i);
+  x[0] = 0.0f;
+  ASSERT_TRUE(tb.softmax_row(y.data(), x.data(), 41, false));
+  EXPECT_NEAR(y[0], 1.0f, 1e-6f);
+  for (int i = 1; i < 41; ++i) {
+    EXPECT_GE(y[i], 0.0f) << i;
+    EXPECT_LE(y[i], 2.0f * std::exp(double(x[i]))) << i;
+  }
+}
+
 TEST_P(Vec, SoftmaxRowMatchesReference) {
   if (!t()) GTEST_SKIP() << "this CPU lacks " << isas()[GetParam()].name;
   const Table& tb = *t();
@@ -163,9 +178,11 @@ TEST_P(Vec, SoftmaxRowMatchesReference) {
     EXPECT_EQ(y[n], 42.0f);
     EXPECT_EQ(ly[n], 42.0f);
   }
-  // Rows the scalar loop owns: a NaN, or all -inf.
-  std::vector<float> nan_row = {1, kNaN, 2}, ninf_row = {-kInf, -kInf}, out(3);
+  // Rows the scalar loop owns: a NaN, +inf, or all -inf.
+  std::vector<float> nan_row = {1, kNaN, 2}, inf_row = {1, kInf, 2}, ninf_row = {-kInf, -kInf},
+                     out(3);
   EXPECT_FALSE(tb.softmax_row(out.data(), nan_row.data(), 3, false));
+  EXPECT_FALSE(tb.softmax_row(out.data(), inf_row.data(), 3, false));
   EXPECT_FALSE(tb.softmax_row(out.data(), ninf_row.data(), 2, true));
 }
 

@@ -21,7 +21,7 @@ struct Table {
   bool (*max)(const float* p, int64_t n, float* result) = nullptr;
   bool (*min)(const float* p, int64_t n, float* result) = nullptr;
   // One contiguous row of softmax (log_form: log_softmax); false when the row holds a NaN or
-  // is all -inf, which the scalar loop handles (its special cases live once, there).
+  // +inf or is all -inf, which the scalar loop handles (its special cases live once, there).
   bool (*softmax_row)(float* out, const float* in, int64_t n, bool log_form) = nullptr;
 };
 
