@@ -14,6 +14,7 @@ the same workload and LazyTensor's time over it.
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -57,6 +58,7 @@ def fmt(v, spec):
 
 
 def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the table quietly
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("json", nargs="*", help="Google Benchmark JSON files")
     p.add_argument("--run", action="append", default=[], help="benchmark program to run")
@@ -85,8 +87,10 @@ def main():
             if "of_roofline" not in r and not a.all:
                 continue
             ms = r[a.clock + "_time"] * UNIT_MS[r.get("time_unit", "ns")]
-            # Rate counters are per wall second; rescale them to the clock compared.
-            scale = r["real_time"] / r[a.clock + "_time"] if r[a.clock + "_time"] else 1.0
+            # Rate counters are per second of the benchmark's own clock (wall with UseRealTime or
+            # manual time, else the main thread's CPU); rescale them to the clock compared.
+            own = "real" if ("/real_time" in r["name"] or "/manual_time" in r["name"]) else "cpu"
+            scale = r[own + "_time"] / r[a.clock + "_time"] if r[a.clock + "_time"] else 1.0
             key = workload_key(r)
             t = torch.get(key) if r.get("label") in DEVICES else None
             if "sgemm_GFLOPs" in r:
