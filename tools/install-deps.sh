@@ -9,8 +9,8 @@ PKGS=(
   # core: plugin loading, logging, config parsing, JSON metrics, CLI parsing
   libboost-dev libboost-filesystem-dev libspdlog-dev libfmt-dev
   libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
-  # host kernels (cpu_eager, tpu_sim, cpu_jit): BLAS, parallel loops
-  libopenblas-dev libtbb-dev
+  # host kernels (cpu_eager, tpu_sim, cpu_jit): BLAS, parallel loops, vector math
+  libopenblas-dev libtbb-dev libsleef-dev
   # cpu_jit: LLVM ORC
   llvm-19-dev libzstd-dev zlib1g-dev libxml2-dev libedit-dev libffi-dev
   # gpu_opencl: ICD loader, headers and PoCL (OpenCL on the CPU)

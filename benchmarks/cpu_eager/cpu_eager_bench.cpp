@@ -1,5 +1,6 @@
 // cpu_eager_bench.cpp — matmul 1024^3 f32 through the cpu_eager plugin (compiled once, executed
-// repeatedly) vs a direct cblas_sgemm call in the same process; goal: plugin within 10%.
+// repeatedly) vs a direct cblas_sgemm call in the same process; goal: plugin within 10%. Each
+// benchmark reports its roofline (roofline.h).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <dlfcn.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "lazytensor/lt_plugin.h"
+#include "roofline.h"
 
 namespace {
 
@@ -109,17 +111,13 @@ PluginMatmul& plugin() {
   return p;
 }
 
-benchmark::Counter gflops() {
-  return benchmark::Counter(kGflop, benchmark::Counter::kIsIterationInvariantRate);
-}
-
 void BM_DirectSgemm(benchmark::State& state) {
   data().blas();  // warm-up: thread pool start
   for (auto _ : state) {
     data().blas();
     benchmark::ClobberMemory();
   }
-  state.counters["GFLOPs"] = gflops();
+  lt::bench::report(state, kGflop * 1e9, 12.0 * kN * kN);
 }
 
 void BM_PluginMatmul(benchmark::State& state) {
@@ -128,7 +126,7 @@ void BM_PluginMatmul(benchmark::State& state) {
     plugin().run();
     benchmark::ClobberMemory();
   }
-  state.counters["GFLOPs"] = gflops();
+  lt::bench::report(state, kGflop * 1e9, 12.0 * kN * kN);
 }
 
 // Alternates both in one loop so machine noise hits them alike; reports the ratio.
@@ -150,6 +148,7 @@ void BM_PluginVsSgemm(benchmark::State& state) {
   state.counters["plugin_GFLOPs"] = kGflop * n / t_plugin;
   state.counters["sgemm_GFLOPs"] = kGflop * n / t_blas;
   state.counters["plugin_over_sgemm_time"] = t_plugin / t_blas;
+  lt::bench::report(state, 2 * kGflop * 1e9, 24.0 * kN * kN);  // one plugin run + one sgemm
 }
 
 // Per-node overhead: a 100,000-node chain of tiny adds, compiled and executed separately.
@@ -213,6 +212,8 @@ void BM_ChainExecute(benchmark::State& state) {
   state.counters["ns_per_node"] =
       benchmark::Counter(Chain::kNodes * 1e-9, benchmark::Counter::kIsIterationInvariantRate |
                                                    benchmark::Counter::kInvert);
+  // 16 adds per node on cache-resident data: the roofline shows what per-node overhead costs.
+  lt::bench::report(state, 16.0 * Chain::kNodes, 3.0 * 16 * 4);
   p.api->executable_destroy(p.ctx, ex);
 }
 
@@ -252,6 +253,7 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "cpu_eager_bench: OPENBLAS_CORETYPE=%s, OpenBLAS core %s, %d threads\n",
                std::getenv("OPENBLAS_CORETYPE") ? std::getenv("OPENBLAS_CORETYPE") : "(unset)",
                openblas_get_corename(), openblas_get_num_threads());
+  auto threads = lt::bench::apply_thread_budget();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -1,8 +1,9 @@
 // cpu_jit_bench.cpp — cpu_eager vs cpu_jit through the core C API, plus STREAM-like triads
 // for the machine's bandwidth (one with the chain's array size, one sized by STREAM's rule)
 // and a direct cblas_sgemm for the matmul baseline; every goal of issue #3 is a ratio of
-// two benchmarks of one run. Run: cpu_jit_bench --benchmark_format=json (see
-// docs/backends/cpu_jit.md).
+// two benchmarks of one run, and every kernel benchmark reports its roofline (roofline.h,
+// issue #26). Run: cpu_jit_bench --benchmark_format=json, or tools/roofline.py (see
+// docs/performance.md).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <tbb/parallel_for.h>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "lazytensor/lt.h"
+#include "roofline.h"
 
 namespace {
 
@@ -92,6 +94,7 @@ void BM_Triad(benchmark::State& st) {
   for (auto _ : st) t.run();
   st.SetBytesProcessed(int64_t(st.iterations()) * t.bytes());
   st.SetLabel(st.range(0) ? "STREAM-sized (4x LLC per array)" : "4M floats per array");
+  lt::bench::report(st, 2.0 * double(t.a.size()), double(t.bytes()));
 }
 BENCHMARK(BM_Triad)->Arg(0)->Arg(1)->UseRealTime();
 
@@ -113,8 +116,8 @@ void BM_Chain(benchmark::State& st) {
   lt_tensor* x = host(d, {int64_t(kChainFloats)}, -4, 4);
   lt_tensor *h = scalar(d, 0.5), *one = scalar(d, 1.0);
   for (auto _ : st) chain_step(x, h, one);
-  st.SetBytesProcessed(int64_t(st.iterations()) * kChainFloats * 8);
   st.SetLabel(kDev[st.range(0)]);
+  lt::bench::report(st, 6.0 * kChainFloats, 8.0 * kChainFloats);
   for (lt_tensor* z : {x, h, one}) lt_tensor_free(z);
 }
 BENCHMARK(BM_Chain)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
@@ -148,6 +151,7 @@ void BM_ChainVsTriad(benchmark::State& st) {
   st.counters["chain_GBps"] = chain_bw;
   st.counters["triad_GBps"] = triad_bw;
   st.counters["of_triad"] = triad_bw > 0 ? chain_bw / triad_bw : 0;
+  lt::bench::report(st, 6.0 * kChainFloats, 8.0 * kChainFloats);
   for (lt_tensor* z : {x, h, one}) lt_tensor_free(z);
 }
 BENCHMARK(BM_ChainVsTriad)->UseManualTime()->Unit(benchmark::kMillisecond);
@@ -162,6 +166,8 @@ void BM_Softmax(benchmark::State& st) {
     lt_tensor_free(y);
   }
   st.SetLabel(kDev[st.range(0)]);
+  // One read and one write of 4096x1024 floats; max, subtract, exp, sum, scale per element.
+  lt::bench::report(st, 5.0 * 4096 * 1024, 8.0 * 4096 * 1024);
   lt_tensor_free(x);
 }
 BENCHMARK(BM_Softmax)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
@@ -189,6 +195,9 @@ void BM_LayerNormGelu(benchmark::State& st) {
     for (lt_tensor* z : {mu, dd, d2, var, ve, rs, y, yg, yb, ge}) lt_tensor_free(z);
   }
   st.SetLabel(kDev[st.range(0)]);
+  // x read once, y written once (gamma, beta negligible); about 20 operations per element
+  // (two means, the normalisation, the affine map and gelu's polynomial and tanh).
+  lt::bench::report(st, 20.0 * 1024 * 768, 8.0 * 1024 * 768 + 8.0 * 768);
   for (lt_tensor* z : {x, gamma, beta, eps}) lt_tensor_free(z);
 }
 BENCHMARK(BM_LayerNormGelu)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
@@ -239,6 +248,11 @@ void BM_Lstm(benchmark::State& st) {
     lt_tensor_free(c);
   }
   st.SetLabel(kDev[st.range(0)]);
+  // Per step: the two GEMMs (2·B·(I+H)·4H) and about 10 operations per gate element; the
+  // weights (1 MB) stay in cache, so traffic is x, W, U, b once and h, c per step.
+  const double flops = T * (2.0 * B * (I + H) * 4 * H + 10.0 * B * 4 * H);
+  const double bytes = 4.0 * ((I + H) * 4 * H + 4 * H + B * I) + T * 4.0 * 4 * B * H;
+  lt::bench::report(st, flops, bytes);
   for (lt_tensor* z : {W, U, bias, x}) lt_tensor_free(z);
 }
 BENCHMARK(BM_Lstm)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
@@ -253,6 +267,7 @@ void BM_Matmul(benchmark::State& st) {
     check(lt_tensor_materialize(c));
     lt_tensor_free(c);
   }
+  lt::bench::report(st, 2.0 * 1024 * 1024 * 1024, 12.0 * 1024 * 1024);
   lt_tensor_free(a);
   lt_tensor_free(b);
 }
@@ -265,8 +280,99 @@ void BM_MatmulCblas(benchmark::State& st) {
                 b.data(), 1024, 0.0f, c.data(), 1024);
     benchmark::DoNotOptimize(c.data());
   }
+  lt::bench::report(st, 2.0 * 1024 * 1024 * 1024, 12.0 * 1024 * 1024);
 }
 BENCHMARK(BM_MatmulCblas)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Row sum of 4096x1024 floats (one read, a 4096-float write): the one-pass row reduction.
+void BM_RowSum(benchmark::State& st) {
+  lt_device* d = dev(kDev[st.range(0)]);
+  lt_tensor* x = host(d, {4096, 1024}, -1, 1);
+  int64_t ax = 1;
+  for (auto _ : st) {
+    lt_tensor* y;
+    check(lt_sum(x, &ax, 1, 0, &y));
+    check(lt_tensor_materialize(y));
+    lt_tensor_free(y);
+  }
+  st.SetLabel(kDev[st.range(0)]);
+  lt::bench::report(st, 4096.0 * 1024, 4.0 * 4096 * 1024 + 4.0 * 4096);
+  lt_tensor_free(x);
+}
+BENCHMARK(BM_RowSum)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// MLP inference 784-512-512-10 (relu), batch = arg 1, one forward per iteration: the
+// small-batch matmul/GEMV case (weights 2.6 MB read once per forward).
+void BM_MlpInfer(benchmark::State& st) {
+  lt_device* d = dev(kDev[st.range(0)]);
+  const int64_t B = st.range(1), dims[4] = {784, 512, 512, 10};
+  lt_tensor *w[3], *b[3];
+  for (int l = 0; l < 3; ++l) {
+    w[l] = host(d, {dims[l], dims[l + 1]}, -0.05, 0.05);
+    b[l] = host(d, {dims[l + 1]}, -0.1, 0.1);
+  }
+  lt_tensor* x = host(d, {B, dims[0]});
+  for (auto _ : st) {
+    lt_tensor* h = lt_tensor_retain(x);
+    for (int l = 0; l < 3; ++l) {
+      lt_tensor *m, *a;
+      check(lt_matmul(h, w[l], &m));
+      check(lt_add(m, b[l], &a));
+      lt_tensor_free(m);
+      lt_tensor_free(h);
+      if (l < 2) {
+        check(lt_relu(a, &h));
+        lt_tensor_free(a);
+      } else {
+        h = a;
+      }
+    }
+    check(lt_tensor_materialize(h));
+    lt_tensor_free(h);
+  }
+  double flops = 0, bytes = 4.0 * B * dims[0];
+  for (int l = 0; l < 3; ++l) {
+    flops += 2.0 * B * dims[l] * dims[l + 1] + 2.0 * B * dims[l + 1];
+    bytes += 4.0 * (dims[l] * dims[l + 1] + dims[l + 1]);
+  }
+  bytes += 4.0 * B * dims[3];
+  st.SetLabel(kDev[st.range(0)]);
+  lt::bench::report(st, flops, bytes);
+  for (int l = 0; l < 3; ++l) {
+    lt_tensor_free(w[l]);
+    lt_tensor_free(b[l]);
+  }
+  lt_tensor_free(x);
+}
+BENCHMARK(BM_MlpInfer)
+    ->ArgsProduct({{0, 1}, {1, 8, 64}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// Multi-head attention forward, batch 8, 4 heads, 128 tokens, head width 64:
+// softmax(q·kᵀ / 8) · v on [8, 4, 128, 64] tensors.
+void BM_Attention(benchmark::State& st) {
+  lt_device* d = dev(kDev[st.range(0)]);
+  const int64_t B = 8, H = 4, T = 128, D = 64;
+  lt_tensor* q = host(d, {B, H, T, D});
+  lt_tensor* k = host(d, {B, H, D, T});  // keys stored transposed, as a projection writes them
+  lt_tensor* v = host(d, {B, H, T, D});
+  lt_tensor* scale = scalar(d, 0.125);
+  for (auto _ : st) {
+    lt_tensor *s, *ss, *p, *o;
+    check(lt_matmul(q, k, &s));
+    check(lt_mul(s, scale, &ss));
+    check(lt_softmax(ss, 3, &p));
+    check(lt_matmul(p, v, &o));
+    check(lt_tensor_materialize(o));
+    for (lt_tensor* z : {s, ss, p, o}) lt_tensor_free(z);
+  }
+  st.SetLabel(kDev[st.range(0)]);
+  const double flops = 2.0 * 2.0 * B * H * T * T * D + 5.0 * B * H * T * T;
+  lt::bench::report(st, flops, 4.0 * 4.0 * B * H * T * D);
+  for (lt_tensor* z : {q, k, v, scale}) lt_tensor_free(z);
+}
+BENCHMARK(BM_Attention)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // A 50-node fused elementwise graph, a new shape every iteration so every one compiles.
 void BM_Compile50(benchmark::State& st) {
@@ -312,6 +418,7 @@ int main(int argc, char** argv) {
   // Compile times are measured cold: the persistent compile cache is off unless LT_CACHE_DIR
   // names one (docs/compile-cache.md).
   ::setenv("LT_CACHE_DIR", "off", /*overwrite=*/0);
+  auto threads = lt::bench::apply_thread_budget();
   lt_runtime_options o{};
   o.struct_size = LT_RUNTIME_OPTIONS_STRUCT_SIZE;
   o.fallback = "silent";

@@ -11,9 +11,11 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lazytensor/lt.h"
+#include "roofline.h"
 
 namespace {
 
@@ -239,6 +241,20 @@ double seconds_per_run(Session& s, const Workload& w, std::string* err) {
   return el / runs;
 }
 
+// Flops and minimum bytes of one step of each workload, for the roofline (roofline.h): the
+// same accounting as cpu_jit_bench's rows of the same workloads.
+std::pair<double, double> cost(Workload (*make)()) {
+  const double n = 4 << 20;
+  if (make == elementwise_chain) return {8 * n, 12 * n};  // 8 ops; reads x, y, writes one
+  if (make == triad) return {2 * n, 12 * n};
+  if (make == softmax) return {5.0 * 4096 * 1024, 8.0 * 4096 * 1024};
+  if (make == layernorm_gelu) return {20.0 * 1024 * 768, 8.0 * 1024 * 768 + 8.0 * 768};
+  if (make == matmul) return {2.0 * 1024 * 1024 * 1024, 12.0 * 1024 * 1024};
+  const double B = 32, I = 128, H = 200, T = 50;  // lstm
+  return {T * (2 * B * (I + H) * 4 * H + 10 * B * 4 * H),
+          4 * ((I + H) * 4 * H + 4 * H + B * I) + T * 4 * 4 * B * H};
+}
+
 void bench(benchmark::State& state, Workload (*make)(), const char* backend) {
   Workload w = make();
   Session s;
@@ -248,6 +264,8 @@ void bench(benchmark::State& state, Workload (*make)(), const char* backend) {
   for (auto _ : state) {
     if (!run_once(s, w, &err)) return state.SkipWithError(err.c_str());
   }
+  state.SetLabel(backend);
+  lt::bench::report(state, cost(make).first, cost(make).second);
   if (std::string(backend) == "gpu_opencl") {
     Session e;
     std::string eerr;

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "plugin_harness.hpp"
+#include "roofline.h"
 
 namespace {
 
@@ -52,6 +53,9 @@ void run_graph(benchmark::State& state, GraphBuilder& g,
       benchmark::Counter(m["flops"], benchmark::Counter::kIsIterationInvariantRate);
   state.counters["simulated_tflops"] =
       m["simulated_ns"] > 0 ? m["flops"] / m["simulated_ns"] / 1e3 : 0.0;
+  // The host's roofline of the same work (the simulator runs it on the host's cores; the
+  // simulated chip's own is mxu_utilization): the program's flops and its HBM traffic.
+  lt::bench::report(state, m["flops"], m["hbm_bytes"]);
   for (auto* b : ins) s.free(b);
   for (auto* b : outs) s.free(b);
   s.destroy(exe);

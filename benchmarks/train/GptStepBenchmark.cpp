@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "lazytensor/amp.hpp"
+#include "roofline.h"
 #include "lazytensor/autograd.hpp"
 #include "lazytensor/models/gpt.hpp"
 #include "lazytensor/optim.hpp"
@@ -117,6 +118,13 @@ void BM_GptStep(benchmark::State& state, std::string backend, std::string preset
   state.counters["tokens/s"] = static_cast<double>(kBatch * c.context) * iters / s;
   state.counters["GFLOP/s"] = gflops;
   if (sgemm_gflops() > 0) state.counters["of_sgemm"] = gflops / sgemm_gflops();
+  // Roofline: the model's FLOPs; traffic the parameters read in the forward and backward
+  // passes, their gradients written and read, and AdamW's two moments read and written, with
+  // the weights updated (8 passes over 4-byte parameters); activations are not counted.
+  double nparams = 0;
+  for (lt::Tensor* p : params) nparams += static_cast<double>(p->numel());
+  state.SetLabel(backend);
+  lt::bench::report(state, model.train_flops(kBatch, c.context), 8.0 * 4.0 * nparams);
   const double sim = plugin_total(rt, backend, "simulated_ns") - sim0;
   if (sim > 0) {
     const double peak = plugin_total(rt, backend, "peak_tflops") * 1e12;
@@ -133,6 +141,7 @@ int main(int argc, char** argv) {
   // Compile times are measured cold: the persistent compile cache is off unless LT_CACHE_DIR
   // names one (docs/compile-cache.md).
   ::setenv("LT_CACHE_DIR", "off", /*overwrite=*/0);
+  auto threads = lt::bench::apply_thread_budget();
   benchmark::Initialize(&argc, argv);
   benchmark::RegisterBenchmark("Sgemm/1024", BM_Sgemm)->Unit(benchmark::kMillisecond);
   try {

@@ -11,6 +11,7 @@
 #include <map>
 #include <random>
 
+#include "roofline.h"
 #include "lazytensor/autograd.hpp"
 #include "lazytensor/nn.hpp"
 #include "lazytensor/optim.hpp"
@@ -67,6 +68,13 @@ void BM_TrainStep(benchmark::State& state, std::string device) {
       static_cast<double>(state.iterations());
   ms_per_step()[device] = ms;
   state.counters["ms_per_step"] = ms;
+  // Forward, input-gradient and weight-gradient GEMMs (3 x 2 x batch x weights) plus the
+  // elementwise work; traffic: the batch once, weights read twice, gradient written and read,
+  // weights updated (activations, 2 MB at batch 128, stay in cache).
+  const double weights = 784.0 * 512 + 512.0 * 512 + 512.0 * 10, b = 128;
+  state.SetLabel(device);
+  lt::bench::report(state, 6.0 * b * weights + 20.0 * b * (512 + 512 + 10),
+                    4.0 * (b * (784 + 10) + 5.0 * weights));
 }
 
 // Cost of recording one op when autograd is off (no tensor requires gradients), when the
@@ -102,6 +110,7 @@ int main(int argc, char** argv) {
   // Compile times are measured cold: the persistent compile cache is off unless LT_CACHE_DIR
   // names one (docs/compile-cache.md).
   ::setenv("LT_CACHE_DIR", "off", /*overwrite=*/0);
+  auto threads = lt::bench::apply_thread_budget();
   benchmark::Initialize(&argc, argv);
   std::vector<std::string> names;
   try {

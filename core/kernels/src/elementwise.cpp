@@ -1,5 +1,6 @@
 // elementwise.cpp — unary, binary, where and cast. One span instantiation per (op, dtype);
-// broadcasting lives once in elementwise() (common.cpp).
+// broadcasting lives once in elementwise() (common.cpp); contiguous f32 transcendentals run
+// SLEEF's vector math (vec.h).
 #include <array>
 #include <cmath>
 #include <limits>
@@ -8,6 +9,7 @@
 #include "convert.h"
 #include "kernels.h"
 #include "lazytensor/lower/bf16.hpp"
+#include "vec.h"
 
 namespace lt::host {
 namespace {
@@ -112,11 +114,33 @@ struct Not {
   }
 };
 
+// The vector loop of an f32 op, or null (scalar loop).
+template <class Op>
+vec::UnaryF32 vector_loop() {
+  const vec::Table& t = vec::table();
+  if constexpr (std::is_same_v<Op, Exp>) return t.exp;
+  if constexpr (std::is_same_v<Op, Log>) return t.log;
+  if constexpr (std::is_same_v<Op, Tanh>) return t.tanh;
+  if constexpr (std::is_same_v<Op, Sigmoid>) return t.sigmoid;
+  if constexpr (std::is_same_v<Op, Gelu>) return t.gelu;
+  if constexpr (std::is_same_v<Op, Sin>) return t.sin;
+  if constexpr (std::is_same_v<Op, Cos>) return t.cos;
+  return nullptr;
+}
+
 template <class T, class Op>
 void unary_span(char* out, const char* const* in, const int64_t* st, int64_t n, const int64_t*) {
   T* o = reinterpret_cast<T*>(out);
   const T* a = reinterpret_cast<const T*>(in[0]);
   const int64_t s = st[0];
+  if constexpr (std::is_same_v<T, float>) {
+    if (s == 1) {
+      if (vec::UnaryF32 f = vector_loop<Op>()) {
+        f(o, a, n);
+        return;
+      }
+    }
+  }
   if (s == 1) {
     for (int64_t i = 0; i < n; ++i) o[i] = Op::f(a[i]);
   } else {

@@ -1,5 +1,6 @@
 // reduce.cpp — reductions (sum mean max min over any axis subset, argmax) and
-// softmax / log_softmax. One instantiation per (reduction family, dtype).
+// softmax / log_softmax. One instantiation per (reduction family, dtype); contiguous f32 runs
+// and rows go through the vector loops of vec.h.
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_reduce.h>
 
@@ -8,6 +9,7 @@
 #include <type_traits>
 
 #include "kernels.h"
+#include "vec.h"
 
 namespace lt::host {
 namespace {
@@ -126,7 +128,25 @@ void reduce_kernel(const KernelCall& c) {
     ++o.n;
   }
   const bool inner_reduced = g.n > 0 && g.reduced[g.n - 1];
+  const vec::Table& vt = vec::table();
   auto run_reduce = [&](const T* p, int64_t len, Acc& sacc, T& macc) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (len > 0 && vt.sum) {
+        float r;
+        if (is_sum) {
+          sacc += vt.sum(p, len);
+          return;
+        }
+        if (op == kMax && vt.max(p, len, &r)) {
+          macc = pick<T, true>(macc, r);
+          return;
+        }
+        if (op == kMin && vt.min(p, len, &r)) {
+          macc = pick<T, false>(macc, r);
+          return;
+        }
+      }
+    }
     if (is_sum) {
       Acc a0 = 0, a1 = 0, a2 = 0, a3 = 0;
       int64_t i = 0;
@@ -289,11 +309,15 @@ void softmax_kernel(const KernelCall& c) {
   const bool log_form = c.params[1] != 0;
   const T* src = reinterpret_cast<const T*>(c.in[0].data);
   T* out = reinterpret_cast<T*>(c.out.data);
+  const vec::Table& vt = vec::table();
   parallel_for(outer * inner, dim * 4, [&](int64_t b, int64_t e) {
     for (int64_t q = b; q < e; ++q) {
       const int64_t o = q / inner, i = q % inner;
       const T* p = src + o * dim * inner + i;
       T* w = out + o * dim * inner + i;
+      if constexpr (std::is_same_v<T, float>) {
+        if (inner == 1 && vt.softmax_row && vt.softmax_row(w, p, dim, log_form)) continue;
+      }
       T m = -std::numeric_limits<T>::infinity();
       bool nan = false;
       for (int64_t d = 0; d < dim; ++d) {

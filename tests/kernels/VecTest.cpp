@@ -1,0 +1,203 @@
+// VecTest.cpp — the host kernels' vector loops (vec.h: SLEEF math, sums, max/min, softmax rows)
+// against double-precision references, every length 0..70 (vector tails) and special values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "vec.h"
+
+namespace {
+
+using lt::host::vec::Table;
+constexpr float kInf = std::numeric_limits<float>::infinity();
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+struct Isa {
+  const char* name;
+  bool present;
+  const Table* (*table)();
+};
+
+std::vector<Isa> isas() {
+  __builtin_cpu_init();
+  return {{"avx2", __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"),
+           [] { return &lt::host::vec::avx2_table(); }},
+          {"avx512", __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"),
+           [] { return &lt::host::vec::avx512_table(); }}};
+}
+
+class Vec : public ::testing::TestWithParam<int> {
+ protected:
+  // The ISA's table, or null when this CPU lacks it (the test then skips: hardware absent).
+  const Table* t() {
+    const Isa isa = isas()[GetParam()];
+    return isa.present ? isa.table() : nullptr;
+  }
+};
+
+// x in [-lo, hi] spread over n values, deterministic.
+std::vector<float> ramp(int n, float lo, float hi) {
+  std::vector<float> v(n);
+  for (int i = 0; i < n; ++i) v[i] = lo + (hi - lo) * float((i * 37) % 101) / 100.0f;
+  return v;
+}
+
+void expect_near_rel(float got, double want, double rtol, const std::string& what,
+                     double atol = 1e-7) {
+  if (std::isnan(want)) {
+    EXPECT_TRUE(std::isnan(got)) << what << ": got " << got;
+  } else if (std::isinf(want)) {
+    EXPECT_EQ(got, static_cast<float>(want)) << what;
+  } else {
+    EXPECT_NEAR(got, want, rtol * std::fabs(want) + atol) << what;
+  }
+}
+
+using Ref = double (*)(double);
+double sigmoid_ref(double x) {
+  return 1.0 / (1.0 + std::exp(-x));
+}
+double gelu_ref(double x) {
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+TEST_P(Vec, UnaryMathMatchesDoubleReferenceAtEveryTailLength) {
+  if (!t()) GTEST_SKIP() << "this CPU lacks " << isas()[GetParam()].name;
+  const Table& tb = *t();
+  struct Case {
+    const char* name;
+    lt::host::vec::UnaryF32 fn;
+    Ref ref;
+    float lo, hi;
+    double atol;  // gelu: 1 + tanh cancels in f32 below -5, as in the scalar formula
+  } cases[] = {{"exp", tb.exp, [](double x) { return std::exp(x); }, -80, 80, 1e-7},
+               {"log", tb.log, [](double x) { return std::log(x); }, 1e-6f, 1e6f, 1e-7},
+               {"tanh", tb.tanh, [](double x) { return std::tanh(x); }, -12, 12, 1e-7},
+               {"sigmoid", tb.sigmoid, sigmoid_ref, -30, 30, 1e-7},
+               {"gelu", tb.gelu, gelu_ref, -8, 8, 1e-6},
+               {"sin", tb.sin, [](double x) { return std::sin(x); }, -100, 100, 1e-7},
+               {"cos", tb.cos, [](double x) { return std::cos(x); }, -100, 100, 1e-7}};
+  for (const Case& c : cases) {
+    ASSERT_NE(c.fn, nullptr) << c.name;
+    for (int n = 0; n <= 70; ++n) {
+      std::vector<float> x = ramp(n, c.lo, c.hi), y(n + 1, 42.0f);
+      c.fn(y.data(), x.data(), n);
+      for (int i = 0; i < n; ++i)
+        expect_near_rel(y[i], c.ref(x[i]), 2e-6, std::string(c.name) + " n=" + std::to_string(n),
+                        c.atol);
+      EXPECT_EQ(y[n], 42.0f) << c.name << " wrote past n=" << n;
+    }
+  }
+}
+
+TEST_P(Vec, UnaryMathKeepsSpecialValues) {
+  if (!t()) GTEST_SKIP() << "this CPU lacks " << isas()[GetParam()].name;
+  const Table& tb = *t();
+  const std::vector<float> x = {kNaN, kInf, -kInf, 0.0f, -0.0f, 89.0f, -104.0f, 1e30f, -1e30f};
+  std::vector<float> y(x.size());
+  auto each = [&](lt::host::vec::UnaryF32 f, Ref ref, const char* name) {
+    f(y.data(), x.data(), static_cast<int64_t>(x.size()));
+    for (size_t i = 0; i < x.size(); ++i)
+      expect_near_rel(y[i], ref(x[i]), 2e-6, std::string(name) + " of " + std::to_string(x[i]));
+  };
+  each(
+      tb.exp, [](double v) { return static_cast<double>(std::exp(static_cast<float>(v))); }, "exp");
+  each(
+      tb.tanh, [](double v) { return std::tanh(v); }, "tanh");
+  each(tb.sigmoid, sigmoid_ref, "sigmoid");
+  each(
+      tb.log, [](double v) { return static_cast<double>(std::log(static_cast<float>(v))); }, "log");
+}
+
+TEST_P(Vec, SumAccumulatesInDouble) {
+  if (!t()) GTEST_SKIP() << "this CPU lacks " << isas()[GetParam()].name;
+  const Table& tb = *t();
+  for (int n : {0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000, 100003}) {
+    std::vector<float> x = ramp(n, -3, 5);
+    if (n > 3) x[n / 2] = 1e8f;  // a float accumulator would lose the small terms
+    double want = 0;
+    for (float v : x) want += v;
+    EXPECT_NEAR(tb.sum(x.data(), n), want, 1e-9 * (std::fabs(want) + 1)) << "n=" << n;
+  }
+}
+
+TEST_P(Vec, MaxMinFindTheExtremeAndRefuseNaN) {
+  if (!t()) GTEST_SKIP() << "this CPU lacks " << isas()[GetParam()].name;
+  const Table& tb = *t();
+  for (int n = 1; n <= 70; ++n) {
+    for (int at = 0; at < n; at += 5) {
+      std::vector<float> x = ramp(n, -3, 5);
+      x[at] = 9.0f;
+      float r = 0;
+      ASSERT_TRUE(tb.max(x.data(), n, &r));
+      EXPECT_EQ(r, 9.0f) << "n=" << n << " at=" << at;
+      x[at] = -kInf;
+      ASSERT_TRUE(tb.min(x.data(), n, &r));
+      EXPECT_EQ(r, -kInf) << "n=" << n << " at=" << at;
+      x[at] = kNaN;
+      EXPECT_FALSE(tb.max(x.data(), n, &r)) << "NaN at " << at << " of " << n;
+      EXPECT_FALSE(tb.min(x.data(), n, &r)) << "NaN at " << at << " of " << n;
+    }
+  }
+}
+
+TEST_P(Vec, SoftmaxRowUnderflowsToExactZeroFarBelowTheMax) {
+  if (!t()) GTEST_SKIP() << "this CPU lacks " << isas()[GetParam()].name;
+  const Table& tb = *t();
+  // Entries 80..120 below the max: e^-d is a denormal or 0 in f32, never garbage.
+  std::vector<float> x(41), y(41);
+  for (int i = 0; i < 41; ++i) x[i] = -80.0f - float(i);
+  x[0] = 0.0f;
+  ASSERT_TRUE(tb.softmax_row(y.data(), x.data(), 41, false));
+  EXPECT_NEAR(y[0], 1.0f, 1e-6f);
+  for (int i = 1; i < 41; ++i) {
+    EXPECT_GE(y[i], 0.0f) << i;
+    EXPECT_LE(y[i], 2.0f * std::exp(double(x[i]))) << i;
+  }
+}
+
+TEST_P(Vec, SoftmaxRowMatchesReference) {
+  if (!t()) GTEST_SKIP() << "this CPU lacks " << isas()[GetParam()].name;
+  const Table& tb = *t();
+  for (int n : {1, 2, 7, 8, 9, 16, 17, 33, 100, 1024, 1031}) {
+    std::vector<float> x = ramp(n, -20, 20), y(n + 1, 42.0f), ly(n + 1, 42.0f);
+    if (n > 2) x[1] = -kInf;
+    double m = -INFINITY, s = 0;
+    for (float v : x) m = std::max<double>(m, v);
+    for (float v : x) s += std::exp(double(v) - m);
+    ASSERT_TRUE(tb.softmax_row(y.data(), x.data(), n, false));
+    ASSERT_TRUE(tb.softmax_row(ly.data(), x.data(), n, true));
+    for (int i = 0; i < n; ++i) {
+      const std::string at = "n=" + std::to_string(n) + " i=" + std::to_string(i);
+      expect_near_rel(y[i], std::exp(double(x[i]) - m) / s, 2e-6, "softmax " + at);
+      expect_near_rel(ly[i], double(x[i]) - m - std::log(s), 2e-6, "log_softmax " + at);
+    }
+    EXPECT_EQ(y[n], 42.0f);
+    EXPECT_EQ(ly[n], 42.0f);
+  }
+  // Rows the scalar loop owns: a NaN, +inf, or all -inf.
+  std::vector<float> nan_row = {1, kNaN, 2}, inf_row = {1, kInf, 2}, ninf_row = {-kInf, -kInf},
+                     out(3);
+  EXPECT_FALSE(tb.softmax_row(out.data(), nan_row.data(), 3, false));
+  EXPECT_FALSE(tb.softmax_row(out.data(), inf_row.data(), 3, false));
+  EXPECT_FALSE(tb.softmax_row(out.data(), ninf_row.data(), 2, true));
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, Vec, ::testing::Values(0, 1),
+                         [](const auto& info) { return std::string(isas()[info.param].name); });
+
+TEST(VecTable, ScalarCapLeavesEveryLoopToTheKernels) {
+  // vec::table() is chosen once per process; the cap is read then, so this checks what the
+  // table reports about itself: a named ISA has every loop, "scalar" none.
+  const Table& tb = lt::host::vec::table();
+  const bool vector = std::string(tb.isa) != "scalar";
+  for (auto f : {tb.exp, tb.log, tb.tanh, tb.sigmoid, tb.gelu, tb.sin, tb.cos})
+    EXPECT_EQ(f != nullptr, vector) << tb.isa;
+  EXPECT_EQ(tb.sum != nullptr, vector);
+  EXPECT_EQ(tb.softmax_row != nullptr, vector);
+}
+
+}  // namespace
