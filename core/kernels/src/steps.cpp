@@ -10,6 +10,7 @@
 #include "kernels.h"
 #include "lazytensor/lower/buffers.hpp"
 #include "lazytensor/lower/error.hpp"
+#include "lazytensor/lower/ops.hpp"
 
 namespace lt::host {
 namespace {
@@ -69,13 +70,12 @@ void StepProgram::finish() {
   const lt_graph& g = g_;
   // Every materialised node that is neither an input nor bound to an output gets a slice of
   // the arena (an unbound reshape aliases its operand); so does each conv2d's im2col matrix.
-  std::vector<char> needs(g.num_nodes, 0), bound(g.num_nodes, 0);
+  std::vector<char> needs(g.num_nodes, 0);
+  bound_.assign(g.num_nodes, 0);
+  std::vector<char>& bound = bound_;
   for (size_t k = 0; k < g.num_inputs; ++k) bound[g.inputs[k]] = 1;
   for (size_t k = 0; k < g.num_outputs; ++k) bound[g.outputs[k]] = 1;
-  auto root = [&](int32_t v) {  // the node whose buffer holds v's data
-    for (v = source(v); !bound[v] && reshape_[v];) v = source(g.nodes[v].operands[0]);
-    return v;
-  };
+  auto root = [&](int32_t v) { return holder(v); };
   const int64_t never = static_cast<int64_t>(steps_.size());
   std::vector<int64_t> first(g.num_nodes, never), last(g.num_nodes, -1);
   std::vector<lower::LiveRange> ranges;
@@ -119,6 +119,54 @@ void StepProgram::finish() {
     else
       steps_[~owner[r]].scratch = static_cast<int64_t>(plan.offsets[r]);
   }
+}
+
+int32_t StepProgram::holder(int32_t v) const {
+  for (v = source(v); !bound_[v] && reshape_[v];) v = source(g_.nodes[v].operands[0]);
+  return v;
+}
+
+bool StepProgram::can_donate(size_t input, size_t output) const {
+  const lt_graph& g = g_;
+  if (input >= g.num_inputs || output >= g.num_outputs || bound_.empty()) return false;
+  const int32_t in = g.inputs[input], out = g.outputs[output];
+  const lt_graph_node& on = g.nodes[out];
+  if (std::string_view(on.op) == "input" || numel_[out] == 0) return false;
+  // The step that writes the output, and whether it reads the input.
+  size_t writer = steps_.size();
+  for (size_t i = 0; i < steps_.size() && writer == steps_.size(); ++i) {
+    const Step& s = steps_[i];
+    if (s.kind == Kind::kCustom) {
+      for (int32_t w : customs_[s.index].writes)
+        if (w == out) writer = i;
+    } else if (s.node == out) {
+      writer = i;
+    }
+  }
+  if (writer == steps_.size()) return false;
+  for (size_t i = writer; i < steps_.size(); ++i) {
+    const Step& s = steps_[i];
+    if (s.kind == Kind::kCustom) {
+      for (int32_t r : customs_[s.index].reads)
+        if (holder(r) == in) return false;
+      continue;
+    }
+    const lt_graph_node& n = g.nodes[s.node];
+    for (size_t k = 0; k < n.num_operands; ++k) {
+      const int32_t v = n.operands[k];
+      if (holder(v) != in) continue;
+      if (i > writer) return false;            // read after the output overwrote it
+      if (s.kind == Kind::kReshape) continue;  // the output is that reshape: one buffer
+      const lt_graph_node& vn = g.nodes[v];
+      const lower::OpInfo* op = lower::find_op(n.op);
+      const bool same_shape =
+          vn.rank == n.rank && std::equal(vn.shape, vn.shape + vn.rank, n.shape);
+      if (s.kind != Kind::kHost || !op || op->category != lower::Category::kElementwise ||
+          source(v) != v || !same_shape || lt_dtype_size(vn.dtype) != lt_dtype_size(n.dtype))
+        return false;
+    }
+  }
+  return true;
 }
 
 void StepProgram::run(void* const* inputs, void* const* outputs) const {
@@ -200,8 +248,8 @@ void StepProgram::run(void* const* inputs, void* const* outputs) const {
   }
   for (size_t k = 0; k < g.num_outputs; ++k) {
     int32_t v = g.outputs[k];
-    if (ptr[v] != outputs[k] && numel_[v] > 0)
-      std::memcpy(outputs[k], ptr[v], numel_[v] * lt_dtype_size(g.nodes[v].dtype));
+    if (ptr[v] != outputs[k] && numel_[v] > 0)  // memmove: a donated output may be its source
+      std::memmove(outputs[k], ptr[v], numel_[v] * lt_dtype_size(g.nodes[v].dtype));
   }
 }
 
