@@ -238,7 +238,8 @@ std::string generate(lt::models::Gpt& model, const lt::Device& dev, const lt::te
 // the run, and resident = peak + arena, against the bound 1.3 x (state + arena). Printed, and
 // with --metrics-json written with every step's loss and the metrics report.
 void print_memory(lt::Runtime& rt, const lt::Device& dev, lt::models::Gpt& model,
-                  lt::optim::AdamW& opt, const GptOptions& o, const std::vector<double>& losses) {
+                  lt::optim::AdamW& opt, const GptOptions& o, const std::vector<double>& losses,
+                  double donated) {
   double state = 0;
   for (lt::Tensor* p : model.parameters())
     state += static_cast<double>(p->numel() * lt::dtype_size(p->dtype()));
@@ -251,7 +252,6 @@ void print_memory(lt::Runtime& rt, const lt::Device& dev, lt::models::Gpt& model
       if (r["backend_stats"].contains("workspace_bytes"))
         arena = std::max(arena, r["backend_stats"]["workspace_bytes"].get<double>());
   const double peak = rt.metric("memory." + dev.name() + ".bytes_peak");
-  const double donated = rt.metric("donation.bytes_last_graph");
   const double resident = peak + arena, bound = 1.3 * (state + arena);
   std::printf(
       "memory: training state %.2f MiB, step activations and temporaries (arena) %.2f MiB, peak "
@@ -391,6 +391,7 @@ int run_gpt(const GptOptions& options, lt::Runtime& rt, const lt::Device& dev) {
   const double compiles_before = rt.metric("compiles");
   const double compile_ms_before = rt.metric("compile_ms");
   std::vector<double> losses;  // every step's, for --metrics-json
+  double donated_step = 0;     // bytes the last training step donated
   for (int64_t step = start_step; step < end; ++step) {
     auto t0 = Clock::now();
     const double lr = schedule(step);
@@ -417,6 +418,7 @@ int run_gpt(const GptOptions& options, lt::Runtime& rt, const lt::Device& dev) {
     else
       opt.step();
     lt::sync(dev);  // forward + backward + clipping + update: one graph, compiled once
+    if (step + 1 == end) donated_step = rt.metric("donation.bytes_last_graph");
     const double l = loss.item<float>();
     losses.push_back(l);
     const double dt = seconds_since(t0);
@@ -478,7 +480,7 @@ int run_gpt(const GptOptions& options, lt::Runtime& rt, const lt::Device& dev) {
   }
   std::printf("metrics: compiles %.0f, cache hits %.0f, fallbacks %.0f\n", rt.metric("compiles"),
               rt.metric("cache_hits"), rt.metric("fallback_nodes"));
-  if (train) print_memory(rt, dev, model, opt, o, losses);
+  if (train) print_memory(rt, dev, model, opt, o, losses, donated_step);
   return 0;
 }
 
