@@ -74,11 +74,10 @@ size_t node_bytes(const lt_graph_node& n) {
 // Buffer donation (docs/memory.md): which graph inputs each region may hand to which graph
 // outputs. An input qualifies for a region that is its only reader (another region, or a
 // transfer to one, must never see it overwritten); the output must be a graph output of the
-// same byte size that every reader of the input feeds (so that a schedule in topological
-// order has read the input before it writes the output: m_new = b1 * m + ... takes m, not p),
-// preferring one that reads the input directly (p - lr * g takes p). The plugin then says
-// whether its schedule keeps that true; whether a run donates is decided per run (run.cpp:
-// nobody else may hold the input).
+// same byte size, near the input, and fed by every reader of the input where one is (so that
+// a schedule in topological order has read the input before it writes the output). The
+// plugin then says whether its schedule keeps that true; whether a run donates is decided per
+// run (run.cpp: nobody else may hold the input).
 struct DonationOffer {
   std::vector<int64_t> local;   // per local output: the local input offered, or -1
   std::vector<int32_t> global;  // per local output: that input's graph input position, or -1
@@ -113,79 +112,62 @@ class Donations {
         if (input_pos_[g.nodes[i].operands[k]] >= 0)
           users_[fill[g.nodes[i].operands[k]]++] = static_cast<int32_t>(i);
     mark_.assign(g.num_nodes, 0);
+    local_.assign(g.num_nodes, -1);
   }
   DonationOffer offer(const RegionGraph& rg) {
     DonationOffer o;
     o.local.assign(rg.out_globals.size(), -1);
     o.global.assign(rg.out_globals.size(), -1);
     if (rg.buf.g.num_symbols) return o;  // a dynamic region's sizes move: no donation
+    for (size_t j = 0; j < rg.in_globals.size(); ++j) local_[rg.in_globals[j]] = int32_t(j);
     std::vector<char> taken(rg.in_globals.size(), 0);
-    // First the inputs every reader of which feeds the output, then, for the outputs left, an
-    // input they read directly (its other readers may still run first: the plugin knows).
+    // First the inputs every reader of which feeds the output nearby, then, for the outputs
+    // left, the nearest input (its other readers may still run first: the plugin knows).
     for (bool fed_only : {true, false})
       for (size_t k = 0; k < rg.out_globals.size(); ++k)
-        if (o.local[k] < 0 && !over_budget_) {
-          const int64_t j = pick(rg, rg.out_globals[k], taken, fed_only);
+        if (o.local[k] < 0) {
+          const int64_t j = pick(rg.out_globals[k], taken, fed_only);
           if (j < 0) continue;
           taken[j] = 1;
           o.local[k] = j;
           o.global[k] = input_pos_[rg.in_globals[j]];
         }
+    for (int32_t gi : rg.in_globals) local_[gi] = -1;
     return o;
   }
 
  private:
-  // The local input to offer output `out`, or -1: fed_only, an input every reader of which is
-  // `out` or an ancestor (one it reads directly first); else one `out` reads directly.
-  int64_t pick(const RegionGraph& rg, int32_t out, const std::vector<char>& taken, bool fed_only) {
+  // The local input to offer output `out`, or -1, among the inputs found walking back from
+  // `out` (at most kReach nodes, nearest first: bounded work per output, so a 100,000-wide
+  // graph stays linear). fed_only: an input every reader of which was reached on that walk
+  // (m_new = b1 * m + ... takes m, whose one reader feeds m_new, and not p).
+  int64_t pick(int32_t out, const std::vector<char>& taken, bool fed_only) {
+    static constexpr size_t kReach = 256;
     const lt_graph& g = g_;
-    const lt_graph_node& on = g.nodes[out];
-    if (!is_output_[out] || node_bytes(on) == 0) return -1;
-    bool marked = false;  // the output's ancestors are marked (computed on first need)
-    int64_t best = -1;
-    for (size_t j = 0; j < rg.in_globals.size(); ++j) {
-      const int32_t in = rg.in_globals[j];
-      if (taken[j] || input_pos_[in] < 0 || readers_[in] != 1 || in == out ||
-          node_bytes(g.nodes[in]) != node_bytes(on))
-        continue;
-      const bool direct = std::find(on.operands, on.operands + on.num_operands, in) !=
-                          on.operands + on.num_operands;
-      if (!fed_only) {
-        if (direct) return static_cast<int64_t>(j);
-        continue;
-      }
-      bool fed = true;
-      for (uint32_t u = user_begin_[in]; u < user_begin_[in + 1] && fed; ++u) {
-        if (users_[u] == out) continue;
-        if (!marked && !(marked = mark_ancestors(out))) return over_budget_ = true, -1;
-        fed = mark_[users_[u]] == epoch_;
-      }
-      if (!fed) continue;
-      if (direct) return static_cast<int64_t>(j);
-      if (best < 0) best = static_cast<int64_t>(j);
-    }
-    return best;
-  }
-
-  // Marks `out` and its ancestors with a new epoch; false once the walks of this graph would
-  // exceed kBudget node visits (a 100,000-wide graph must not pay outputs x nodes).
-  bool mark_ancestors(int32_t out) {
-    static constexpr size_t kBudget = size_t{1} << 26;
-    if (visited_ + g_.num_nodes > kBudget) return false;
+    if (!is_output_[out] || node_bytes(g.nodes[out]) == 0) return -1;
+    const size_t bytes = node_bytes(g.nodes[out]);
     ++epoch_;
-    std::vector<int32_t> stack{out};
+    std::vector<int32_t> reached{out};
     mark_[out] = epoch_;
-    while (!stack.empty()) {
-      const lt_graph_node& n = g_.nodes[stack.back()];
-      stack.pop_back();
-      ++visited_;
-      for (size_t k = 0; k < n.num_operands; ++k)
+    for (size_t q = 0; q < reached.size() && reached.size() < kReach; ++q) {
+      const lt_graph_node& n = g.nodes[reached[q]];
+      for (size_t k = 0; k < n.num_operands && reached.size() < kReach; ++k)
         if (mark_[n.operands[k]] != epoch_) {
           mark_[n.operands[k]] = epoch_;
-          stack.push_back(n.operands[k]);
+          reached.push_back(n.operands[k]);
         }
     }
-    return true;
+    for (int32_t in : reached) {
+      const int32_t j = local_[in];
+      if (j < 0 || taken[j] || input_pos_[in] < 0 || readers_[in] != 1 ||
+          node_bytes(g.nodes[in]) != bytes)
+        continue;
+      bool fed = true;
+      for (uint32_t u = user_begin_[in]; u < user_begin_[in + 1] && fed && fed_only; ++u)
+        fed = mark_[users_[u]] == epoch_;
+      if (fed) return j;
+    }
+    return -1;
   }
 
   const lt_graph& g_;
@@ -195,9 +177,8 @@ class Donations {
   std::vector<uint32_t> user_begin_;
   std::vector<int32_t> users_;
   std::vector<uint32_t> mark_;
+  std::vector<int32_t> local_;  // graph node -> local input of the region being offered, or -1
   uint32_t epoch_ = 0;
-  size_t visited_ = 0;
-  bool over_budget_ = false;
 };
 
 }  // namespace

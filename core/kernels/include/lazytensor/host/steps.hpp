@@ -75,6 +75,8 @@ class StepProgram {
   std::vector<char> reshape_;         // per node: op is reshape
   std::vector<int64_t> temp_offset_;  // per node: byte offset in the arena, -1 if none
   std::vector<char> bound_;           // per node: a graph input or output (its own buffer)
+  std::vector<int64_t> writer_;       // per node: the step that writes it, -1 if none
+  std::vector<int64_t> last_read_;    // per holder node: the last step reading its buffer
   size_t arena_bytes_ = 0;
   mutable std::mutex arena_mu_;  // guards arena_ and ptr_ (reused by one run at a time)
   mutable std::unique_ptr<char[], void (*)(void*)> arena_{nullptr, nullptr};
