@@ -614,6 +614,7 @@ LT_API void lt_metrics_reset(lt_runtime* runtime) {
     drain_queues(runtime);  // a queued graph's run counts before the reset, never after it
     runtime->metrics.reset();
     reset_graph_timings(runtime);
+    for (auto& d : runtime->devices) d->allocator->reset_peak();  // peak := what is live now
   }
 }
 

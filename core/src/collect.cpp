@@ -39,19 +39,14 @@ lt_graph_node node_view(const Node* n, bool as_input) {
 // program hash is the same walk without shapes and attributes.
 void collect(const std::vector<Node*>& roots, Collected& c) {
   uint64_t epoch = g_epoch.fetch_add(1, std::memory_order_relaxed) + 1;
+  // 1. The nodes reachable from the roots, cut at materialised and queued values (post-order).
   struct Frame {
     Node* n;
     uint32_t next;
   };
   std::vector<Frame> stack;
-  c.op_begin.push_back(0);
-  uint64_t h = hash_mix(0x4c54475241504855ULL);
-  uint64_t prog = hash_mix(0x50524f4752414dULL);  // the program: h without the numbers
   for (Node* root : roots) {
-    if (root->visit_mark == epoch) {
-      c.outputs.push_back(root->visit_index);  // also reached from an earlier root
-      continue;
-    }
+    if (root->visit_mark == epoch) continue;  // also reached from an earlier root
     root->visit_mark = epoch;
     stack.push_back({root, 0});
     while (!stack.empty()) {
@@ -66,29 +61,56 @@ void collect(const std::vector<Node*>& roots, Collected& c) {
         }
         continue;
       }
-      int32_t idx = static_cast<int32_t>(c.nodes.size());
-      n->visit_index = idx;
       c.nodes.push_back(n);
       c.input_flag.push_back(input ? 1 : 0);
-      prog = hash_combine(prog, (static_cast<uint64_t>(input ? kOpInput : n->op) << 32) ^
-                                    (static_cast<uint64_t>(n->dtype) << 8) ^ n->shape.size());
-      if (input) {
-        c.inputs.push_back(idx);
-        h = hash_combine(h, input_hash(n));
-      } else {
-        h = hash_combine(h, n->hash);
-        for (uint32_t k = 0; k < n->num_operands; ++k) {
-          int32_t oi = n->operand(k)->visit_index;
-          c.operand_idx.push_back(oi);
-          h = hash_combine(h, static_cast<uint64_t>(oi));
-          prog = hash_combine(prog, static_cast<uint64_t>(oi));
-        }
-      }
-      c.op_begin.push_back(static_cast<int32_t>(c.operand_idx.size()));
       stack.pop_back();
     }
-    c.outputs.push_back(root->visit_index);
   }
+  // 2. The schedule (docs/memory.md): the graph's inputs first, in the walk's order (which the
+  // graph's structure fixes, so that a parameter updated last step is the same input this
+  // step), then its ops in the program's own order (Node::seq: operands before users), not the
+  // walk's. A walk from the roots places values long before their last readers (every
+  // activation and weight gradient of a training step waited for the last root), and would put
+  // a recompute region's recomputation right next to the forward it replaces.
+  {
+    std::vector<Node*> ops;
+    std::vector<Node*> nodes;
+    nodes.reserve(c.nodes.size());
+    for (size_t i = 0; i < c.nodes.size(); ++i)
+      (c.input_flag[i] ? nodes : ops).push_back(c.nodes[i]);
+    const size_t num_inputs = nodes.size();
+    auto older = [](const Node* a, const Node* b) { return a->seq < b->seq; };
+    if (!std::is_sorted(ops.begin(), ops.end(), older)) std::sort(ops.begin(), ops.end(), older);
+    nodes.insert(nodes.end(), ops.begin(), ops.end());
+    c.nodes = std::move(nodes);
+    std::fill(c.input_flag.begin(), c.input_flag.begin() + static_cast<ptrdiff_t>(num_inputs), 1);
+    std::fill(c.input_flag.begin() + static_cast<ptrdiff_t>(num_inputs), c.input_flag.end(), 0);
+  }
+  // 3. Indices, operands and keys in that order.
+  for (size_t i = 0; i < c.nodes.size(); ++i) c.nodes[i]->visit_index = static_cast<int32_t>(i);
+  c.op_begin.push_back(0);
+  uint64_t h = hash_mix(0x4c54475241504855ULL);
+  uint64_t prog = hash_mix(0x50524f4752414dULL);  // the program: h without the numbers
+  for (size_t i = 0; i < c.nodes.size(); ++i) {
+    Node* n = c.nodes[i];
+    const bool input = c.input_flag[i] != 0;
+    prog = hash_combine(prog, (static_cast<uint64_t>(input ? kOpInput : n->op) << 32) ^
+                                  (static_cast<uint64_t>(n->dtype) << 8) ^ n->shape.size());
+    if (input) {
+      c.inputs.push_back(static_cast<int32_t>(i));
+      h = hash_combine(h, input_hash(n));
+    } else {
+      h = hash_combine(h, n->hash);
+      for (uint32_t k = 0; k < n->num_operands; ++k) {
+        int32_t oi = n->operand(k)->visit_index;
+        c.operand_idx.push_back(oi);
+        h = hash_combine(h, static_cast<uint64_t>(oi));
+        prog = hash_combine(prog, static_cast<uint64_t>(oi));
+      }
+    }
+    c.op_begin.push_back(static_cast<int32_t>(c.operand_idx.size()));
+  }
+  for (Node* root : roots) c.outputs.push_back(root->visit_index);
   // Duplicate roots are dropped (outputs never alias); order stays deterministic. Linear: a
   // 100,000-wide lt_sync has as many roots.
   std::vector<uint8_t> seen(c.nodes.size(), 0);

@@ -44,10 +44,11 @@ HostNode host_node(const lt_graph& g, int32_t i) {
 // Compiles one region on its site's device; a failed compile on the target reruns the region
 // on the fallback (logged, counted) unless the failure is the program's own (out of memory) or
 // the policy forbids it. `failed` (out): the target's error, when it fell back.
-client::Compiled compile_region(Device*& dev, Device* fb, const lt_graph& g, std::string& failed) {
+client::Compiled compile_region(Device*& dev, Device* fb, const lt_graph& g, std::string& failed,
+                                std::span<const int64_t> donors) {
   Runtime* rt = dev->runtime;
   try {
-    return client::compile(dev, g);
+    return client::compile(dev, g, donors);
   } catch (const Error& e) {
     // Out of device memory is a property of the program (its size), not a capability gap:
     // the user must see it. So must a user who asked for no fallback at all.
@@ -62,9 +63,123 @@ client::Compiled compile_region(Device*& dev, Device* fb, const lt_graph& g, std
                   e.message(), fb->plugin->name);
     failed = e.message();
     dev = fb;
-    return client::compile(dev, g);
+    return client::compile(dev, g, donors);
   }
 }
+
+size_t node_bytes(const lt_graph_node& n) {
+  return static_cast<size_t>(lower::DescRef(n).numel()) * lt_dtype_size(n.dtype);
+}
+
+// Buffer donation (docs/memory.md): which graph inputs each region may hand to which graph
+// outputs. An input qualifies for a region that is its only reader (another region, or a
+// transfer to one, must never see it overwritten); the output must be a graph output of the
+// same byte size, near the input, and fed by every reader of the input where one is (so that
+// a schedule in topological order has read the input before it writes the output). The
+// plugin then says whether its schedule keeps that true; whether a run donates is decided per
+// run (run.cpp: nobody else may hold the input).
+struct DonationOffer {
+  std::vector<int64_t> local;   // per local output: the local input offered, or -1
+  std::vector<int32_t> global;  // per local output: that input's graph input position, or -1
+};
+class Donations {
+ public:
+  Donations(const lt_graph& g, const Partition& part, const std::vector<PreparedRegion>& regions)
+      : g_(g) {
+    input_pos_.assign(g.num_nodes, -1);
+    for (size_t k = 0; k < g.num_inputs; ++k) input_pos_[g.inputs[k]] = static_cast<int32_t>(k);
+    is_output_.assign(g.num_nodes, 0);
+    for (size_t k = 0; k < g.num_outputs; ++k) is_output_[g.outputs[k]] = 1;
+    readers_.assign(g.num_nodes, 0);
+    for (size_t r = 0; r < part.regions.size(); ++r) {
+      if (part.regions[r].site == Site::kHost) {
+        for (int32_t m : part.regions[r].members)
+          for (size_t k = 0; k < g.nodes[m].num_operands; ++k) ++readers_[g.nodes[m].operands[k]];
+        continue;
+      }
+      for (int32_t gi : regions[r].graph.in_globals) ++readers_[gi];
+    }
+    // The users of each graph input (CSR), for the "every reader feeds the output" test.
+    user_begin_.assign(g.num_nodes + 1, 0);
+    for (size_t i = 0; i < g.num_nodes; ++i)
+      for (size_t k = 0; k < g.nodes[i].num_operands; ++k)
+        if (input_pos_[g.nodes[i].operands[k]] >= 0) ++user_begin_[g.nodes[i].operands[k] + 1];
+    for (size_t i = 0; i < g.num_nodes; ++i) user_begin_[i + 1] += user_begin_[i];
+    users_.resize(user_begin_[g.num_nodes]);
+    std::vector<uint32_t> fill(user_begin_.begin(), user_begin_.end() - 1);
+    for (size_t i = 0; i < g.num_nodes; ++i)
+      for (size_t k = 0; k < g.nodes[i].num_operands; ++k)
+        if (input_pos_[g.nodes[i].operands[k]] >= 0)
+          users_[fill[g.nodes[i].operands[k]]++] = static_cast<int32_t>(i);
+    mark_.assign(g.num_nodes, 0);
+    local_.assign(g.num_nodes, -1);
+  }
+  DonationOffer offer(const RegionGraph& rg) {
+    DonationOffer o;
+    o.local.assign(rg.out_globals.size(), -1);
+    o.global.assign(rg.out_globals.size(), -1);
+    if (rg.buf.g.num_symbols) return o;  // a dynamic region's sizes move: no donation
+    for (size_t j = 0; j < rg.in_globals.size(); ++j) local_[rg.in_globals[j]] = int32_t(j);
+    std::vector<char> taken(rg.in_globals.size(), 0);
+    // First the inputs every reader of which feeds the output nearby, then, for the outputs
+    // left, the nearest input (its other readers may still run first: the plugin knows).
+    for (bool fed_only : {true, false})
+      for (size_t k = 0; k < rg.out_globals.size(); ++k)
+        if (o.local[k] < 0) {
+          const int64_t j = pick(rg.out_globals[k], taken, fed_only);
+          if (j < 0) continue;
+          taken[j] = 1;
+          o.local[k] = j;
+          o.global[k] = input_pos_[rg.in_globals[j]];
+        }
+    for (int32_t gi : rg.in_globals) local_[gi] = -1;
+    return o;
+  }
+
+ private:
+  // The local input to offer output `out`, or -1, among the inputs found walking back from
+  // `out` (at most kReach nodes, nearest first: bounded work per output, so a 100,000-wide
+  // graph stays linear). fed_only: an input every reader of which was reached on that walk
+  // (m_new = b1 * m + ... takes m, whose one reader feeds m_new, and not p).
+  int64_t pick(int32_t out, const std::vector<char>& taken, bool fed_only) {
+    static constexpr size_t kReach = 256;
+    const lt_graph& g = g_;
+    if (!is_output_[out] || node_bytes(g.nodes[out]) == 0) return -1;
+    const size_t bytes = node_bytes(g.nodes[out]);
+    ++epoch_;
+    std::vector<int32_t> reached{out};
+    mark_[out] = epoch_;
+    for (size_t q = 0; q < reached.size() && reached.size() < kReach; ++q) {
+      const lt_graph_node& n = g.nodes[reached[q]];
+      for (size_t k = 0; k < n.num_operands && reached.size() < kReach; ++k)
+        if (mark_[n.operands[k]] != epoch_) {
+          mark_[n.operands[k]] = epoch_;
+          reached.push_back(n.operands[k]);
+        }
+    }
+    for (int32_t in : reached) {
+      const int32_t j = local_[in];
+      if (j < 0 || taken[j] || input_pos_[in] < 0 || readers_[in] != 1 ||
+          node_bytes(g.nodes[in]) != bytes)
+        continue;
+      bool fed = true;
+      for (uint32_t u = user_begin_[in]; u < user_begin_[in + 1] && fed && fed_only; ++u)
+        fed = mark_[users_[u]] == epoch_;
+      if (fed) return j;
+    }
+    return -1;
+  }
+
+  const lt_graph& g_;
+  std::vector<int32_t> input_pos_;
+  std::vector<char> is_output_;
+  std::vector<uint32_t> readers_;
+  std::vector<uint32_t> user_begin_;
+  std::vector<int32_t> users_;
+  std::vector<uint32_t> mark_;
+  std::vector<int32_t> local_;  // graph node -> local input of the region being offered, or -1
+  uint32_t epoch_ = 0;
+};
 
 }  // namespace
 
@@ -157,6 +272,7 @@ std::shared_ptr<Plan> compile_partition(Device* dev, Partition& part,
 
   const bool dump = !rt->config.dump_dir.empty();
   DotDump dot;
+  Donations donations(g, part, regions);
   for (size_t r = 0; r < part.regions.size(); ++r) {
     const PartRegion& pr = part.regions[r];
     Region reg;
@@ -191,8 +307,15 @@ std::shared_ptr<Plan> compile_partition(Device* dev, Partition& part,
     if (span.on())
       span.args(fmt::format("\"region\": {}, \"backend\": \"{}\", \"nodes\": {}", r,
                             reg.dev->plugin->name, pr.members.size()));
-    const client::Compiled exe = compile_region(reg.dev, fb_dev, gb.g, failed);
+    DonationOffer offer = donations.offer(prep.graph);
+    const bool offered =
+        std::any_of(offer.local.begin(), offer.local.end(), [](int64_t j) { return j >= 0; });
+    const client::Compiled exe = compile_region(reg.dev, fb_dev, gb.g, failed,
+                                                offered ? offer.local : std::vector<int64_t>{});
     reg.exe = exe.exe;
+    reg.donor.assign(reg.out_globals.size(), -1);
+    for (size_t k = 0; k < exe.donation_accepted.size(); ++k)
+      if (exe.donation_accepted[k]) reg.donor[k] = offer.global[k];
     if (!failed.empty())
       for (int32_t gi : pr.members) {
         add_count(cp.op_counts, std::string("fallback.") + g.nodes[gi].op);

@@ -34,17 +34,26 @@ bool supports(Device* dev, const lt_graph& g, size_t node) {
   return a.supported != 0;
 }
 
-Compiled compile(Device* dev, const lt_graph& g) {
+Compiled compile(Device* dev, const lt_graph& g, std::span<const int64_t> donors) {
   Plugin* p = dev->plugin;
   lt_plugin_compile_args a{};
   a.struct_size = LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE;
   a.context = p->ctx;
   a.device = dev->index;
   a.graph = &g;
+  // Donation is offered to plugins of minor >= 3 only: an older one never reads the fields.
+  std::vector<uint8_t> accepted;
+  if (p->abi_minor >= 3 && !donors.empty() && donors.size() == g.num_outputs) {
+    accepted.assign(donors.size(), 0);
+    a.donor_inputs = donors.data();
+    a.donation_accepted = accepted.data();
+  }
   p->call("compile", [&] { return p->api->compile(&a); });
   if (!a.executable) fail(LT_STATUS_PLUGIN_ERROR, "{}: compile returned no executable", p->name);
+  for (size_t k = 0; k < accepted.size(); ++k)  // anything but 1 (or no offer) means no
+    accepted[k] = accepted[k] == 1 && donors[k] >= 0 ? 1 : 0;
   // A plugin of ABI 1.0/1.1 never wrote the field: its executables are static.
-  return {a.executable, p->abi_minor >= 2 && a.dynamic == 1};
+  return {a.executable, p->abi_minor >= 2 && a.dynamic == 1, std::move(accepted)};
 }
 
 void execute(Device* dev, lt_plugin_executable* exe, std::span<lt_plugin_buffer* const> inputs,

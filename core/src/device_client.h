@@ -21,9 +21,14 @@ bool supports(Device* dev, const lt_graph& g, size_t node);
 struct Compiled {
   lt_plugin_executable* exe = nullptr;
   bool dynamic = false;  // the executable runs every value of g's symbols (ABI >= 1.2)
+  // Per output: 1 where the plugin accepted the donation offered (ABI >= 1.3); empty when
+  // none was offered.
+  std::vector<uint8_t> donation_accepted;
 };
-// Compiles `g`; throws lt::Error (the plugin's code and message) on failure.
-Compiled compile(Device* dev, const lt_graph& g);
+// Compiles `g`; throws lt::Error (the plugin's code and message) on failure. `donors`: per
+// output of g, the input position whose buffer the core may share with it, or -1 (empty: none
+// offered; never offered to a plugin of minor < 3, which keeps copies).
+Compiled compile(Device* dev, const lt_graph& g, std::span<const int64_t> donors = {});
 void execute(Device* dev, lt_plugin_executable* exe, std::span<lt_plugin_buffer* const> inputs,
              std::span<lt_plugin_buffer* const> outputs, std::span<const int64_t> symbols);
 void destroy(Device* dev, lt_plugin_executable* exe) noexcept;

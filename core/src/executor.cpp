@@ -32,6 +32,7 @@ static TicketPtr enqueue(Device* dev, Run r, Collected&& c) {
     c.nodes[o]->ticket = job.ticket;
   }
   TicketPtr ticket = job.ticket;
+  r.queued = true;  // job.keep holds each input once more
   job.run = [dev, r = std::move(r), c = std::move(c)]() mutable { run(dev, r, c); };
   dev->queue->submit(std::move(job));
   return ticket;

@@ -93,6 +93,7 @@ void AttrSet::finish() {
 }
 
 std::atomic<int64_t> g_nodes_alive{0};
+thread_local uint32_t t_recompute_tag = 0;
 
 namespace {
 // Deletes nodes whose count reached zero; operands that also reach zero join the worklist.

@@ -176,6 +176,9 @@ struct Node {
   // their tags are equal, so a recomputation is never merged back into the forward. Never hashed
   // into a node's own hash; collect hands the tags to the optimiser beside the graph.
   uint32_t recompute_tag = 0;
+  // Creation order (one process-wide counter; operands are always older than their users):
+  // collect runs a graph's nodes in this order, the program's own (docs/memory.md, "Schedule").
+  uint64_t seq = 0;
 
   // Materialisation state: written only under the device mutex; `materialized` is
   // published last (release) so any thread can test it.
@@ -200,6 +203,10 @@ std::string trace_location(const Node* n);
 
 // Process-wide count of live nodes (metric "nodes_alive"; leak tests read it).
 extern std::atomic<int64_t> g_nodes_alive;
+
+// The recompute tag every node recorded on this thread gets (Node::recompute_tag): nonzero
+// only while the autograd recomputes a recompute region's values (autograd/backward.cpp).
+extern thread_local uint32_t t_recompute_tag;
 
 // Releases one reference; frees the node and, iteratively, every operand chain that loses its
 // last reference (a 1,000,000-node chain must not recurse).

@@ -44,6 +44,22 @@ std::map<std::string, double> flat(Runtime* rt) {
   }
   f["allocator.bytes_cached"] = cached;
   f["allocator.bytes_in_use"] = in_use;
+  // Memory accounting (docs/memory.md): live device values now and their peak since the last
+  // lt_metrics_reset, per device and summed over devices (the sum of each device's peak).
+  double live = 0, peak = 0;
+  for (auto& d : rt->devices) {
+    const auto l = static_cast<double>(d->allocator->bytes_live());
+    const auto p = static_cast<double>(d->allocator->bytes_peak());
+    f["memory." + d->name + ".bytes_live"] = l;
+    f["memory." + d->name + ".bytes_peak"] = p;
+    live += l;
+    peak += p;
+  }
+  f["memory.bytes_live"] = live;
+  f["memory.bytes_peak"] = peak;
+  f["donation.buffers"] = ld(m.donated_buffers);
+  f["donation.bytes"] = ld(m.donated_bytes);
+  f["donation.bytes_last_graph"] = ld(m.donated_bytes_last);
   f["cache_entries"] = static_cast<double>(rt->plans->size());
   f["cache_capacity"] = static_cast<double>(rt->config.cache_capacity);
   // Context-wide plugin totals (e.g. tpu_sim's simulated time over every execution); the

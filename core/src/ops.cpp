@@ -218,6 +218,9 @@ NodeRef make_node_n(Device* device, uint16_t op, Node* const* operands, size_t n
   node->dtype = dtype;
   node->shape = shape;
   node->device = device;
+  node->recompute_tag = t_recompute_tag;  // never hashed (ir.h)
+  static std::atomic<uint64_t> next_seq{1};
+  node->seq = next_seq.fetch_add(1, std::memory_order_relaxed);
   uint64_t h = hash_combine(hash_mix(op + 1), static_cast<uint64_t>(dtype));
   h = hash_combine(h, hash_bytes(shape.data(), shape.size() * sizeof(int64_t), shape.size()));
   if (attrs) h = hash_combine(h, attrs->hash);

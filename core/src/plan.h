@@ -32,6 +32,9 @@ struct Region {
   // run at other values allocates outputs of the right size.
   std::vector<std::vector<lower::DimForm>> out_forms;
   std::vector<lt_dtype> out_dtypes;
+  // Buffer donation (docs/memory.md): per local output, the graph input position whose buffer
+  // the plugin accepted to write it into, or -1. A run donates only an input nobody else holds.
+  std::vector<int32_t> donor;
 };
 
 // A custom-op node no backend claims, or a collective (dist.cpp): what the core needs to run
@@ -119,6 +122,9 @@ struct Run {
   std::vector<int64_t> symbols;  // a dynamic plan's sizes
   bool padded = false;           // a bucket plan: the sizes are inputs, shapes below
   std::vector<lower::Shape> in_padded, root_padded;
+  // Set when the run is queued (async_execution): the job then holds one reference to each
+  // input, which the donation check (run.cpp) does not count as another holder.
+  bool queued = false;
 };
 
 }  // namespace lt

@@ -100,9 +100,38 @@ BufferPtr reshape_box(Device* dev, const Buffer* b, const lower::Shape& from,
   return out;
 }
 
+// Buffer donation (docs/memory.md): per graph input, whether this run may write an output
+// into its buffer. Only when nothing outside this graph can read the value again: its only
+// references are this graph's operand slots (no tensor handle, autograd record, DLPack export,
+// checkpoint or other pending graph; `job_refs`: the queued job's own), it reaches no node that
+// outlives the run (a non-root node held from outside keeps its operands), and its buffer is
+// the core's own (not a DLPack import's lent memory, not a scalar uploaded for the run).
+std::vector<char> donatable_inputs(const Collected& c, uint32_t job_refs) {
+  const size_t n = c.nodes.size();
+  std::vector<uint32_t> uses(n, 0);
+  for (int32_t o : c.operand_idx) ++uses[static_cast<size_t>(o)];
+  std::vector<char> root(n, 0), survives(n, 0);
+  for (int32_t o : c.outputs) root[static_cast<size_t>(o)] = 1;
+  for (size_t i = n; i-- > 0;) {
+    if (c.is_input(i)) continue;
+    if (!root[i] && c.nodes[i]->refs.load(std::memory_order_acquire) > uses[i]) survives[i] = 1;
+    if (survives[i])
+      for (int32_t k = c.op_begin[i]; k < c.op_begin[i + 1]; ++k)
+        survives[static_cast<size_t>(c.operand_idx[k])] = 1;
+  }
+  std::vector<char> ok(c.inputs.size(), 0);
+  for (size_t k = 0; k < c.inputs.size(); ++k) {
+    const size_t i = static_cast<size_t>(c.inputs[k]);
+    const Node* in = c.nodes[i];
+    ok[k] = !survives[i] && !in->has_scalar && in->buffer && !in->buffer->lender_release &&
+            in->refs.load(std::memory_order_acquire) == uses[i] + job_refs;
+  }
+  return ok;
+}
+
 // `symbols`: the values a dynamic plan runs at (empty for a static plan); `pad`: a bucket run.
 void run_plan(Device* dev, const Plan& whole, Collected& c, std::span<const int64_t> symbols = {},
-              Padding* pad = nullptr) {
+              Padding* pad = nullptr, bool queued = false) {
   const CompiledPlan& plan = *whole.compiled();
   Runtime* rt = dev->runtime;
   auto t0 = Clock::now();
@@ -126,7 +155,10 @@ void run_plan(Device* dev, const Plan& whole, Collected& c, std::span<const int6
       in->materialized.store(true, std::memory_order_release);
     }
     if (!in->buffer)
-      fail(LT_STATUS_INTERNAL, "graph input {} ({}) has no buffer", k, node_desc(in));
+      fail(LT_STATUS_INTERNAL,
+           "graph input {} ({}) has no buffer (donated to an earlier run of this graph that "
+           "failed?)",
+           k, node_desc(in));
     home[plan.graph_inputs[k]] = pad && pad->inputs[k] ? pad->inputs[k].get() : in->buffer.get();
   }
   if (pad)  // the sizes, after c's inputs
@@ -139,6 +171,28 @@ void run_plan(Device* dev, const Plan& whole, Collected& c, std::span<const int6
       if (m.g == g && m.dev == d) return m.buf->handle;
     moved.push_back({g, d, transfer(rt, b, d)});
     return moved.back().buf->handle;
+  };
+
+  std::vector<char> donatable;
+  bool any_donor = false;
+  if (symbols.empty() && !pad)
+    for (const Region& r : plan.regions)
+      for (int32_t d : r.donor) any_donor = any_donor || d >= 0;
+  if (any_donor) donatable = donatable_inputs(c, queued ? 1 : 0);
+  uint64_t donated = 0;
+  // Output k of region r takes its donor's buffer when this run may donate it, else a new one.
+  auto output_buffer = [&](const Region& r, size_t k, size_t bytes) -> BufferPtr {
+    const int32_t d = donatable.empty() || k >= r.donor.size() ? -1 : r.donor[k];
+    if (d >= 0 && donatable[static_cast<size_t>(d)]) {
+      Node* in = c.nodes[c.inputs[static_cast<size_t>(d)]];
+      if (in->buffer->device == r.dev && in->buffer->capacity >= bytes) {
+        donatable[static_cast<size_t>(d)] = 0;
+        donated += in->buffer->nbytes;
+        rt->metrics.donated_buffers.fetch_add(1, std::memory_order_relaxed);
+        return std::move(in->buffer);  // home[] still points at it: the region reads it
+      }
+    }
+    return r.dev->allocator->allocate(bytes);
   };
 
   // Collectives: every rank checks that the others are about to run the same graph.
@@ -231,9 +285,10 @@ void run_plan(Device* dev, const Plan& whole, Collected& c, std::span<const int6
     for (int32_t g : r.in_globals) ins.push_back(buffer_on(g, r.dev));
     for (size_t k = 0; k < r.out_globals.size(); ++k) {
       int32_t g = r.out_globals[k];
-      produced[g] = r.dev->allocator->allocate(
-          symbols.empty() ? r.out_bytes[k]
-                          : lower::bytes_at(r.out_forms[k], r.out_dtypes[k], symbols));
+      produced[g] = output_buffer(r, k,
+                                  symbols.empty()
+                                      ? r.out_bytes[k]
+                                      : lower::bytes_at(r.out_forms[k], r.out_dtypes[k], symbols));
       home[g] = produced[g].get();
       outs.push_back(produced[g]->handle);
     }
@@ -281,6 +336,8 @@ void run_plan(Device* dev, const Plan& whole, Collected& c, std::span<const int6
     rt->metrics.named["collective.bytes"] += static_cast<double>(collective_bytes);
   }
   rt->metrics.graphs_executed.fetch_add(1, std::memory_order_relaxed);
+  rt->metrics.donated_bytes.fetch_add(donated, std::memory_order_relaxed);
+  rt->metrics.donated_bytes_last.store(donated, std::memory_order_relaxed);
   const auto ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
   rt->metrics.execute_ns.fetch_add(ns, std::memory_order_relaxed);
@@ -295,7 +352,7 @@ void run_plan(Device* dev, const Plan& whole, Collected& c, std::span<const int6
 void run(Device* dev, const Run& run, Collected& c) {
   Span span(dev->runtime, "stage", "run");
   if (span.on()) span.args(fmt::format("\"graph\": \"{:016x}\"", run.plan->key));
-  if (!run.padded) return run_plan(dev, *run.plan, c, run.symbols);
+  if (!run.padded) return run_plan(dev, *run.plan, c, run.symbols, nullptr, run.queued);
   Padding pad;
   pad.inputs.resize(run.plan->compiled()->graph_inputs.size());
   for (size_t k = 0; k < c.inputs.size(); ++k) {

@@ -77,6 +77,10 @@ BufferPtr Allocator::allocate(size_t nbytes) {
     }
   }
   bytes_in_use_ += cls;
+  const size_t live = bytes_live_.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
+  for (size_t peak = bytes_peak_.load(std::memory_order_relaxed);
+       live > peak && !bytes_peak_.compare_exchange_weak(peak, live, std::memory_order_relaxed);) {
+  }
   auto* b = new Buffer;
   b->device = dev_;
   b->handle = h;
@@ -93,6 +97,7 @@ void Allocator::release(Buffer* b) noexcept {
     return;
   }
   bytes_in_use_ -= b->capacity;
+  bytes_live_.fetch_sub(b->nbytes, std::memory_order_relaxed);
   try {
     std::lock_guard lk(mu_);
     free_[b->capacity].push_back(b->handle);
@@ -116,10 +121,10 @@ void BufferDeleter::operator()(Buffer* b) const noexcept {
 }
 
 void Metrics::reset() {
-  for (auto* c :
-       {&ops_traced, &graphs_executed, &cache_hits, &cache_misses, &compiles, &compile_ns,
-        &execute_ns, &bytes_to_device, &bytes_from_device, &bytes_between_backends, &fallback_nodes,
-        &decomposed_nodes, &compile_failures, &alloc_hits, &alloc_misses})
+  for (auto* c : {&ops_traced, &graphs_executed, &cache_hits, &cache_misses, &compiles, &compile_ns,
+                  &execute_ns, &bytes_to_device, &bytes_from_device, &bytes_between_backends,
+                  &fallback_nodes, &decomposed_nodes, &compile_failures, &alloc_hits, &alloc_misses,
+                  &donated_buffers, &donated_bytes, &donated_bytes_last})
     c->store(0);
   std::lock_guard lk(mu);
   named.clear();

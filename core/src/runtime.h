@@ -63,6 +63,9 @@ struct Metrics {
       compiles{0}, compile_ns{0}, execute_ns{0}, bytes_to_device{0}, bytes_from_device{0},
       bytes_between_backends{0}, fallback_nodes{0}, decomposed_nodes{0}, compile_failures{0},
       alloc_hits{0}, alloc_misses{0};
+  // Buffer donation (run.cpp): outputs written into a donated input's buffer, their bytes, and
+  // the bytes the last executed graph donated (a training step's "donated bytes per step").
+  std::atomic<uint64_t> donated_buffers{0}, donated_bytes{0}, donated_bytes_last{0};
   std::mutex mu;                              // guards the named maps and reasons
   std::map<std::string, double> named;        // "fallback.<op>", "plugin.<backend>.<stat>"
   std::deque<std::string> recompile_reasons;  // last 16
@@ -88,12 +91,17 @@ class Allocator {
   void trim() noexcept;  // frees every cached buffer
   size_t bytes_cached() const { return bytes_cached_.load(std::memory_order_relaxed); }
   size_t bytes_in_use() const { return bytes_in_use_.load(std::memory_order_relaxed); }
+  // Memory accounting (docs/memory.md): bytes of live device values (the sizes asked for, not
+  // the size classes) now and their highest value since the last reset_peak (lt_metrics_reset).
+  size_t bytes_live() const { return bytes_live_.load(std::memory_order_relaxed); }
+  size_t bytes_peak() const { return bytes_peak_.load(std::memory_order_relaxed); }
+  void reset_peak() noexcept { bytes_peak_.store(bytes_live_.load(std::memory_order_relaxed)); }
 
  private:
   Device* dev_;
   std::mutex mu_;
   std::unordered_map<size_t, std::vector<lt_plugin_buffer*>> free_;
-  std::atomic<size_t> bytes_cached_{0}, bytes_in_use_{0};
+  std::atomic<size_t> bytes_cached_{0}, bytes_in_use_{0}, bytes_live_{0}, bytes_peak_{0};
 };
 
 struct Plugin {

@@ -21,6 +21,9 @@ class Executable : public kit::Executable {
 
   void run(std::span<kit::Buffer* const> inputs, std::span<kit::Buffer* const> outputs) override;
   void stats(const kit::Stats& emit) const override;
+  bool accepts_donation(size_t input, size_t output) const override {
+    return steps_->can_donate(input, output);
+  }
 
  private:
   lower::OwnedGraph graph_;

@@ -124,4 +124,28 @@ TEST(AbiCompat, ClaimedOpThatFailsToCompileFallsBackWithTheReasonLogged) {
   EXPECT_NE(log.find("exp is claimed but its kernel is missing"), std::string::npos) << log;
 }
 
+// Minor 2 (before buffer donation, ABI 1.3) still loads and runs, and keeps copies: an update
+// whose old value nobody holds (donated on a 1.3 plugin) is computed into a new buffer.
+TEST(AbiCompat, MinorTwoPluginLoadsRunsAndIsNeverOfferedDonation) {
+  Rt rt("minor2", "abi_minor2");
+  ASSERT_NE(rt.rt, nullptr);
+  EXPECT_STREQ(lt_device_backend(lt_runtime_default_device(rt.rt)), "abi_minor2");
+  run_formula(rt.rt);
+  lt_device* dev = lt_runtime_default_device(rt.rt);
+  const int64_t shape[1] = {4};
+  const float init[4] = {1, 2, 3, 4};
+  lt_tensor *p = nullptr, *next = nullptr;
+  ASSERT_EQ(lt_tensor_from_host(dev, LT_DTYPE_F32, shape, 1, init, sizeof init, &p), nullptr);
+  ASSERT_EQ(lt_mul(p, p, &next), nullptr);
+  lt_tensor_free(p);  // nobody else holds the old value: donatable on a 1.3 plugin
+  float out[4] = {};
+  lt_error* e = lt_tensor_to_host(next, out, sizeof out);
+  EXPECT_EQ(e, nullptr) << msg(e);
+  EXPECT_EQ(std::vector<float>(out, out + 4), (std::vector<float>{1, 4, 9, 16}));
+  EXPECT_EQ(rt.metric("donation.buffers"), 0);
+  EXPECT_EQ(rt.metric("compile_failures"), 0) << "a donation was offered to the minor-2 plugin";
+  EXPECT_EQ(rt.metric("fallback.mul"), 0);
+  lt_tensor_free(next);
+}
+
 }  // namespace

@@ -1,7 +1,8 @@
 // abi_plugin.cpp — ABI-compatibility test plugins, one per ABI_CASE (see CMakeLists.txt):
 // older minor (struct_size without the optional trailing stats entry, whose slot holds a
 // poison pointer the core must not call), newer minor (a larger table with unknown trailing
-// fields), another major, and a backend that claims exp but fails to compile it.
+// fields), another major, a backend that claims exp but fails to compile it, and a minor-2
+// plugin (before buffer donation).
 #include <cstdlib>
 
 #include "mini_backend.h"
@@ -12,6 +13,7 @@ namespace {
 #define ABI_NEWER_MINOR 2
 #define ABI_OTHER_MAJOR 3
 #define ABI_COMPILE_FAILS 4
+#define ABI_MINOR2 5
 
 // Called only if the core reads past struct_size: the test then dies loudly.
 lt_plugin_error* poison_stats(lt_plugin_stats_args*) {
@@ -32,6 +34,15 @@ lt_plugin_error* compile_without_exp(lt_plugin_compile_args* a) {
   return mini::compile(a);
 }
 
+// A plugin built against ABI 1.2 (before buffer donation): its compile args end at `dynamic`.
+// The core must never offer it a donation (it cannot accept one and would get aliased
+// buffers only by the core's mistake); an offer fails the compile, and so the test.
+lt_plugin_error* compile_minor2(lt_plugin_compile_args* a) {
+  if (a->struct_size >= LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE && a->donor_inputs)
+    return mini::err(LT_STATUS_INTERNAL, "a donation was offered to a minor-2 plugin");
+  return mini::compile(a);
+}
+
 future_api make() {
   future_api f{};
   f.base = mini::table(ABI_NAME);
@@ -48,6 +59,9 @@ future_api make() {
   f.base.abi_minor = 7;
 #elif ABI_CASE == ABI_COMPILE_FAILS
   f.base.compile = compile_without_exp;
+#elif ABI_CASE == ABI_MINOR2
+  f.base.abi_minor = 2;
+  f.base.compile = compile_minor2;
 #endif
   return f;
 }

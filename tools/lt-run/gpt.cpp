@@ -232,6 +232,53 @@ std::string generate(lt::models::Gpt& model, const lt::Device& dev, const lt::te
   return out;
 }
 
+// The training step's memory (docs/memory.md, "Memory planning"): the training state (parameters
+// and optimizer moments), the step's activations and temporaries (the arena of its executable,
+// the largest one the backend reports as workspace_bytes), the peak of live device buffers over
+// the run, and resident = peak + arena, against the bound 1.3 x (state + arena). Printed, and
+// with --metrics-json written with every step's loss and the metrics report.
+void print_memory(lt::Runtime& rt, const lt::Device& dev, lt::models::Gpt& model,
+                  lt::optim::AdamW& opt, const GptOptions& o, const std::vector<double>& losses,
+                  double donated) {
+  double state = 0;
+  for (lt::Tensor* p : model.parameters())
+    state += static_cast<double>(p->numel() * lt::dtype_size(p->dtype()));
+  for (auto& [name, t] : opt.named_state())
+    state += static_cast<double>(t.numel() * lt::dtype_size(t.dtype()));
+  nlohmann::json report = nlohmann::json::parse(rt.metrics_report(true));
+  double arena = 0;
+  for (const auto& g : report["graphs"])
+    for (const auto& r : g["regions"])
+      if (r["backend_stats"].contains("workspace_bytes"))
+        arena = std::max(arena, r["backend_stats"]["workspace_bytes"].get<double>());
+  const double peak = rt.metric("memory." + dev.name() + ".bytes_peak");
+  const double resident = peak + arena, bound = 1.3 * (state + arena);
+  std::printf(
+      "memory: training state %.2f MiB, step activations and temporaries (arena) %.2f MiB, peak "
+      "live buffers %.2f MiB, resident peak %.2f MiB = %.3f x (state + arena); donated %.2f "
+      "MiB/step%s\n",
+      state / 1048576, arena / 1048576, peak / 1048576, resident / 1048576,
+      resident / (state + arena), donated / 1048576, o.recompute ? "; blocks recomputed" : "");
+  if (o.metrics_json.empty()) return;
+  nlohmann::json out;
+  out["device"] = dev.name();
+  out["model"] = "gpt";
+  out["recompute"] = o.recompute;
+  out["losses"] = losses;
+  out["memory"] = {{"state_bytes", state},
+                   {"arena_bytes", arena},
+                   {"peak_live_bytes", peak},
+                   {"resident_peak_bytes", resident},
+                   {"bound_bytes", bound},
+                   {"resident_over_state_plus_arena", resident / (state + arena)},
+                   {"donated_bytes_per_step", donated}};
+  out["metrics"] = report;
+  std::FILE* f = std::fopen(o.metrics_json.c_str(), "w");
+  if (!f) throw lt::Error(LT_STATUS_IO_ERROR, o.metrics_json + ": cannot write");
+  std::fputs((out.dump(2) + "\n").c_str(), f);
+  std::fclose(f);
+}
+
 }  // namespace
 
 int run_gpt(const GptOptions& options, lt::Runtime& rt, const lt::Device& dev) {
@@ -270,6 +317,7 @@ int run_gpt(const GptOptions& options, lt::Runtime& rt, const lt::Device& dev) {
   }
   cfg.dropout = o.dropout;
   cfg.seed = o.seed;
+  cfg.recompute_blocks = o.recompute;
   // --precision: training, evaluation and sampling under autocast (f16: loss scaling too).
   const lt::DType precision = lt::amp::parse_precision(o.precision);
   lt::amp::Autocast autocast(precision);
@@ -342,6 +390,8 @@ int run_gpt(const GptOptions& options, lt::Runtime& rt, const lt::Device& dev) {
   int64_t timed_steps = 0;
   const double compiles_before = rt.metric("compiles");
   const double compile_ms_before = rt.metric("compile_ms");
+  std::vector<double> losses;  // every step's, for --metrics-json
+  double donated_step = 0;     // bytes the last training step donated
   for (int64_t step = start_step; step < end; ++step) {
     auto t0 = Clock::now();
     const double lr = schedule(step);
@@ -368,7 +418,9 @@ int run_gpt(const GptOptions& options, lt::Runtime& rt, const lt::Device& dev) {
     else
       opt.step();
     lt::sync(dev);  // forward + backward + clipping + update: one graph, compiled once
+    if (step + 1 == end) donated_step = rt.metric("donation.bytes_last_graph");
     const double l = loss.item<float>();
+    losses.push_back(l);
     const double dt = seconds_since(t0);
     if (step > start_step) {  // the first step compiles
       train_s += dt;
@@ -428,6 +480,7 @@ int run_gpt(const GptOptions& options, lt::Runtime& rt, const lt::Device& dev) {
   }
   std::printf("metrics: compiles %.0f, cache hits %.0f, fallbacks %.0f\n", rt.metric("compiles"),
               rt.metric("cache_hits"), rt.metric("fallback_nodes"));
+  if (train) print_memory(rt, dev, model, opt, o, losses, donated_step);
   return 0;
 }
 

@@ -22,6 +22,8 @@ struct GptOptions {
   bool distributed = false;  // data-parallel over the lt_dist_init group (docs/distributed.md)
   size_t bucket_bytes = 0;   // gradient all-reduce bucket; 0: lt::dist::kDefaultBucketBytes
   std::string fault;         // test hook "RANK:STEP:exit|error" (main.cpp)
+  bool recompute = false;    // --recompute: each block a recompute region (docs/memory.md)
+  std::string metrics_json;  // --metrics-json: memory figures, losses and the metrics report
   // Options given on the command line by name ("batch", "steps", ...): with --load, the
   // others are restored from the checkpoint and these override it (gpt.cpp says which).
   std::set<std::string> given;

@@ -528,6 +528,10 @@ int main(int argc, char** argv) {
                  "without training)")
       ->capture_default_str()
       ->check(whole_at_least(0));
+  gg->add_flag("--recompute", g.recompute,
+               "rematerialise each transformer block: recompute its activations in the backward "
+               "pass instead of keeping them (same losses, less activation memory; "
+               "docs/memory.md)");
   gg->add_option("--prompt", g.prompt, "text the sample continues");
   gg->add_option("--temperature", g.temperature, "sampling temperature")
       ->capture_default_str()
@@ -543,6 +547,7 @@ int main(int argc, char** argv) {
   g.distributed = o.distributed;
   g.bucket_bytes = o.bucket_bytes;
   g.fault = o.fault;
+  g.metrics_json = o.metrics_json;
   if (app.count("--lr")) g.lr = o.lr;
   for (const char* name :
        {"batch", "lr", "seed", "precision", "steps", "context", "layers", "width", "heads",

@@ -6,6 +6,7 @@
 #include "lazytensor/lazytensor.hpp"
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace lt {
@@ -78,6 +79,25 @@ class NoGradGuard {
   NoGradGuard(const NoGradGuard&) = delete;
   NoGradGuard& operator=(const NoGradGuard&) = delete;
 };
+
+// Rematerialisation (activation checkpointing, docs/memory.md): ops traced on this thread while
+// a scope is alive form one recompute region; the backward pass recomputes the region's values
+// from its inputs where the gradient needs them instead of keeping the forward's, trading
+// compute for activation memory. Same results; nestable (inner scopes join the outer one).
+class RecomputeScope {
+ public:
+  RecomputeScope() { lt_recompute_begin(); }
+  ~RecomputeScope() { lt_recompute_end(); }
+  RecomputeScope(const RecomputeScope&) = delete;
+  RecomputeScope& operator=(const RecomputeScope&) = delete;
+};
+
+// f(args...) traced as one recompute region.
+template <class F, class... Args>
+decltype(auto) recompute(F&& f, Args&&... args) {
+  RecomputeScope scope;
+  return std::forward<F>(f)(std::forward<Args>(args)...);
+}
 
 }  // namespace lt
 

@@ -485,6 +485,20 @@ inline Tensor correct_count(const Tensor& logits, const Tensor& labels) {
   return logits.argmax(1).eq(labels.cast(i64)).cast(i64).sum();
 }
 
+// A module whose every call is one recompute region (lt::RecomputeScope, docs/memory.md): its
+// activations are recomputed in the backward pass instead of kept. Constructed with M's
+// arguments; its parameters and children are M's own.
+template <class M>
+class Checkpointed : public M {
+ public:
+  using M::M;
+  template <class... Args>
+  decltype(auto) operator()(Args&&... args) {
+    RecomputeScope scope;
+    return M::operator()(std::forward<Args>(args)...);
+  }
+};
+
 }  // namespace lt::nn
 
 #endif  // LAZYTENSOR_NN_HPP

@@ -333,6 +333,18 @@ LT_API void lt_no_grad_begin(void);
 /* Closes the innermost no-grad scope of the calling thread; extra calls are ignored. */
 LT_API void lt_no_grad_end(void);
 
+/* Rematerialisation (activation checkpointing, docs/memory.md). Ops recorded on the calling
+ * thread between lt_recompute_begin and the matching lt_recompute_end form one recompute
+ * region: the backward pass (lt_backward, lt_grad) recomputes each value the region computed
+ * from the region's inputs, right where a gradient rule needs it, instead of reading the
+ * forward's value, so the forward's values inside the region die early. Recomputed nodes carry
+ * the region's nonzero recompute tag, which the optimiser's CSE respects (it never merges a
+ * recomputation into the forward). Results are the same values; values with no recorded
+ * history (random masks, inputs) are read, not recomputed. Nested regions join the outermost;
+ * extra lt_recompute_end calls are ignored. */
+LT_API void lt_recompute_begin(void);
+LT_API void lt_recompute_end(void);
+
 /* ---- custom ops (appended in 0.1 by the SDK) ----------------------------------------- */
 
 /* An application or plugin adds an op at run time: a name, a shape/dtype inference callback,

@@ -39,7 +39,7 @@ extern "C" {
 #endif
 
 #define LT_PLUGIN_ABI_MAJOR 1
-#define LT_PLUGIN_ABI_MINOR 2
+#define LT_PLUGIN_ABI_MINOR 3
 
 #define LT_PLUGIN_ENTRY_SYMBOL "lt_plugin_get_api"
 
@@ -182,13 +182,27 @@ typedef struct lt_plugin_compile_args {
    * graph at every value of its symbols (execute then passes them); left 0, the executable
    * runs the graph at its own symbol_values only, and the core pads to buckets instead. */
   int dynamic;
+  /* appended in 1.3, buffer donation (docs/memory.md). donor_inputs (in, borrowed for the
+   * call; NULL when the core offers none): per output k of the graph, the position of a graph
+   * input of the same byte size whose buffer the core may pass, at execute, as output k's
+   * buffer too (the input's last reader is this executable), or -1. donation_accepted (out,
+   * num_outputs entries the core zeroes; NULL exactly when donor_inputs is): set entry k to 1
+   * when the executable computes the right output k with that buffer shared, reading nothing
+   * of the input after writing output k; whether a run shares it or passes two buffers is the
+   * core's choice per run, so the executable must be right both ways. A plugin that leaves
+   * every entry 0 (every plugin of minor < 3) always gets distinct buffers. */
+  const int64_t* donor_inputs;
+  uint8_t* donation_accepted;
 } lt_plugin_compile_args;
-#define LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE LT_STRUCT_SIZE(lt_plugin_compile_args, dynamic)
+#define LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE LT_STRUCT_SIZE(lt_plugin_compile_args, donation_accepted)
+/* The 1.2 size: what a plugin of minor 2 checks compile args against. */
+#define LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE_1_2 LT_STRUCT_SIZE(lt_plugin_compile_args, dynamic)
 
 /* Inputs and outputs are buffers of this plugin on the executable's device, each at least
  * as large as its graph node needs (the core's caching allocator rounds sizes up to a size
  * class; read and write only the node's numel * dtype size bytes). The core allocates
- * outputs. Outputs never alias inputs or each other. */
+ * outputs. Outputs never alias each other, and never alias inputs except that output k may
+ * be the very buffer of input donor_inputs[k] when compile accepted that donation (1.3). */
 typedef struct lt_plugin_execute_args {
   size_t struct_size;
   lt_plugin_context* context;

@@ -10,6 +10,7 @@
 #include "kernels.h"
 #include "lazytensor/lower/buffers.hpp"
 #include "lazytensor/lower/error.hpp"
+#include "lazytensor/lower/ops.hpp"
 
 namespace lt::host {
 namespace {
@@ -69,14 +70,15 @@ void StepProgram::finish() {
   const lt_graph& g = g_;
   // Every materialised node that is neither an input nor bound to an output gets a slice of
   // the arena (an unbound reshape aliases its operand); so does each conv2d's im2col matrix.
-  std::vector<char> needs(g.num_nodes, 0), bound(g.num_nodes, 0);
+  std::vector<char> needs(g.num_nodes, 0);
+  bound_.assign(g.num_nodes, 0);
+  std::vector<char>& bound = bound_;
   for (size_t k = 0; k < g.num_inputs; ++k) bound[g.inputs[k]] = 1;
   for (size_t k = 0; k < g.num_outputs; ++k) bound[g.outputs[k]] = 1;
-  auto root = [&](int32_t v) {  // the node whose buffer holds v's data
-    for (v = source(v); !bound[v] && reshape_[v];) v = source(g.nodes[v].operands[0]);
-    return v;
-  };
+  auto root = [&](int32_t v) { return holder(v); };
   const int64_t never = static_cast<int64_t>(steps_.size());
+  writer_.assign(g.num_nodes, -1);
+  last_read_.assign(g.num_nodes, -1);
   std::vector<int64_t> first(g.num_nodes, never), last(g.num_nodes, -1);
   std::vector<lower::LiveRange> ranges;
   std::vector<int64_t> owner;  // node, or ~step for a conv2d's im2col matrix
@@ -84,11 +86,13 @@ void StepProgram::finish() {
     Step& s = steps_[i];
     const int64_t at = static_cast<int64_t>(i);
     auto def = [&](int32_t v) {
+      if (writer_[v] < 0) writer_[v] = at;
       needs[v] = 1;
       first[v] = std::min(first[v], at);
       last[v] = std::max(last[v], at);
     };
     auto use = [&](int32_t v) {
+      last_read_[root(v)] = std::max(last_read_[root(v)], at);
       needs[source(v)] = 1;
       last[root(v)] = std::max(last[root(v)], at);
     };
@@ -97,7 +101,10 @@ void StepProgram::finish() {
       for (int32_t v : customs_[s.index].reads) use(v);
       continue;
     }
-    if (s.kind != Kind::kReshape) def(s.node);
+    if (s.kind != Kind::kReshape)
+      def(s.node);
+    else if (writer_[s.node] < 0)
+      writer_[s.node] = at;  // a reshape bound to an output copies into it here
     for (size_t k = 0; k < g.nodes[s.node].num_operands; ++k) use(g.nodes[s.node].operands[k]);
     if (size_t elems = s.kind == Kind::kConv ? conv_scratch_elems(convs_[s.index]) : 0) {
       ranges.push_back({elems * lt_dtype_size(g.nodes[s.node].dtype), at, at});
@@ -119,6 +126,39 @@ void StepProgram::finish() {
     else
       steps_[~owner[r]].scratch = static_cast<int64_t>(plan.offsets[r]);
   }
+}
+
+int32_t StepProgram::holder(int32_t v) const {
+  for (v = source(v); !bound_[v] && reshape_[v];) v = source(g_.nodes[v].operands[0]);
+  return v;
+}
+
+bool StepProgram::can_donate(size_t input, size_t output) const {
+  const lt_graph& g = g_;
+  if (input >= g.num_inputs || output >= g.num_outputs || writer_.empty()) return false;
+  const int32_t in = g.inputs[input], out = g.outputs[output];
+  if (std::string_view(g.nodes[out].op) == "input" || numel_[out] == 0) return false;
+  const int64_t writer = writer_[out], last = last_read_[in];
+  if (writer < 0 || last > writer) return false;  // read after the output overwrote it
+  if (last < writer) return true;
+  // The writer reads the input itself: only an elementwise host kernel reading it at the
+  // output's own shape (element i read before element i is written), or the output being a
+  // reshape of it (one buffer).
+  const Step& s = steps_[static_cast<size_t>(writer)];
+  if (s.kind == Kind::kCustom) return false;
+  if (s.kind == Kind::kReshape) return true;
+  const lt_graph_node& n = g.nodes[s.node];
+  const lower::OpInfo* op = lower::find_op(n.op);
+  for (size_t k = 0; k < n.num_operands; ++k) {
+    const int32_t v = n.operands[k];
+    if (holder(v) != in) continue;
+    const lt_graph_node& vn = g.nodes[v];
+    const bool same_shape = vn.rank == n.rank && std::equal(vn.shape, vn.shape + vn.rank, n.shape);
+    if (s.kind != Kind::kHost || !op || op->category != lower::Category::kElementwise ||
+        source(v) != v || !same_shape || lt_dtype_size(vn.dtype) != lt_dtype_size(n.dtype))
+      return false;
+  }
+  return true;
 }
 
 void StepProgram::run(void* const* inputs, void* const* outputs) const {
@@ -200,8 +240,8 @@ void StepProgram::run(void* const* inputs, void* const* outputs) const {
   }
   for (size_t k = 0; k < g.num_outputs; ++k) {
     int32_t v = g.outputs[k];
-    if (ptr[v] != outputs[k] && numel_[v] > 0)
-      std::memcpy(outputs[k], ptr[v], numel_[v] * lt_dtype_size(g.nodes[v].dtype));
+    if (ptr[v] != outputs[k] && numel_[v] > 0)  // memmove: a donated output may be its source
+      std::memmove(outputs[k], ptr[v], numel_[v] * lt_dtype_size(g.nodes[v].dtype));
   }
 }
 

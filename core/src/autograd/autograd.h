@@ -67,6 +67,7 @@ struct GradFn {
   std::vector<Ref> inputs;       // retained for as long as the history lives
   std::vector<bool> needs_grad;  // per input: it requires gradients
   lt_tensor* output = nullptr;   // the entry's key; borrowed, valid while the entry lives
+  uint32_t region = 0;  // the recompute region it was recorded in (lt_recompute_begin), or 0
   int64_t attr_int(const char* name, int64_t fallback) const;
   double attr_float(const char* name, double fallback) const;
   const std::vector<int64_t>* attr_ints(const char* name) const;  // nullptr when absent
@@ -86,6 +87,17 @@ Ref reduce_to_shape(Ref g, const Shape& target);
 
 // Thread-local no-grad depth.
 bool grad_enabled();
+// The recompute region ops recorded on this thread join (0: none), and a scope that closes
+// it for the duration of a backward pass (which records into no region).
+uint32_t recompute_region();
+struct NoRecomputeRegion {
+  NoRecomputeRegion();
+  ~NoRecomputeRegion();
+  NoRecomputeRegion(const NoRecomputeRegion&) = delete;
+  NoRecomputeRegion& operator=(const NoRecomputeRegion&) = delete;
+  uint32_t saved_region;
+  int saved_depth;
+};
 struct NoGradScope {
   NoGradScope() { lt_no_grad_begin(); }
   ~NoGradScope() { lt_no_grad_end(); }

@@ -54,6 +54,69 @@ std::vector<lt_tensor*> topo_order(const std::vector<lt_tensor*>& roots,
   return post;
 }
 
+// Rematerialisation (lt_recompute_begin, docs/memory.md): the record of an op recorded in a
+// recompute region, with each input and the output that the region computed replaced by a
+// recomputation from the region's inputs (nodes tagged with the region), so the gradient rule
+// reads no value of the region's forward. One per backward walk: a value is recomputed once.
+class Recompute {
+ public:
+  std::shared_ptr<GradFn> rebuild(const GradFn& fn) {
+    auto re = std::make_shared<GradFn>();
+    re->op = fn.op;
+    re->attrs = AttrSet::copy(fn.attrs.view.data(), fn.attrs.view.size());
+    re->needs_grad = fn.needs_grad;
+    re->region = fn.region;
+    for (const Ref& in : fn.inputs) re->inputs.push_back(Ref::retain(value(in.get(), fn.region)));
+    re->output = value(fn.output, fn.region);
+    return re;
+  }
+
+ private:
+  // t itself when the region did not compute it, else its recomputation (borrowed from memo_).
+  // An explicit stack: a region may be long.
+  lt_tensor* value(lt_tensor* t, uint32_t region) {
+    auto in_region = [&](lt_tensor* x) -> std::shared_ptr<GradFn> {
+      Snapshot s = snapshot(x);
+      return s.fn && s.fn->region == region ? s.fn : nullptr;
+    };
+    if (auto it = memo_.find(t); it != memo_.end()) return it->second.get();
+    std::shared_ptr<GradFn> top = in_region(t);
+    if (!top) return t;
+    struct Frame {
+      lt_tensor* t;
+      std::shared_ptr<GradFn> fn;
+      size_t next;
+    };
+    std::vector<Frame> stack{{t, std::move(top), 0}};
+    while (!stack.empty()) {
+      if (stack.back().next < stack.back().fn->inputs.size()) {
+        lt_tensor* x = stack.back().fn->inputs[stack.back().next++].get();
+        if (memo_.count(x)) continue;
+        if (auto fx = in_region(x)) stack.push_back({x, std::move(fx), 0});
+        continue;
+      }
+      Frame f = std::move(stack.back());
+      stack.pop_back();
+      std::vector<lt_tensor*> ins;
+      for (const Ref& x : f.fn->inputs) {
+        auto it = memo_.find(x.get());
+        ins.push_back(it != memo_.end() ? it->second.get() : x.get());
+      }
+      lt_tensor* out = nullptr;
+      const uint32_t saved = t_recompute_tag;
+      t_recompute_tag = region;
+      lt_error* e = lt_apply(lt_tensor_device(f.t), f.fn->op.c_str(), ins.data(), ins.size(),
+                             f.fn->attrs.view.data(), f.fn->attrs.view.size(), &out);
+      t_recompute_tag = saved;
+      check(e, ("backward: recomputing '" + f.fn->op + "' of a recompute region").c_str());
+      memo_[f.t] = Ref(out);
+    }
+    return memo_[t].get();
+  }
+
+  std::unordered_map<lt_tensor*, Ref> memo_;
+};
+
 }  // namespace
 
 Ref reduce_to_shape(Ref g, const Shape& target) {
@@ -129,6 +192,8 @@ void run_backward(const std::vector<lt_tensor*>& outputs, std::vector<Ref> seeds
                   const std::unordered_set<lt_tensor*>& capture, bool free_history, const char* who,
                   OnLeaf&& on_leaf, OnCapture&& on_capture) {
   NoGradScope no_grad;  // the backward ops themselves record no history
+  NoRecomputeRegion no_region;
+  Recompute recompute;
   std::unordered_map<lt_tensor*, NodeInfo> info;
   std::vector<lt_tensor*> order = topo_order(outputs, info);
   std::unordered_map<lt_tensor*, Ref> grads;
@@ -151,7 +216,8 @@ void run_backward(const std::vector<lt_tensor*>& outputs, std::vector<Ref> seeds
       if (snap.requires_grad) on_leaf(t, std::move(g));
       continue;
     }
-    const GradFn& fn = *snap.fn;
+    std::shared_ptr<GradFn> rebuilt = snap.fn->region ? recompute.rebuild(*snap.fn) : nullptr;
+    const GradFn& fn = rebuilt ? *rebuilt : *snap.fn;
     Rule rule = find_rule(fn.op);
     if (!rule) {
       raise(LT_STATUS_UNSUPPORTED, std::string(who) + ": op '" + fn.op +
@@ -166,7 +232,7 @@ void run_backward(const std::vector<lt_tensor*>& outputs, std::vector<Ref> seeds
     }
     for (size_t i = 0; i < fn.inputs.size(); ++i) {
       if (!in_grads[i] || !fn.needs_grad[i]) continue;
-      lt_tensor* in = fn.inputs[i].get();
+      lt_tensor* in = snap.fn->inputs[i].get();  // the walk's tensor, not a recomputation
       Ref gi = reduce_to_shape(std::move(in_grads[i]), shape_of(in));
       lt_dtype want = lt_tensor_dtype(in);
       if (lt_tensor_dtype(gi.get()) != want) {

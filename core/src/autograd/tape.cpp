@@ -26,6 +26,11 @@ std::unordered_map<const lt_tensor*, Entry> g_table;
 std::atomic<size_t> g_size{0};
 
 thread_local int t_no_grad_depth = 0;
+// Recompute regions (lt_recompute_begin): the open region of this thread and its depth; ids
+// come from one counter, never 0 (0 is "not recomputed" in Node::recompute_tag).
+thread_local uint32_t t_region = 0;
+thread_local int t_region_depth = 0;
+std::atomic<uint32_t> g_next_region{1};
 
 // Entries being destroyed on this thread. Destroying one frees its inputs, whose own
 // entries are queued here instead of being destroyed recursively (histories can be
@@ -100,6 +105,18 @@ bool grad_enabled() {
   return t_no_grad_depth == 0;
 }
 
+uint32_t recompute_region() {
+  return t_region;
+}
+NoRecomputeRegion::NoRecomputeRegion() : saved_region(t_region), saved_depth(t_region_depth) {
+  t_region = 0;
+  t_region_depth = 0;
+}
+NoRecomputeRegion::~NoRecomputeRegion() {
+  t_region = saved_region;
+  t_region_depth = saved_depth;
+}
+
 GradScope::GradScope() : saved_(t_no_grad_depth) {
   t_no_grad_depth = 0;
 }
@@ -126,6 +143,7 @@ void on_apply(const char* op, lt_tensor* const* inputs, size_t num_inputs, const
     fn->op = op;
     fn->needs_grad = std::move(needs);
     fn->output = out;
+    fn->region = t_region;
     fn->attrs = AttrSet::copy(attrs, num_attrs);
     fn->inputs.reserve(num_inputs);
     for (size_t i = 0; i < num_inputs; ++i) fn->inputs.push_back(Ref::retain(inputs[i]));
@@ -342,6 +360,17 @@ LT_API void lt_no_grad_begin(void) {
 
 LT_API void lt_no_grad_end(void) {
   if (t_no_grad_depth > 0) --t_no_grad_depth;
+}
+
+LT_API void lt_recompute_begin(void) {
+  if (t_region_depth++ > 0) return;  // nested: joins the outer region
+  uint32_t id = g_next_region.fetch_add(1, std::memory_order_relaxed);
+  if (id == 0) id = g_next_region.fetch_add(1, std::memory_order_relaxed);  // wrapped
+  t_region = id;
+}
+
+LT_API void lt_recompute_end(void) {
+  if (t_region_depth > 0 && --t_region_depth == 0) t_region = 0;
 }
 
 }  // extern "C"

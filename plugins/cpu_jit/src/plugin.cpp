@@ -21,6 +21,12 @@ struct Executable final : lt::kit::Executable {
     emit("kernels", static_cast<double>(program_->num_kernels()));
     emit("compile_ms", hit_ ? 0.0 : program_->compile_ms());
     emit("cache_hit", hit_ ? 1.0 : 0.0);
+    emit("workspace_bytes", static_cast<double>(program_->steps().arena_bytes()));
+  }
+  // Buffer donation (docs/memory.md): where no generated kernel both reads the input and writes
+  // the output (its loads and stores are declared not to alias).
+  bool accepts_donation(size_t input, size_t output) const override {
+    return program_->steps().can_donate(input, output);
   }
   std::shared_ptr<const Program> program_;
   bool hit_;

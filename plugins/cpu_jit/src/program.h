@@ -73,6 +73,7 @@ class Program {
   bool dynamic() const { return dynamic_; }
 
   size_t num_kernels() const { return kernels_.size(); }
+  const host::StepProgram& steps() const { return *steps_; }
   double compile_ms() const { return compile_ms_; }
 
  private:

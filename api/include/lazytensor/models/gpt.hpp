@@ -31,6 +31,9 @@ struct GptConfig {
   int64_t heads = 4;
   double dropout = 0.1;
   uint64_t seed = 1337;
+  // Rematerialisation (docs/memory.md): each block's training forward is a recompute region,
+  // recomputed in the backward pass instead of kept (same losses, less activation memory).
+  bool recompute_blocks = false;
 };
 
 // Keys and values of one block for the tokens seen so far: [B, H, T, Dh] each.
@@ -235,7 +238,14 @@ class Gpt : public nn::Module {
     for (int64_t i = 0; i < t; ++i) at[static_cast<size_t>(i)] = pos0 + i;
     Tensor positions = Tensor::from(tokens.device(), at, {t});
     Tensor x = drop(tok(tokens) + pos(positions));
-    for (size_t l = 0; l < blocks_.size(); ++l) x = (*blocks_[l])(x, cache, l);
+    for (size_t l = 0; l < blocks_.size(); ++l) {
+      if (config_.recompute_blocks && !cache) {
+        RecomputeScope scope;
+        x = (*blocks_[l])(x, cache, l);
+      } else {
+        x = (*blocks_[l])(x, cache, l);
+      }
+    }
     if (cache) cache->length += t;
     return head(ln_f(x));
   }

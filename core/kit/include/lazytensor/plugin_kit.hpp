@@ -167,6 +167,11 @@ class Executable {
   // at every value of its symbols says so, and run_at() gets the values of each run (the
   // buffers are checked against the graph's sizes at those values).
   virtual bool dynamic() const { return false; }
+  // Buffer donation (plugin ABI 1.3, docs/memory.md): true when run() stays right with
+  // outputs[output] being the very buffer of inputs[input] (same byte size), i.e. nothing reads
+  // that input after the output is written. The core then may pass one buffer for both. A
+  // StepProgram answers with StepProgram::can_donate.
+  virtual bool accepts_donation(size_t /*input*/, size_t /*output*/) const { return false; }
   virtual void run_at(std::span<const int64_t> /*values*/, std::span<Buffer* const> inputs,
                       std::span<Buffer* const> outputs) {
     run(inputs, outputs);

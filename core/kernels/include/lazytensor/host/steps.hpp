@@ -37,6 +37,13 @@ class StepProgram {
   // safe (a run that finds the arena busy allocates its own).
   void run(void* const* inputs, void* const* outputs) const;
   size_t arena_bytes() const { return arena_bytes_; }
+  // Buffer donation (plugin ABI 1.3): true when run() stays right with outputs[output] being the
+  // very buffer of inputs[input]: the step that writes that output comes after every step that
+  // reads the input (through reshape aliases and GEMM-folded transposes too), or is that
+  // reader itself as an elementwise host kernel reading the input at the output's own shape
+  // (element i read before element i is written). A custom step that writes the output may not
+  // read the input. Call after finish().
+  bool can_donate(size_t input, size_t output) const;
   size_t num_steps() const { return steps_.size(); }
 
  private:
@@ -54,6 +61,8 @@ class StepProgram {
     Custom run;
   };
   int32_t source(int32_t v) const { return transposed_[v] ? g_.nodes[v].operands[0] : v; }
+  // The node whose buffer holds v's data (through GEMM-folded transposes and unbound reshapes).
+  int32_t holder(int32_t v) const;
 
   const lt_graph& g_;
   std::vector<Step> steps_;
@@ -65,6 +74,9 @@ class StepProgram {
   std::vector<char> transposed_;      // per node: such a transpose, added as no step
   std::vector<char> reshape_;         // per node: op is reshape
   std::vector<int64_t> temp_offset_;  // per node: byte offset in the arena, -1 if none
+  std::vector<char> bound_;           // per node: a graph input or output (its own buffer)
+  std::vector<int64_t> writer_;       // per node: the step that writes it, -1 if none
+  std::vector<int64_t> last_read_;    // per holder node: the last step reading its buffer
   size_t arena_bytes_ = 0;
   mutable std::mutex arena_mu_;  // guards arena_ and ptr_ (reused by one run at a time)
   mutable std::unique_ptr<char[], void (*)(void*)> arena_{nullptr, nullptr};

@@ -231,7 +231,7 @@ struct Table {
   }
   static lt_plugin_error* compile(lt_plugin_compile_args* a) {
     return guard([&] {
-      check(a, LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE, "compile");
+      check(a, LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE_1_2, "compile");  // a 1.2 core still calls
       Backend& b = ctx(a->context, "compile");
       device(a->context, a->device, "compile");
       const lt_graph& g = graph(a->graph, "compile");
@@ -245,7 +245,7 @@ struct Table {
         exe->compiled.out_bytes.push_back(node_bytes(g.nodes[g.outputs[k]]));
       lower::DynamicView dv = lower::dynamic_of(g);
       if (!dv.empty() && exe->compiled.exe->dynamic() &&
-          a->struct_size >= LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE) {
+          a->struct_size >= LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE_1_2) {
         Compiled& c = exe->compiled;
         c.symbols.assign(dv.values.begin(), dv.values.end());
         for (size_t k = 0; k < g.num_inputs; ++k) {
@@ -258,8 +258,23 @@ struct Table {
         }
         a->dynamic = 1;
       }
+      accept_donations(a, g, exe->compiled);
       a->executable = exe.release();
     });
+  }
+  // ABI 1.3 buffer donation: asks the executable about each pair the core offers (a static
+  // graph only; same byte size checked here, so a backend answers only for its schedule).
+  static void accept_donations(lt_plugin_compile_args* a, const lt_graph& g, const Compiled& c) {
+    if (a->struct_size < LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE || !a->donor_inputs ||
+        !a->donation_accepted || c.exe->dynamic())
+      return;
+    for (size_t k = 0; k < g.num_outputs; ++k) {
+      const int64_t in = a->donor_inputs[k];
+      a->donation_accepted[k] = 0;
+      if (in < 0 || static_cast<size_t>(in) >= g.num_inputs || c.in_bytes[in] != c.out_bytes[k])
+        continue;
+      a->donation_accepted[k] = c.exe->accepts_donation(static_cast<size_t>(in), k) ? 1 : 0;
+    }
   }
   static void buffers(lt_plugin_buffer* const* bufs, size_t n, const std::vector<size_t>& need,
                       const char* what) {
