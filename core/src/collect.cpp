@@ -70,6 +70,10 @@ void collect(const std::vector<Node*>& roots, Collected& c) {
       n->visit_index = idx;
       c.nodes.push_back(n);
       c.input_flag.push_back(input ? 1 : 0);
+      if (n->recompute_tag && !input) {
+        c.tags.resize(c.nodes.size(), 0);
+        c.tags.back() = n->recompute_tag;
+      }
       prog = hash_combine(prog, (static_cast<uint64_t>(input ? kOpInput : n->op) << 32) ^
                                     (static_cast<uint64_t>(n->dtype) << 8) ^ n->shape.size());
       if (input) {
@@ -100,6 +104,7 @@ void collect(const std::vector<Node*>& roots, Collected& c) {
     h = hash_combine(h, 0x0u + static_cast<uint64_t>(o) + (1ull << 40));
     prog = hash_combine(prog, 0x0u + static_cast<uint64_t>(o) + (1ull << 40));
   }
+  if (!c.tags.empty()) c.tags.resize(c.nodes.size(), 0);
   c.key = h;
   c.program = prog;
 }

@@ -129,6 +129,7 @@ void run_plan(Device* dev, const Plan& whole, Collected& c, std::span<const int6
       fail(LT_STATUS_INTERNAL, "graph input {} ({}) has no buffer", k, node_desc(in));
     home[plan.graph_inputs[k]] = pad && pad->inputs[k] ? pad->inputs[k].get() : in->buffer.get();
   }
+  for (const auto& [node, buf] : plan.constants) home[node] = buf.get();  // folded constants
   if (pad)  // the sizes, after c's inputs
     for (size_t k = c.inputs.size(); k < plan.graph_inputs.size(); ++k)
       home[plan.graph_inputs[k]] = pad->inputs[k].get();
