@@ -221,32 +221,29 @@ class Simplifier {
     return changed;
   }
 
-  // slice(concat(x0..xn, axis)) that takes exactly x_k (step 1, the full range of every other
-  // dim) -> x_k.
+  // slice(concat(x0..xn, axis)) that takes exactly x_k (step 1, the whole of every other dim)
+  // -> x_k. The IR form of a slice is its normalised starts, its steps and its output shape.
   bool slice_of_concat(int32_t v) {
     const int32_t c = at(v).operands[0];
     if (!at(c).is(kOpConcat)) return false;
     const OwnedAttr* starts = at(v).attr("starts");
-    const OwnedAttr* stops = at(v).attr("stops");
     const OwnedAttr* steps = at(v).attr("steps");
     const size_t rank = at(c).shape.size();
-    if (!starts || !stops || starts->ints.size() != rank || stops->ints.size() != rank)
-      return false;
+    if (!starts || starts->ints.size() != rank || at(v).shape.size() != rank) return false;
     if (steps && steps->ints.size() != rank) return false;
     int64_t axis = 0;
     if (const OwnedAttr* a = at(c).attr("axis")) axis = a->i;
     if (axis < 0) axis += static_cast<int64_t>(rank);
     if (axis < 0 || axis >= static_cast<int64_t>(rank)) return false;
+    const size_t ax = static_cast<size_t>(axis);
     for (size_t d = 0; d < rank; ++d) {
       if (steps && steps->ints[d] != 1) return false;
-      if (static_cast<int64_t>(d) == axis) continue;
-      if (starts->ints[d] != 0 || stops->ints[d] != at(c).shape[d]) return false;
+      if (d != ax && (starts->ints[d] != 0 || at(v).shape[d] != at(c).shape[d])) return false;
     }
-    const size_t ax = static_cast<size_t>(axis);
     int64_t offset = 0;
     for (int32_t x : at(c).operands) {
       const int64_t len = at(x).shape[ax];
-      if (starts->ints[ax] == offset && stops->ints[ax] == offset + len) return use(v, x);
+      if (starts->ints[ax] == offset && at(v).shape[ax] == len && len > 0) return use(v, x);
       offset += len;
     }
     return false;

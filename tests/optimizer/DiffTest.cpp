@@ -1,0 +1,29 @@
+// DiffTest.cpp — the differential tester's seeded short run: random programs optimised (exact,
+// fast) against unoptimised on cpu_eager, and the seeds of mismatches found by long runs.
+#include <gtest/gtest.h>
+
+#include "difftest.hpp"
+
+namespace {
+
+void run_seeds(const char* level, uint64_t first, uint64_t count) {
+  lt_difftest::Tester t(level, LT_DIFFTEST_PLUGIN_DIR);
+  ASSERT_TRUE(t.ready()) << t.error();
+  size_t outputs = 0;
+  for (uint64_t s = first; s < first + count; ++s) {
+    const lt_difftest::Outcome o = t.run(s);
+    outputs += o.outputs;
+    ASSERT_TRUE(o.ok) << level << " seed " << s << ":\n" << o.report;
+  }
+  EXPECT_GT(outputs, count);  // the programs do compute something
+}
+
+TEST(OptimizerDiff, ExactIsBitwiseOnSeededPrograms) {
+  run_seeds("exact", 1, 400);
+}
+
+TEST(OptimizerDiff, FastIsWithinStatedUlpsOnSeededPrograms) {
+  run_seeds("fast", 100001, 200);
+}
+
+}  // namespace
