@@ -38,7 +38,7 @@ void record(Runtime* rt, const lower::Optimized& o, size_t nodes_in, uint64_t ns
   auto& m = rt->metrics.named;
   m["optimize.graphs"] += 1;
   m["optimize.nodes_in"] += static_cast<double>(nodes_in);
-  m["optimize.nodes_out"] += static_cast<double>(o.graph.size());
+  m["optimize.nodes_out"] += static_cast<double>(o.changed ? o.graph.size() : nodes_in);
   m["optimize.ms"] += static_cast<double>(ns) / 1e6;
   for (const lower::PassStats& s : o.stats) {
     if (s.removed) m["optimize." + s.pass + ".removed"] += static_cast<double>(s.removed);
@@ -74,13 +74,22 @@ std::shared_ptr<Plan> compile_optimized(Device* dev, const lt_graph& g, const Pl
     }
     o = lower::optimize(g, opt);
     if (span.on())
-      span.args(fmt::format("\"nodes_in\": {}, \"nodes_out\": {}", g.num_nodes, o.graph.size()));
+      span.args(fmt::format("\"nodes_in\": {}, \"nodes_out\": {}", g.num_nodes,
+                            o.changed ? o.graph.size() : g.num_nodes));
   }
-  record(rt, o, g.num_nodes,
-         static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now() - t0)
-                                   .count()));
+  const auto opt_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
+  record(rt, o, g.num_nodes, opt_ns);
+  if (!o.changed) {  // nothing to rewrite: the collected graph as it is
+    std::shared_ptr<Plan> plan = compile_plan(dev, g, src, live);
+    plan->compile_ns.fetch_add(opt_ns);
+    rt->metrics.compile_ns.fetch_add(opt_ns);
+    return plan;
+  }
   std::shared_ptr<Plan> plan = compile_plan(dev, o.graph.view(), src, live, o.origin);
+  plan->compile_ns.fetch_add(opt_ns);  // optimising is part of compiling the graph
+  rt->metrics.compile_ns.fetch_add(opt_ns);
   CompiledPlan* cp = plan->compiled();
   for (size_t j = 0; j < o.constants.size(); ++j) {
     const std::vector<unsigned char>& data = o.constants[j];

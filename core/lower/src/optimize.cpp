@@ -54,7 +54,7 @@ Optimized optimize(const lt_graph& g, const OptimizeOptions& options) {
   Optimized out;
   const bool dynamic = LT_GRAPH_HAS_DYNAMIC(&g);
   if (options.level == OptLevel::kNone || dynamic) {
-    out.graph = copy_graph(g);
+    out.changed = false;
     return out;
   }
   opt::Work w = opt::Work::from_graph(g, options);
@@ -72,6 +72,10 @@ Optimized optimize(const lt_graph& g, const OptimizeOptions& options) {
     }
     out.stats.push_back(std::move(s));
   }
+  out.changed = false;
+  for (const PassStats& s : out.stats) out.changed |= s.removed || s.rewritten || s.folded;
+  out.changed |= w.nodes.size() != g.num_nodes;
+  if (!out.changed) return out;  // the caller compiles `g` itself: no copy
   out.graph = w.to_graph();
   out.graph.set_hash(g.hash);
   out.constants = std::move(w.constants);

@@ -4,6 +4,7 @@
 // does not show), and nodes whose rematerialisation tags differ (a recomputation in the backward
 // pass must stay a recomputation, or checkpointing is undone). Random ops are merged only when
 // seed operand, counter offset, stride and shape are all equal, which makes their values equal.
+#include <algorithm>
 #include <cstring>
 #include <unordered_map>
 
@@ -44,15 +45,23 @@ uint64_t attr_hash(const OwnedAttr& a) {
   return mix(h, std::hash<std::string>()(a.s));
 }
 
-std::vector<int32_t> key_operands(const WNode& n) {
-  std::vector<int32_t> ops = n.operands;
-  if (commutative(n) && ops.size() == 2 && ops[1] < ops[0]) std::swap(ops[0], ops[1]);
-  return ops;
+// Operand k in canonical order (a commutative op's two operands sorted).
+int32_t key_operand(const WNode& n, size_t k) {
+  if (n.operands.size() == 2 && commutative(n)) {
+    const int32_t lo = std::min(n.operands[0], n.operands[1]);
+    const int32_t hi = std::max(n.operands[0], n.operands[1]);
+    return k == 0 ? lo : hi;
+  }
+  return n.operands[k];
 }
 
 bool equal(const WNode& a, const WNode& b) {
-  return a.op == b.op && a.dtype == b.dtype && a.shape == b.shape && a.tag == b.tag &&
-         key_operands(a) == key_operands(b) && a.attrs == b.attrs;
+  if (a.info != b.info || a.op != b.op || a.dtype != b.dtype || a.tag != b.tag ||
+      a.shape != b.shape || a.operands.size() != b.operands.size() || !(a.attrs == b.attrs))
+    return false;
+  for (size_t k = 0; k < a.operands.size(); ++k)
+    if (key_operand(a, k) != key_operand(b, k)) return false;
+  return true;
 }
 
 }  // namespace
@@ -74,10 +83,11 @@ size_t cse(Work& w, PassStats& s) {
     for (int32_t& o : n.operands) o = w.resolve(o);  // nodes are in topological order
     if (n.op == "input" || w.opaque(n)) continue;
     if (n.is(kOpPermute) && gemm_operand[i]) continue;
-    uint64_t h = std::hash<std::string>()(n.op);
+    uint64_t h = n.info ? static_cast<uint64_t>(n.info->id) : std::hash<std::string>()(n.op);
     h = mix(mix(h, static_cast<uint64_t>(n.dtype)), n.tag);
     for (int64_t d : n.shape) h = mix(h, static_cast<uint64_t>(d));
-    for (int32_t o : key_operands(n)) h = mix(h, static_cast<uint64_t>(o));
+    for (size_t k = 0; k < n.operands.size(); ++k)
+      h = mix(h, static_cast<uint64_t>(key_operand(n, k)));
     for (const OwnedAttr& a : n.attrs) h = mix(h, attr_hash(a));
     bool found = false;
     auto [lo, hi] = seen.equal_range(h);
@@ -91,7 +101,7 @@ size_t cse(Work& w, PassStats& s) {
     if (!found) seen.emplace(h, static_cast<int32_t>(i));
   }
   s.removed += merged;
-  w.compact();
+  if (merged) w.compact();
   return merged;
 }
 

@@ -56,7 +56,7 @@ class Simplifier {
   size_t sweep() {
     size_t count = 0;
     const size_t n = w_.nodes.size();  // nodes appended by a rewrite are already simple
-    users_ = w_.users();
+    users_.clear();                    // computed on first need (permute chains)
     for (size_t i = 0; i < n; ++i) {
       for (int32_t& o : w_.nodes[i].operands) o = w_.resolve(o);
       if (w_.nodes[i].op == "input" || w_.opaque(w_.nodes[i]) || !w_.nodes[i].info) continue;
@@ -252,7 +252,8 @@ class Simplifier {
   // A GEMM's rounding depends on its operands' layout (the host kernels read a transpose in
   // place, OpenBLAS sums in another order), so under `exact` a permute chain that a matmul
   // reads, directly or through its operand, keeps its layout.
-  bool feeds_matmul(int32_t v, int32_t x) const {
+  bool feeds_matmul(int32_t v, int32_t x) {
+    if (users_.empty()) users_ = w_.users();
     for (int32_t node : {v, x})
       if (static_cast<size_t>(node) < users_.size())
         for (int32_t u : users_[static_cast<size_t>(node)])
@@ -271,9 +272,9 @@ size_t simplify(Work& w, PassStats& s) {
   size_t total = 0;
   for (int round = 0; round < 8; ++round) {  // rewrites enable rewrites: x*1 inside neg(neg(.))
     const size_t n = simp.sweep();
+    if (!n) break;
     w.compact();
     total += n;
-    if (!n) break;
   }
   s.rewritten += total;
   return total;

@@ -60,6 +60,7 @@ struct OptimizeOptions {
 // the input graph's, in the same order (an output may now be an input, a constant, or the same
 // node as another output).
 struct Optimized {
+  bool changed = true;  // false: no pass changed anything and `graph` is empty (use the input)
   OwnedGraph graph;
   std::vector<std::vector<unsigned char>> constants;
   std::vector<int32_t> origin;  // per node: the input graph's node it computes, or -1
