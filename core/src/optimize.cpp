@@ -40,6 +40,8 @@ void record(Runtime* rt, const lower::Optimized& o, size_t nodes_in, uint64_t ns
   m["optimize.nodes_in"] += static_cast<double>(nodes_in);
   m["optimize.nodes_out"] += static_cast<double>(o.changed ? o.graph.size() : nodes_in);
   m["optimize.ms"] += static_cast<double>(ns) / 1e6;
+  if (o.kept_gemm_layout) m["optimize.kept_gemm_layout"] += 1;
+  if (o.kept_gemm_layout) return;  // compiled as traced: no rewrite happened
   for (const lower::PassStats& s : o.stats) {
     if (s.removed) m["optimize." + s.pass + ".removed"] += static_cast<double>(s.removed);
     if (s.rewritten) m["optimize." + s.pass + ".rewritten"] += static_cast<double>(s.rewritten);

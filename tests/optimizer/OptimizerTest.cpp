@@ -166,6 +166,24 @@ TEST(OptimizerSimplify, KeepsTheLayoutAGemmReadsUnderExact) {
   EXPECT_EQ(count_op(fast, "permute"), 0u);
 }
 
+TEST(OptimizerSimplify, KeepsWhetherAGemmReadsATransposeInPlaceUnderExact) {
+  // difftest seed 819443: the slice takes y back out of concat(wt, y), the concat dies, and wt
+  // (read by a GEMM and by the concat) would be read by the GEMM alone: in place, rounding
+  // otherwise. Under exact the graph is compiled as traced.
+  G t;
+  const Value a = t.input(LT_DTYPE_F32, {2, 1}), w = t.input(LT_DTYPE_F32, {4, 1});
+  const Value y = t.input(LT_DTYPE_F32, {1, 2});
+  const Value wt = t.b.permute(w, {1, 0});
+  const Value c = t.b.concat({wt, y}, 1);
+  const lt_graph& g = t.done({t.b.matmul(a, wt), t.b.slice(c, {0, 4}, {1, 6}, {1, 1})});
+  OptimizeOptions exact;
+  auto o = lt::lower::optimize(g, exact);
+  EXPECT_FALSE(o.changed);
+  EXPECT_TRUE(o.kept_gemm_layout);
+  auto fast = run(g, OptLevel::kFast);
+  EXPECT_EQ(count_op(fast, "concat"), 0u);
+}
+
 TEST(OptimizerDce, KeepsEveryInputInOrderAndDropsUnreadNodes) {
   G t;
   const Value x = t.input(LT_DTYPE_F32, {3}), unused = t.input(LT_DTYPE_I64, {2});

@@ -170,8 +170,8 @@ class Simplifier {
         if (p[i] != static_cast<int64_t>(i)) return false;
       return true;
     };
-    if (full_shape_op(v)) return true;
     if (!fast() && feeds_matmul(v, x)) return false;
+    if (full_shape_op(v)) return true;
     if (identity(q->ints)) return use(v, x);
     if (!at(x).is(kOpPermute) || at(x).tag != at(v).tag) return false;
     const OwnedAttr* p = at(x).attr("perm");

@@ -61,6 +61,9 @@ struct OptimizeOptions {
 // node as another output).
 struct Optimized {
   bool changed = true;  // false: no pass changed anything and `graph` is empty (use the input)
+  // Under exact: the rewrites would have changed whether a matmul reads a transpose in place
+  // (docs/optimizer.md), so the input is to be compiled as it is (changed is false).
+  bool kept_gemm_layout = false;
   OwnedGraph graph;
   std::vector<std::vector<unsigned char>> constants;
   std::vector<int32_t> origin;  // per node: the input graph's node it computes, or -1
