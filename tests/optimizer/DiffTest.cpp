@@ -2,6 +2,8 @@
 // fast) against unoptimised on cpu_eager, and the seeds of mismatches found by long runs.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "difftest.hpp"
 
 namespace {
@@ -31,6 +33,16 @@ TEST(OptimizerDiff, FoundMismatchesStayFixed) {
   // A slice of a concat left the concat dead, so a transpose only a GEMM then read was read in
   // place, and OpenBLAS's transposed kernel gave +0 where the plain one gave -0.
   run_seeds("exact", 819443, 1);
+}
+
+TEST(OptimizerDiff, FastKeepsNoSignedZeros) {
+  // x - (-0) -> x under fast: for x = -0 the reference's +0 becomes -0, and rsqrt turns that
+  // into -inf where the reference has +inf: within fast's stated tolerance, never under exact.
+  run_seeds("fast", 2079359, 1);
+  EXPECT_TRUE(lt_difftest::close_fast(INFINITY, -INFINITY, 1.0));
+  EXPECT_TRUE(lt_difftest::close_fast(0.0, -0.0, 1.0));
+  EXPECT_FALSE(lt_difftest::close_fast(INFINITY, 1.0, 1.0));
+  EXPECT_FALSE(lt_difftest::close_fast(1.0, 1.001, 1.0));
 }
 
 }  // namespace

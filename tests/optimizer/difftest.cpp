@@ -705,9 +705,10 @@ double element(const std::vector<unsigned char>& b, lt_dtype d, size_t i) {
 }  // namespace
 
 bool close_fast(double a, double b, double scale) {
-  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
-  if (a == b) return true;  // also +0 == -0: fast does not keep the sign of a zero
-  if (std::isinf(a) || std::isinf(b)) return false;
+  // fast keeps no signed zeros (x - (-0) -> x; a GEMM's layout): +0 == -0, and what follows
+  // from a zero's sign (1 / x, rsqrt, then inf - inf) may be any non-finite value.
+  if (!std::isfinite(a) || !std::isfinite(b)) return !std::isfinite(a) && !std::isfinite(b);
+  if (a == b) return true;
   // 64 ulps of the value, or of the output's largest magnitude (a sum that cancels).
   const double tol = 64 * std::numeric_limits<float>::epsilon() * std::max(std::fabs(a), scale);
   return std::fabs(a - b) <= tol;

@@ -40,7 +40,8 @@ class Tester {
   std::string error_;
 };
 
-// Under fast: a and b (f32 or f64 bits) agree within the stated tolerance (docs/optimizer.md).
+// Under fast: a and b agree within the stated tolerance (docs/optimizer.md): equal (+0 == -0),
+// both non-finite, or within 64 float ulps of a or of `scale` (the output's largest magnitude).
 bool close_fast(double a, double b, double scale);
 
 }  // namespace lt_difftest
