@@ -94,6 +94,10 @@ void collect(const std::vector<Node*>& roots, Collected& c) {
   for (size_t i = 0; i < c.nodes.size(); ++i) {
     Node* n = c.nodes[i];
     const bool input = c.input_flag[i] != 0;
+    if (n->recompute_tag && !input) {
+      c.tags.resize(c.nodes.size(), 0);
+      c.tags[i] = n->recompute_tag;
+    }
     prog = hash_combine(prog, (static_cast<uint64_t>(input ? kOpInput : n->op) << 32) ^
                                   (static_cast<uint64_t>(n->dtype) << 8) ^ n->shape.size());
     if (input) {
@@ -122,6 +126,7 @@ void collect(const std::vector<Node*>& roots, Collected& c) {
     h = hash_combine(h, 0x0u + static_cast<uint64_t>(o) + (1ull << 40));
     prog = hash_combine(prog, 0x0u + static_cast<uint64_t>(o) + (1ull << 40));
   }
+  if (!c.tags.empty()) c.tags.resize(c.nodes.size(), 0);
   c.key = h;
   c.program = prog;
 }

@@ -22,6 +22,9 @@ struct Collected {
   uint64_t key = 0;                 // structure + shapes + dtypes + attrs + operand indices
   uint64_t program = 0;             // the same without shapes and attributes (dynamic shapes)
   std::vector<uint8_t> input_flag;  // 1 if node i is an input of the graph
+  // Rematerialisation tag of node i (ir.h Node::recompute_tag) for the optimiser's CSE, beside
+  // the graph (never through the plugin ABI); empty when every tag is 0.
+  std::vector<uint32_t> tags;
   bool is_input(size_t i) const { return input_flag[i] != 0; }
 };
 void collect(const std::vector<Node*>& roots, Collected& c);

@@ -208,7 +208,7 @@ PlanSource::PlanSource(const lt_graph& g, const Collected& c, std::string reason
   input_names.resize(g.num_inputs, "(size)");
 }
 
-Placement placement(Device* dev, const Collected* live) {
+Placement placement(Device* dev, const Collected* live, std::span<const int32_t> origin) {
   Runtime* rt = dev->runtime;
   Placement pl;
   pl.target = dev->plugin->name;
@@ -219,11 +219,15 @@ Placement placement(Device* dev, const Collected* live) {
   pl.is_custom = [](const char* op) { return find_custom_op(op) != nullptr; };
   pl.policy = rt->policy;
   pl.max_region_nodes = rt->config.max_region_nodes;
-  pl.warn = [rt, dev, live](const char* op, const std::string& desc, int32_t node) {
+  pl.warn = [rt, dev, live, origin](const char* op, const std::string& desc, int32_t node) {
     std::lock_guard lk(rt->warn_mu);
     if (std::find(rt->warned_ops.begin(), rt->warned_ops.end(), op) != rt->warned_ops.end()) return;
     rt->warned_ops.push_back(op);
     std::string at;
+    if (!origin.empty())
+      node = node >= 0 && static_cast<size_t>(node) < origin.size()
+                 ? origin[static_cast<size_t>(node)]
+                 : -1;
     if (live && node >= 0 && static_cast<size_t>(node) < live->nodes.size())
       if (std::string loc = trace_location(live->nodes[static_cast<size_t>(node)]); !loc.empty())
         at = ", traced at " + loc;
@@ -242,9 +246,9 @@ std::vector<PreparedRegion> prepare_regions(Partition& part) {
 }
 
 std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& g, const PlanSource& src,
-                                   const Collected* live) {
+                                   const Collected* live, std::span<const int32_t> origin) {
   const auto t0 = Clock::now();
-  Partition part = partition(g, placement(dev, live));
+  Partition part = partition(g, placement(dev, live, origin));
   std::vector<PreparedRegion> regions = prepare_regions(part);
   return compile_partition(dev, part, regions, src, nullptr, nullptr, t0);
 }

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,10 @@ struct PlanSource {
 // (cpu_eager, when it is another plugin), custom ops, the runtime's policy and region limit.
 // `live`: the collected graph `g` was built from, on the calling thread, so that a fallback
 // warning can name the line that traced the node (null: a copy, a background compile).
-Placement placement(Device* dev, const Collected* live = nullptr);
+// `origin` (optional): g's node -> the collected node it computes, -1 if none (an optimised
+// graph; optimize.h).
+Placement placement(Device* dev, const Collected* live = nullptr,
+                    std::span<const int32_t> origin = {});
 
 // A region graph ready to compile; `exprs` are a dynamic region's expressions (buf.g points at
 // them once set).
@@ -41,9 +45,10 @@ struct PreparedRegion {
   std::vector<lt_dim_expr> exprs;
 };
 
-// Partitions and compiles `g` for `dev` (`live`: as for placement()).
+// Partitions and compiles `g` for `dev` (`live`, `origin`: as for placement()).
 std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& g, const PlanSource& src,
-                                   const Collected* live = nullptr);
+                                   const Collected* live = nullptr,
+                                   std::span<const int32_t> origin = {});
 
 // Compiles a partition whose regions' graphs are prepared (dynamic regions carry their
 // expressions). `started`: when the compile began (partitioning counts as compile time).

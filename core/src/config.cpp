@@ -139,6 +139,8 @@ void apply_file(Config& c, const std::string& path) {
       c.dump_dir = str("dump_dir", v);
     else if (k == "profile")
       c.profile = str("profile", v);
+    else if (k == "optimize")
+      c.optimize = str("optimize", v);
     else if (k == "dynamic_shapes")
       c.dynamic_shapes = str("dynamic_shapes", v);
     else if (k == "dynamic_buckets")
@@ -206,6 +208,7 @@ Config load_config(const lt_runtime_options* o) {
   over(c.dump_dir, "LT_DUMP_DIR", &lt_runtime_options::dump_dir);
   if (const char* v = env("LT_PROFILE")) c.profile = v;
   over(c.dynamic_shapes, "LT_DYNAMIC_SHAPES", &lt_runtime_options::dynamic_shapes);
+  over(c.optimize, "LT_OPTIMIZE", &lt_runtime_options::optimize);
   if (const char* v = env("LT_DYNAMIC_BUCKETS")) {
     nlohmann::json list = nlohmann::json::array();
     for (const std::string& item : split_path(std::string(v), ',')) {
@@ -252,6 +255,9 @@ Config load_config(const lt_runtime_options* o) {
   if (c.dynamic_shapes != "auto" && c.dynamic_shapes != "marked" && c.dynamic_shapes != "off")
     fail(LT_STATUS_INVALID_ARGUMENT, "config: dynamic_shapes '{}' is not one of auto, marked, off",
          c.dynamic_shapes);
+  if (c.optimize != "none" && c.optimize != "exact" && c.optimize != "fast")
+    fail(LT_STATUS_INVALID_ARGUMENT, "config: optimize '{}' is not one of none, exact, fast",
+         c.optimize);
   if (spdlog::level::from_str(c.log_level) == spdlog::level::off && c.log_level != "off")
     fail(LT_STATUS_INVALID_ARGUMENT,
          "config: log_level '{}' is not one of trace, debug, info, warn, error, critical, off",

@@ -179,18 +179,23 @@ void dump_dot(Runtime* rt, const DotDump& d) {
 
 void dump_region_text(Runtime* rt, const lt_graph& g, const std::string& backend, uint64_t key,
                       size_t region) {
+  write_graph_text(rt, g, key, fmt::format("r{}_{}", region, backend),
+                   fmt::format("region {} backend {}", region, backend));
+}
+
+void write_graph_text(Runtime* rt, const lt_graph& g, uint64_t key, const std::string& suffix,
+                      const std::string& what) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(rt->config.dump_dir, ec);
-  std::string path =
-      fmt::format("{}/lt_graph_{:016x}_r{}_{}.txt", rt->config.dump_dir, key, region, backend);
+  std::string path = fmt::format("{}/lt_graph_{:016x}_{}.txt", rt->config.dump_dir, key, suffix);
   std::ofstream out(path);
   if (!out) {
     rt->log->warn("dump: cannot write {}", path);
     return;
   }
-  out << fmt::format("# graph {:016x} region {} backend {}: {} nodes, {} inputs, {} outputs\n", key,
-                     region, backend, g.num_nodes, g.num_inputs, g.num_outputs);
+  out << fmt::format("# graph {:016x} {}: {} nodes, {} inputs, {} outputs\n", key, what,
+                     g.num_nodes, g.num_inputs, g.num_outputs);
   for (size_t i = 0; i < g.num_nodes; ++i) {
     const lt_graph_node& n = g.nodes[i];
     std::string ops;

@@ -41,5 +41,9 @@ void dump_dot(Runtime* rt, const DotDump& d);
 // received it; a write failure is logged, never thrown.
 void dump_region_text(Runtime* rt, const lt_graph& g, const std::string& backend, uint64_t key,
                       size_t region);
+// Writes <dump_dir>/lt_graph_<key>_<suffix>.txt, the text listing of `g` headed by `what` (a
+// region, or the optimiser's graph after a pass: suffix "opt3_cse"); failures are logged.
+void write_graph_text(Runtime* rt, const lt_graph& g, uint64_t key, const std::string& suffix,
+                      const std::string& what);
 
 }  // namespace lt

@@ -59,6 +59,9 @@ struct CompiledPlan {
   std::vector<int32_t> graph_outputs;  // lowered node of output k
   std::vector<Region> regions;
   std::vector<HostNode> host_nodes;
+  // Constants the optimiser folded (optimize.cpp): lowered input node and its buffer on the
+  // graph's device, uploaded once at compile time and bound by every run.
+  std::vector<std::pair<int32_t, BufferPtr>> constants;
   // Per-op counters added on every execution: "fallback.<op>" (nodes run by the fallback or
   // the core) and "decomposed.<op>" (nodes of a composite the backend lacks, decomposed).
   std::vector<std::pair<std::string, uint64_t>> op_counts;

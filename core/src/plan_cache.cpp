@@ -9,6 +9,7 @@
 #include "error.h"
 #include "lazytensor/lower/error.hpp"
 #include "ops.h"
+#include "optimize.h"
 #include "profile.h"
 
 namespace lt {
@@ -135,7 +136,7 @@ std::shared_ptr<Plan> PlanCache::compile_miss(Device* dev, const Key& key, const
     std::string why = count_miss(dev, c);
     bool static_plan = false;
     if (dynamic) plan = try_dynamic(dev, c, full.g, why, &static_plan);
-    if (!plan) plan = compile_plan(dev, full.g, PlanSource(c, why), &c);
+    if (!plan) plan = compile_optimized(dev, full.g, PlanSource(c, why), c.tags, &c);
     if (dynamic && !std::holds_alternative<DynamicInstance>(plan->kind)) remember(dev, c, full.g);
   }
   insert(key, plan);
@@ -293,8 +294,8 @@ std::shared_ptr<Plan> PlanCache::background(Device* dev, const Key& key, const C
       full_graph(c, full);
       auto graph = std::make_shared<lower::OwnedGraph>(lower::copy_graph(full.g));
       auto task = std::make_shared<std::packaged_task<std::shared_ptr<Plan>()>>(
-          [dev, graph, src = PlanSource(c, why + " (background)")] {
-            auto p = compile_plan(dev, graph->view(), src);
+          [dev, graph, tags = c.tags, src = PlanSource(c, why + " (background)")] {
+            auto p = compile_optimized(dev, graph->view(), src, tags);
             p->made = Plan::Made::kBackground;
             return p;
           });
@@ -317,7 +318,7 @@ std::shared_ptr<Plan> PlanCache::background(Device* dev, const Key& key, const C
   auto on_fallback = [&](const std::string& why) {
     GraphBuf full;
     full_graph(c, full);
-    auto p = compile_plan(fb, full.g, PlanSource(c, why), &c);
+    auto p = compile_optimized(fb, full.g, PlanSource(c, why), c.tags, &c);
     p->made = Plan::Made::kStandIn;
     return p;
   };

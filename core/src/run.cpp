@@ -161,6 +161,7 @@ void run_plan(Device* dev, const Plan& whole, Collected& c, std::span<const int6
            k, node_desc(in));
     home[plan.graph_inputs[k]] = pad && pad->inputs[k] ? pad->inputs[k].get() : in->buffer.get();
   }
+  for (const auto& [node, buf] : plan.constants) home[node] = buf.get();  // folded constants
   if (pad)  // the sizes, after c's inputs
     for (size_t k = c.inputs.size(); k < plan.graph_inputs.size(); ++k)
       home[plan.graph_inputs[k]] = pad->inputs[k].get();
@@ -183,7 +184,9 @@ void run_plan(Device* dev, const Plan& whole, Collected& c, std::span<const int6
   // Output k of region r takes its donor's buffer when this run may donate it, else a new one.
   auto output_buffer = [&](const Region& r, size_t k, size_t bytes) -> BufferPtr {
     const int32_t d = donatable.empty() || k >= r.donor.size() ? -1 : r.donor[k];
-    if (d >= 0 && donatable[static_cast<size_t>(d)]) {
+    // A donor past the collected graph's inputs is one of the optimiser's folded constants
+    // (plan.constants), kept with the plan for every run: never donated.
+    if (d >= 0 && static_cast<size_t>(d) < donatable.size() && donatable[static_cast<size_t>(d)]) {
       Node* in = c.nodes[c.inputs[static_cast<size_t>(d)]];
       if (in->buffer->device == r.dev && in->buffer->capacity >= bytes) {
         donatable[static_cast<size_t>(d)] = 0;

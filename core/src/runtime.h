@@ -49,6 +49,7 @@ struct Config {
   std::vector<int64_t> dynamic_buckets;  // static backends' bucket sizes; beyond: powers of two
   bool async_execution = false;          // lt_sync queues the execution on a per-device worker
   std::string dump_dir;
+  std::string optimize = "exact";  // graph optimiser: none | exact | fast (docs/optimizer.md)
   std::string profile;      // Chrome trace file of every step's stages (profile.h); "" when off
   std::string config_file;  // the file read, if any
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> plugin_options;

@@ -10,7 +10,7 @@ build="$(cd "$1" && pwd)"
 secs="${2:-60}"
 shift $(($# < 2 ? $# : 2))
 names=("$@")
-((${#names[@]})) || names=(config checkpoint ops graph onnx)
+((${#names[@]})) || names=(config checkpoint ops graph onnx optimizer)
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}"
 # Symbolised reports: the first llvm-symbolizer found.
 if [ -z "${ASAN_SYMBOLIZER_PATH:-}" ]; then

@@ -92,7 +92,9 @@ int list(const fs::path& dir) {
   int texts = 0;
   for (const auto& e : fs::directory_iterator(dir)) {
     std::string name = e.path().filename().string();
-    if (e.path().extension() == ".txt" && name.rfind("lt_graph_", 0) == 0) {
+    // lt_graph_<16 hex>_r<k>_<backend>.txt; the optimiser's _opt<k>_<pass>.txt are not regions.
+    if (e.path().extension() == ".txt" && name.rfind("lt_graph_", 0) == 0 &&
+        name.compare(25, 2, "_r") == 0) {
       ++texts;
       ++region_texts[name.substr(9, 16)];
     }

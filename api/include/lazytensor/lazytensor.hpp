@@ -244,6 +244,7 @@ struct RuntimeOptions {
   std::string log_level;
   std::string dump_dir;
   std::string dynamic_shapes;  // "auto" (default), "marked" or "off"
+  std::string optimize;        // graph optimiser: "exact" (default), "fast" or "none"
 };
 
 // Owns the application's reference to a runtime. Tensors keep the runtime's internals
@@ -275,6 +276,7 @@ class Runtime {
     o.log_level = opt(options.log_level);
     o.dump_dir = opt(options.dump_dir);
     o.dynamic_shapes = opt(options.dynamic_shapes);
+    o.optimize = opt(options.optimize);
     lt_runtime* r = nullptr;
     check(lt_runtime_create(&o, &r));
     return Runtime(r);

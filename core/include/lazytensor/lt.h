@@ -90,9 +90,12 @@ typedef struct lt_runtime_options {
   const char* dump_dir;       /* where compiled graphs are dumped; else $LT_DUMP_DIR */
   const char* dynamic_shapes; /* "auto" | "marked" | "off"; else $LT_DYNAMIC_SHAPES; else
                                  config; else "auto" (docs/dynamic-shapes.md) */
+  const char* optimize;       /* graph optimiser "none" | "exact" | "fast"; else $LT_OPTIMIZE;
+                                 else config; else "exact" (docs/optimizer.md). Appended: a
+                                 caller whose struct_size ends before it gets the default */
 } lt_runtime_options;
 #define LT_RUNTIME_OPTIONS_STRUCT_SIZE \
-  (offsetof(lt_runtime_options, dynamic_shapes) + sizeof(const char*))
+  (offsetof(lt_runtime_options, optimize) + sizeof(const char*))
 
 /* Creates a runtime: reads config, loads plugins, creates devices. `options` may be NULL.
  * Plugins that fail to load are reported in lt_runtime_plugin_report and skipped; the

@@ -1,0 +1,126 @@
+// optimize.cpp — the pass manager of optimize.hpp: the ordered pass list per level, per-pass
+// counts, and the after-pass hook.
+#include "lazytensor/lower/optimize.hpp"
+
+#include "passes/work.hpp"
+
+namespace lt::lower {
+namespace {
+
+using PassFn = size_t (*)(opt::Work&, PassStats&);
+
+struct PassEntry {
+  const char* name;
+  PassFn run;
+};
+
+// Simplify first (it exposes constants and equal nodes), fold the constant subgraphs, simplify
+// again what folding exposed (x * 1 once 1 is known), then merge equal nodes and drop the dead.
+constexpr PassEntry kPasses[] = {{"simplify", opt::simplify},
+                                 {"fold", opt::fold},
+                                 {"simplify", opt::simplify},
+                                 {"cse", opt::cse},
+                                 {"dce", opt::dce}};
+
+// Under `exact`: the host executor reads a transpose that only GEMMs read in place, and
+// OpenBLAS's transposed and plain kernels round differently (even the sign of a zero). So every
+// permute a surviving matmul reads must keep whether it has readers other than matmuls; when a
+// rewrite changed that (a concat reading it became dead, a slice of a concat now reads it), the
+// graph is compiled unoptimised. Returns false in that case.
+bool gemm_layouts_kept(const lt_graph& g, const opt::Work& w) {
+  auto is = [](const char* op, const char* name) { return std::string_view(op) == name; };
+  std::vector<std::vector<int32_t>> users(g.num_nodes);
+  for (size_t i = 0; i < g.num_nodes; ++i)
+    for (size_t k = 0; k < g.nodes[i].num_operands; ++k)
+      users[static_cast<size_t>(g.nodes[i].operands[k])].push_back(static_cast<int32_t>(i));
+  std::vector<int32_t> now(g.num_nodes, -1);  // original node -> its node in w, if kept
+  for (size_t i = 0; i < w.nodes.size(); ++i)
+    if (w.nodes[i].origin >= 0 && now[static_cast<size_t>(w.nodes[i].origin)] < 0)
+      now[static_cast<size_t>(w.nodes[i].origin)] = static_cast<int32_t>(i);
+  const auto new_users = w.users();
+  for (size_t p = 0; p < g.num_nodes; ++p) {
+    if (!is(g.nodes[p].op, "permute")) continue;
+    bool read_by_live_gemm = false, gemm_only = true;
+    for (int32_t u : users[p]) {
+      const bool mm = is(g.nodes[u].op, "matmul");
+      gemm_only = gemm_only && mm;
+      read_by_live_gemm = read_by_live_gemm || (mm && now[static_cast<size_t>(u)] >= 0);
+    }
+    if (!read_by_live_gemm) continue;
+    const int32_t q = now[p];
+    if (q < 0 || !w.nodes[static_cast<size_t>(q)].is(kOpPermute)) return false;
+    bool q_gemm_only = true;
+    for (int32_t u : new_users[static_cast<size_t>(q)])
+      q_gemm_only = q_gemm_only && w.nodes[static_cast<size_t>(u)].is(kOpMatmul);
+    if (q_gemm_only != gemm_only) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool parse_opt_level(std::string_view s, OptLevel* out) {
+  if (s == "none") return *out = OptLevel::kNone, true;
+  if (s == "exact") return *out = OptLevel::kExact, true;
+  if (s == "fast") return *out = OptLevel::kFast, true;
+  return false;
+}
+
+const char* opt_level_name(OptLevel l) {
+  switch (l) {
+    case OptLevel::kNone:
+      return "none";
+    case OptLevel::kExact:
+      return "exact";
+    case OptLevel::kFast:
+      return "fast";
+  }
+  return "?";
+}
+
+std::vector<std::string> pass_names(OptLevel level) {
+  std::vector<std::string> out;
+  if (level == OptLevel::kNone) return out;
+  for (const PassEntry& p : kPasses) out.emplace_back(p.name);
+  return out;
+}
+
+Optimized optimize(const lt_graph& g, const OptimizeOptions& options) {
+  Optimized out;
+  const bool dynamic = LT_GRAPH_HAS_DYNAMIC(&g);
+  if (options.level == OptLevel::kNone || dynamic) {
+    out.changed = false;
+    return out;
+  }
+  opt::Work w = opt::Work::from_graph(g, options);
+  w.compact();  // the caller's order may hold nodes no output reads
+  size_t k = 0;
+  for (const PassEntry& p : kPasses) {
+    PassStats s;
+    s.pass = p.name;
+    s.nodes_before = w.nodes.size();
+    p.run(w, s);
+    s.nodes_after = w.nodes.size();
+    if (options.after_pass) {
+      OwnedGraph snap = w.to_graph();
+      options.after_pass(std::to_string(++k) + "_" + p.name, snap.view());
+    }
+    out.stats.push_back(std::move(s));
+  }
+  if (options.level == OptLevel::kExact && !gemm_layouts_kept(g, w)) {
+    out.changed = false;
+    out.kept_gemm_layout = true;
+    return out;
+  }
+  out.changed = false;
+  for (const PassStats& s : out.stats) out.changed |= s.removed || s.rewritten || s.folded;
+  out.changed |= w.nodes.size() != g.num_nodes;
+  if (!out.changed) return out;  // the caller compiles `g` itself: no copy
+  out.graph = w.to_graph();
+  out.graph.set_hash(g.hash);
+  out.constants = std::move(w.constants);
+  for (const opt::WNode& n : w.nodes) out.origin.push_back(n.origin);
+  return out;
+}
+
+}  // namespace lt::lower

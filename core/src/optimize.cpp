@@ -1,0 +1,105 @@
+// optimize.cpp — the optimise stage (optimize.h): lower::optimize with the shared host kernels
+// as the constant evaluator, per-pass metrics, LT_DUMP_DIR's graph after each pass, and the
+// folded constants uploaded once and kept with the plan.
+#include "optimize.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "custom_ops.h"
+#include "device_client.h"
+#include "graph_dump.h"
+#include "lazytensor/host/steps.hpp"
+#include "lazytensor/lower/optimize.hpp"
+#include "profile.h"
+
+namespace lt {
+namespace {
+
+// A graph with no inputs evaluated by the host kernels (cpu_eager's reference semantics).
+std::vector<std::vector<unsigned char>> eval_on_host(const lt_graph& g) {
+  host::StepProgram prog(g);
+  for (size_t i = 0; i < g.num_nodes; ++i)
+    if (std::strcmp(g.nodes[i].op, "input") != 0) prog.add_node(static_cast<int32_t>(i));
+  prog.finish();
+  const std::vector<size_t> bytes = lower::value_bytes(g);
+  std::vector<std::vector<unsigned char>> out(g.num_outputs);
+  std::vector<void*> ptrs(g.num_outputs);
+  for (size_t k = 0; k < g.num_outputs; ++k) {
+    out[k].resize(bytes[static_cast<size_t>(g.outputs[k])]);
+    ptrs[k] = out[k].data();
+  }
+  prog.run(nullptr, ptrs.data());
+  return out;
+}
+
+void record(Runtime* rt, const lower::Optimized& o, size_t nodes_in, uint64_t ns) {
+  std::lock_guard lk(rt->metrics.mu);
+  auto& m = rt->metrics.named;
+  m["optimize.graphs"] += 1;
+  m["optimize.nodes_in"] += static_cast<double>(nodes_in);
+  m["optimize.nodes_out"] += static_cast<double>(o.changed ? o.graph.size() : nodes_in);
+  m["optimize.ms"] += static_cast<double>(ns) / 1e6;
+  if (o.kept_gemm_layout) m["optimize.kept_gemm_layout"] += 1;
+  if (o.kept_gemm_layout) return;  // compiled as traced: no rewrite happened
+  for (const lower::PassStats& s : o.stats) {
+    if (s.removed) m["optimize." + s.pass + ".removed"] += static_cast<double>(s.removed);
+    if (s.rewritten) m["optimize." + s.pass + ".rewritten"] += static_cast<double>(s.rewritten);
+    if (s.folded) m["optimize." + s.pass + ".folded"] += static_cast<double>(s.folded);
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<Plan> compile_optimized(Device* dev, const lt_graph& g, const PlanSource& src,
+                                        std::span<const uint32_t> tags, const Collected* live) {
+  Runtime* rt = dev->runtime;
+  lower::OptLevel level = lower::OptLevel::kExact;
+  lower::parse_opt_level(rt->config.optimize, &level);  // validated by load_config
+  if (level == lower::OptLevel::kNone || LT_GRAPH_HAS_DYNAMIC(&g))
+    return compile_plan(dev, g, src, live);
+  const auto t0 = std::chrono::steady_clock::now();
+  lower::Optimized o;
+  {
+    Span span(rt, "compile", "optimize");
+    lower::OptimizeOptions opt;
+    opt.level = level;
+    opt.recompute_tags = tags;
+    opt.eval = eval_on_host;
+    opt.is_opaque = [](const char* op) { return find_custom_op(std::string(op)) != nullptr; };
+    if (!rt->config.dump_dir.empty()) {
+      write_graph_text(rt, g, src.key, "opt0_traced", "as traced");
+      opt.after_pass = [rt, &src](std::string_view pass, const lt_graph& after) {
+        write_graph_text(rt, after, src.key, "opt" + std::string(pass),
+                         "after " + std::string(pass));
+      };
+    }
+    o = lower::optimize(g, opt);
+    if (span.on())
+      span.args(fmt::format("\"nodes_in\": {}, \"nodes_out\": {}", g.num_nodes,
+                            o.changed ? o.graph.size() : g.num_nodes));
+  }
+  const auto opt_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
+  record(rt, o, g.num_nodes, opt_ns);
+  if (!o.changed) {  // nothing to rewrite: the collected graph as it is
+    std::shared_ptr<Plan> plan = compile_plan(dev, g, src, live);
+    plan->compile_ns.fetch_add(opt_ns);
+    rt->metrics.compile_ns.fetch_add(opt_ns);
+    return plan;
+  }
+  std::shared_ptr<Plan> plan = compile_plan(dev, o.graph.view(), src, live, o.origin);
+  plan->compile_ns.fetch_add(opt_ns);  // optimising is part of compiling the graph
+  rt->metrics.compile_ns.fetch_add(opt_ns);
+  CompiledPlan* cp = plan->compiled();
+  for (size_t j = 0; j < o.constants.size(); ++j) {
+    const std::vector<unsigned char>& data = o.constants[j];
+    BufferPtr b = dev->allocator->allocate(data.size());
+    if (!data.empty()) upload_to(dev, b.get(), data.data(), data.size());
+    cp->constants.emplace_back(cp->graph_inputs[g.num_inputs + j], std::move(b));
+  }
+  return plan;
+}
+
+}  // namespace lt
