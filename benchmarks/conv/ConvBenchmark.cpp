@@ -181,7 +181,7 @@ void BM_ConvIm2col(benchmark::State& state, Layer l) {
   std::vector<float> y(static_cast<size_t>(l.N * l.O * o * o));
   std::vector<float> col(static_cast<size_t>(lt::host::conv_scratch_elems(g)));
   for (auto _ : state) {
-    lt::host::conv2d<float>(g, x.data(), w.data(), nullptr, y.data(), col.data());
+    lt::host::conv2d_im2col<float>(g, x.data(), w.data(), nullptr, y.data(), col.data());
     benchmark::DoNotOptimize(y.data());
   }
   report(state, l);

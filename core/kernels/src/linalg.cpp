@@ -203,6 +203,11 @@ void conv2d(const ConvGeom& g, const T* x, const T* w, const T* bias, T* out, T*
   // layers of benchmarks/conv); im2col + GEMM for f64 and what oneDNN declines.
   if constexpr (std::is_same_v<T, float>)
     if (onednn_conv(ConvPass::kForward, g, x, w, bias, out)) return;
+  conv2d_im2col(g, x, w, bias, out, col);
+}
+
+template <class T>
+void conv2d_im2col(const ConvGeom& g, const T* x, const T* w, const T* bias, T* out, T* col) {
   const int64_t count = g.N * g.G, work = g.Og() * g.plane() * g.col_rows();
   const size_t scratch = static_cast<size_t>(conv_scratch_elems(g));
   if (count > 1 && work < kBlasThreadsGemm && count * work >= kSerialGemm) {
@@ -227,6 +232,10 @@ template void conv2d<float>(const ConvGeom&, const float*, const float*, const f
                             float*);
 template void conv2d<double>(const ConvGeom&, const double*, const double*, const double*, double*,
                              double*);
+template void conv2d_im2col<float>(const ConvGeom&, const float*, const float*, const float*,
+                                   float*, float*);
+template void conv2d_im2col<double>(const ConvGeom&, const double*, const double*, const double*,
+                                    double*, double*);
 
 namespace {
 

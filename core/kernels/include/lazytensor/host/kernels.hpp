@@ -83,6 +83,9 @@ inline int64_t conv_scratch_elems(const ConvGeom& g) {
 }
 template <class T>
 void conv2d(const ConvGeom& g, const T* x, const T* w, const T* bias, T* out, T* col);
+// The im2col + gemm path alone (what conv2d falls back to; benchmarks/conv compares it).
+template <class T>
+void conv2d_im2col(const ConvGeom& g, const T* x, const T* w, const T* bias, T* out, T* col);
 
 // Runs body(begin, end) over [0, n): on the calling thread below 32K items of work
 // (`work_per_item` scales it for items that are whole rows), else TBB chunks.
