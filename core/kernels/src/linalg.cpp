@@ -199,7 +199,7 @@ void conv_one(const ConvGeom& g, int64_t q, const T* x, const T* w, const T* bia
 
 template <class T>
 void conv2d(const ConvGeom& g, const T* x, const T* w, const T* bias, T* out, T* col) {
-  // f32: oneDNN where it has the geometry (measured 1.1-1.7x faster than im2col + GEMM on the
+  // f32: oneDNN where it has the geometry (measured 1.0-1.6x faster than im2col + GEMM on the
   // layers of benchmarks/conv); im2col + GEMM for f64 and what oneDNN declines.
   if constexpr (std::is_same_v<T, float>)
     if (onednn_conv(ConvPass::kForward, g, x, w, bias, out)) return;
