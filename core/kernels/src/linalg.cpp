@@ -340,6 +340,35 @@ void prepare_conv2d(PrepareCall& c) {
 // convolution, then the pass. f32 through oneDNN only: otherwise no kernel, and the core runs
 // the op's decomposition (conv2d of transposed and flipped tensors, decompose.hpp).
 
+// Plain loops over every (output pixel, tap) pair: only if oneDNN declines a geometry at run
+// time that it accepted at prepare time (its cache was rebuilt for another thread count), so a
+// gradient is slow then, never wrong.
+void conv2d_grad_loops(const ConvGeom& g, ConvPass pass, const float* a, const float* b, float* out,
+                       int64_t numel) {
+  std::fill(out, out + numel, 0.0f);
+  const bool data = pass == ConvPass::kData;
+  const float* dy = data ? a : b;
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t o = 0; o < g.O; ++o)
+      for (int64_t oh = 0; oh < g.OH; ++oh)
+        for (int64_t ow = 0; ow < g.OW; ++ow) {
+          const float gv = dy[((n * g.O + o) * g.OH + oh) * g.OW + ow];
+          const int64_t gi = o / g.Og();
+          for (int64_t ci = 0; ci < g.Cg(); ++ci)
+            for (int64_t kh = 0; kh < g.KH; ++kh)
+              for (int64_t kw = 0; kw < g.KW; ++kw) {
+                const int64_t h = oh * g.sh - g.ph + kh * g.dh, w = ow * g.sw - g.pw + kw * g.dw;
+                if (h < 0 || h >= g.H || w < 0 || w >= g.W) continue;
+                const int64_t xi = ((n * g.C + gi * g.Cg() + ci) * g.H + h) * g.W + w;
+                const int64_t wi = ((o * g.Cg() + ci) * g.KH + kh) * g.KW + kw;
+                if (data)
+                  out[xi] += gv * b[wi];
+                else
+                  out[wi] += gv * a[xi];
+              }
+        }
+}
+
 void conv2d_grad_kernel(const KernelCall& c) {
   if (c.out.numel == 0) return;
   const ConvGeom g = geom_of(c);
@@ -348,8 +377,11 @@ void conv2d_grad_kernel(const KernelCall& c) {
   const auto* b = reinterpret_cast<const float*>(c.in[1].data);
   auto* out = reinterpret_cast<float*>(c.out.data);
   // No image or no output pixel: nothing flows back.
-  if (g.N == 0 || g.OH == 0 || g.OW == 0 || !onednn_conv(pass, g, a, b, nullptr, out))
+  if (g.N == 0 || g.OH == 0 || g.OW == 0) {
     std::fill(out, out + c.out.numel, 0.0f);
+    return;
+  }
+  if (!onednn_conv(pass, g, a, b, nullptr, out)) conv2d_grad_loops(g, pass, a, b, out, c.out.numel);
 }
 
 void prepare_conv2d_grad(PrepareCall& c) {
