@@ -73,10 +73,18 @@ Prim create(ConvPass pass, const ConvGeom& g, int64_t n, bool bias) {
   using namespace dnnl;
   const Descs plain = descs(g, n);
   const auto f32 = memory::data_type::f32;
+  // Except where the same measurement found NCHW faster: one input channel per group (0.2-0.8x
+  // blocked) and 1x1 stride-1 convolutions (0.6-0.7x), both outside backward-weights.
+  const bool keep_plain = pass != ConvPass::kWeights &&
+                          (g.Cg() == 1 || (g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1));
   const auto any = memory::format_tag::any;
-  memory::desc x({n, g.C, g.H, g.W}, f32, any), y({n, g.O, g.OH, g.OW}, f32, any);
-  memory::desc w = g.G == 1 ? memory::desc({g.O, g.Cg(), g.KH, g.KW}, f32, any)
-                            : memory::desc({g.G, g.Og(), g.Cg(), g.KH, g.KW}, f32, any);
+  memory::desc x = plain.x, y = plain.y, w = plain.w;
+  if (!keep_plain) {
+    x = memory::desc({n, g.C, g.H, g.W}, f32, any);
+    y = memory::desc({n, g.O, g.OH, g.OW}, f32, any);
+    w = g.G == 1 ? memory::desc({g.O, g.Cg(), g.KH, g.KW}, f32, any)
+                 : memory::desc({g.G, g.Og(), g.Cg(), g.KH, g.KW}, f32, any);
+  }
   const memory::desc b = plain.b;
   memory::dims strides{g.sh, g.sw}, dil{g.dh - 1, g.dw - 1}, pl{g.ph, g.pw};
   memory::dims pr{right_pad(g.H, g.OH, g.KH, g.sh, g.ph, g.dh),
