@@ -11,6 +11,9 @@ PKGS=(
   libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
   # host kernels (cpu_eager, tpu_sim, cpu_jit): BLAS, parallel loops, vector math
   libopenblas-dev libtbb-dev libsleef-dev
+  # host kernels: convolution forward and both gradients (oneDNN; benchmarks/conv measured it
+  # against im2col + GEMM)
+  libdnnl-dev
   # cpu_jit: LLVM ORC
   llvm-19-dev libzstd-dev zlib1g-dev libxml2-dev libedit-dev libffi-dev
   # gpu_opencl: ICD loader, headers and PoCL (OpenCL on the CPU)

@@ -144,6 +144,71 @@ NodeRef build_conv2d(const OpCall& c) {
   return make_node(c.device, kOpConv2d, {x.get(), w.get()}, dt, out, std::move(attrs));
 }
 
+// The two gradients of conv2d as ops (emitted by autograd's conv2d rule; lt_apply for users):
+// conv2d_backward_data (dy, w; input_size [H, W]) -> dx [N, C, H, W] and
+// conv2d_backward_weight (x, dy; kernel_size [KH, KW]) -> dw [O, C/groups, KH, KW], for the
+// forward convolution of the given stride, padding, dilation and groups: dy must have the
+// shape that convolution gives.
+NodeRef build_conv2d_grad(const OpCall& c) {
+  const char* op = name_of(c);
+  const bool data = c.op == kOpConv2dBackwardData;
+  Node* a0 = c.inputs[0].get();
+  Node* a1 = c.inputs[1].get();
+  lt_dtype dt = promote(a0->dtype, a1->dtype);
+  expect_class(c, dt);
+  if (a0->shape.size() != 4 || a1->shape.size() != 4)
+    fail(LT_STATUS_SHAPE_MISMATCH, "{}: operands {} and {} must both be 4-D", op,
+         dims_str(a0->shape), dims_str(a1->shape));
+  auto stride = pair_attr(c, "stride", 1);
+  auto padding = pair_attr(c, "padding", 0);
+  auto dilation = pair_attr(c, "dilation", 1);
+  auto size = pair_attr(c, data ? "input_size" : "kernel_size", data ? 0 : 1);
+  int64_t groups = c.attr_int("groups");
+  if (groups < 1) fail(LT_STATUS_INVALID_ARGUMENT, "{}: groups {} < 1", op, groups);
+  const Dims& dy = data ? a0->shape : a1->shape;
+  if (dy[1] % groups != 0)
+    fail(LT_STATUS_SHAPE_MISMATCH, "{}: output channels {} not divisible by groups {}", op, dy[1],
+         groups);
+  Dims x, w;  // the forward convolution's input and weight shapes
+  if (data) {
+    w = a1->shape;
+    if (w[0] != dy[1])
+      fail(LT_STATUS_SHAPE_MISMATCH, "{}: weight {} does not match output gradient {}", op,
+           dims_str(w), dims_str(dy));
+    int64_t channels = 0;
+    if (__builtin_mul_overflow(w[1], groups, &channels))
+      fail(LT_STATUS_SHAPE_MISMATCH, "{}: weight channels {} x groups {} overflow", op, w[1],
+           groups);
+    x = Dims{dy[0], channels, size[0], size[1]};
+  } else {
+    x = a0->shape;
+    if (x[0] != dy[0] || x[1] % groups != 0)
+      fail(LT_STATUS_SHAPE_MISMATCH,
+           "{}: input {} and output gradient {} disagree on the batch or groups {}", op,
+           dims_str(x), dims_str(dy), groups);
+    w = Dims{dy[1], x[1] / groups, size[0], size[1]};
+  }
+  for (int i = 0; i < 2; ++i) {
+    __int128 span = static_cast<__int128>(x[2 + i]) + 2 * static_cast<__int128>(padding[i]) -
+                    static_cast<__int128>(dilation[i]) * (w[2 + i] - 1) - 1;
+    if (span < 0 || span / stride[i] + 1 != dy[2 + i])
+      fail(LT_STATUS_SHAPE_MISMATCH,
+           "{}: output gradient {} is not the conv2d output of input {} and weight {} with "
+           "stride {}, padding {}, dilation {}",
+           op, dims_str(dy), dims_str(x), dims_str(w), dims_str(stride.data(), 2),
+           dims_str(padding.data(), 2), dims_str(dilation.data(), 2));
+  }
+  NodeRef n0 = cast_to(c.device, a0, dt), n1 = cast_to(c.device, a1, dt);
+  auto attrs = AttrBuilder()
+                   .ints(data ? "input_size" : "kernel_size", size)
+                   .ints("stride", stride)
+                   .ints("padding", padding)
+                   .ints("dilation", dilation)
+                   .i("groups", groups)
+                   .done();
+  return make_node(c.device, c.op, {n0.get(), n1.get()}, dt, data ? x : w, std::move(attrs));
+}
+
 NodeRef build_pool(const OpCall& c) {
   const char* op = name_of(c);
   Node* x = c.inputs[0].get();

@@ -1,5 +1,8 @@
-// NnTest.cpp — conformance of conv2d (stride, padding, dilation, groups, bias), max/avg pools
-// and softmax/log_softmax (every axis, large inputs) against plain loops.
+// NnTest.cpp — conformance of conv2d (stride, padding, dilation, groups, bias) and its two
+// gradient ops, max/avg pools and softmax/log_softmax (every axis, large inputs) against plain
+// loops.
+#include <lazytensor/autograd.hpp>
+
 #include "conformance.h"
 
 #include <limits>
@@ -81,6 +84,99 @@ TEST_P(Nn, Conv2dStridePaddingDilationGroupsBias) {
                                  c.stride, c.padding, c.dilation, c.groups),
                       ref_conv(x, w, nullptr, c), ref_conv(abs_of(x), abs_of(w), nullptr, c),
                       tol(OpClass::kMatmul, lt::f32), "conv2d non-contiguous inputs");
+}
+
+// Both gradients of conv2d by plain loops: every (output pixel, kernel tap) pair that reads
+// x[n, c, h, w] with weight w[o, ci, kh, kw] sends gy back to each of them.
+std::pair<Host, Host> ref_conv_grads(const Host& x, const Host& w, const Host& gy,
+                                     const ConvCase& c) {
+  const int64_t C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  const int64_t O = w.shape[0], Cg = w.shape[1], KH = w.shape[2], KW = w.shape[3];
+  std::vector<double> dx(size_t(numel_of(x.shape)), 0.0), dw(size_t(numel_of(w.shape)), 0.0);
+  const int64_t og = O / c.groups;
+  for (const Shape& i : all_indices(gy.shape)) {
+    const int64_t n = i[0], o = i[1], g = o / og;
+    const double gv = gy.at(i);
+    for (int64_t ci = 0; ci < Cg; ++ci)
+      for (int64_t kh = 0; kh < KH; ++kh)
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          int64_t h = i[2] * c.stride[0] - c.padding[0] + kh * c.dilation[0];
+          int64_t ww = i[3] * c.stride[1] - c.padding[1] + kw * c.dilation[1];
+          if (h < 0 || h >= H || ww < 0 || ww >= W) continue;
+          const int64_t xi = ((n * C + g * Cg + ci) * H + h) * W + ww;
+          const int64_t wi = ((o * Cg + ci) * KH + kh) * KW + kw;
+          dx[size_t(xi)] += gv * w.v[size_t(wi)];
+          dw[size_t(wi)] += gv * x.v[size_t(xi)];
+        }
+  }
+  Host rx{x.dtype, x.shape, {}}, rw{w.dtype, w.shape, {}};
+  for (double v : dx) rx.v.push_back(round_to(x.dtype, v));
+  for (double v : dw) rw.v.push_back(round_to(w.dtype, v));
+  return {rx, rw};
+}
+
+// conv2d's gradients (the ops conv2d_backward_data and conv2d_backward_weight that autograd
+// records, or their decomposition where a backend lacks them) against plain loops: strides,
+// padding, dilation, groups, depthwise, 1x1 with stride 2, batch 1, an empty batch.
+TEST_P(Nn, Conv2dGradientsStridePaddingDilationGroups) {
+  const std::vector<ConvCase> cases = {
+      {{1, 1, 5, 5}, {2, 1, 3, 3}, false, {1, 1}, {1, 1}, {1, 1}, 1},
+      {{2, 3, 6, 5}, {4, 3, 3, 2}, false, {1, 1}, {1, 0}, {1, 1}, 1},
+      {{2, 2, 7, 7}, {3, 2, 3, 3}, false, {2, 2}, {1, 1}, {1, 1}, 1},
+      {{1, 2, 8, 8}, {2, 2, 3, 3}, false, {2, 2}, {0, 0}, {1, 1}, 1},  // last row unread
+      {{1, 2, 9, 8}, {2, 2, 3, 3}, false, {1, 2}, {2, 1}, {2, 2}, 1},
+      {{2, 4, 5, 5}, {6, 2, 3, 3}, false, {1, 1}, {1, 1}, {1, 1}, 2},
+      {{1, 4, 6, 6}, {4, 1, 3, 3}, false, {2, 1}, {0, 2}, {1, 2}, 4},  // depthwise
+      {{3, 4, 6, 6}, {5, 4, 1, 1}, false, {2, 2}, {0, 0}, {1, 1}, 1},  // 1x1, stride 2
+      {{0, 2, 4, 4}, {2, 2, 3, 3}, false, {1, 1}, {0, 0}, {1, 1}, 1},  // empty batch
+  };
+  for (DType dt : float_dtypes()) {
+    for (const ConvCase& c : cases) {
+      Host x = make(dt, c.x, Fill::kAny, 70), w = make(dt, c.w, Fill::kAny, 71);
+      Tensor xt = upload(dev(), x), wt = upload(dev(), w);
+      lt::set_requires_grad(xt);
+      lt::set_requires_grad(wt);
+      Tensor y = lt::conv2d(xt, wt, Tensor(), c.stride, c.padding, c.dilation, c.groups);
+      Host gy = make(dt, y.shape(), Fill::kAny, 72);
+      lt::backward((y * upload(dev(), gy)).sum());
+      auto [dx, dw] = ref_conv_grads(x, w, gy, c);
+      auto [mx, mw] = ref_conv_grads(abs_of(x), abs_of(w), abs_of(gy), c);
+      std::string what = std::string(lt::dtype_name(dt)) + " x" + str(c.x) + " w" + str(c.w) +
+                         " stride" + str(c.stride) + " pad" + str(c.padding) + " dil" +
+                         str(c.dilation) + " groups " + std::to_string(c.groups);
+      expect_close_scaled(lt::grad(xt), dx, mx, tol(OpClass::kMatmul, dt), "conv2d dx " + what);
+      expect_close_scaled(lt::grad(wt), dw, mw, tol(OpClass::kMatmul, dt), "conv2d dw " + what);
+    }
+  }
+}
+
+// The gradient ops check that the output gradient is what the forward convolution gives.
+TEST_P(Nn, Conv2dGradientOpsRejectAMismatchedGradient) {
+  Tensor dy = upload(dev(), make(lt::f32, {1, 3, 4, 4}, Fill::kAny, 73));
+  Tensor w = upload(dev(), make(lt::f32, {3, 2, 3, 3}, Fill::kAny, 74));
+  expect_error(
+      [&] {
+        lt::apply("conv2d_backward_data", {dy, w}, {lt::Attr::Ints("input_size", {7, 6})});
+      },
+      LT_STATUS_SHAPE_MISMATCH, {"conv2d_backward_data", "output gradient"});
+  Tensor x = upload(dev(), make(lt::f32, {1, 2, 6, 6}, Fill::kAny, 75));
+  expect_error(
+      [&] {
+        lt::apply("conv2d_backward_weight", {x, dy}, {lt::Attr::Ints("kernel_size", {2, 2})});
+      },
+      LT_STATUS_SHAPE_MISMATCH, {"conv2d_backward_weight", "output gradient"});
+  // The shapes that fit run and agree with the loops.
+  ConvCase c{{1, 2, 6, 6}, {3, 2, 3, 3}, false, {1, 1}, {0, 0}, {1, 1}, 1};
+  Host xh = make(lt::f32, c.x, Fill::kAny, 75), wh = make(lt::f32, c.w, Fill::kAny, 74);
+  Host gh = make(lt::f32, {1, 3, 4, 4}, Fill::kAny, 73);
+  auto [dx, dw] = ref_conv_grads(xh, wh, gh, c);
+  auto [mx, mw] = ref_conv_grads(abs_of(xh), abs_of(wh), abs_of(gh), c);
+  expect_close_scaled(
+      lt::apply("conv2d_backward_data", {dy, w}, {lt::Attr::Ints("input_size", {6, 6})}), dx, mx,
+      tol(OpClass::kMatmul, lt::f32), "conv2d_backward_data by name");
+  expect_close_scaled(
+      lt::apply("conv2d_backward_weight", {x, dy}, {lt::Attr::Ints("kernel_size", {3, 3})}), dw, mw,
+      tol(OpClass::kMatmul, lt::f32), "conv2d_backward_weight by name");
 }
 
 Host ref_pool(const Host& x, const Shape& k, const Shape& s, const Shape& p, bool is_max) {

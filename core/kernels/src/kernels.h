@@ -44,6 +44,16 @@ void add_reduce_ops(PrepareFn* table);
 void add_layout_ops(PrepareFn* table);
 void add_linalg_ops(PrepareFn* table);
 
+// f32 convolution through oneDNN (conv_onednn.cpp). kForward: a = x, b = w, out = y (plus an
+// optional bias); kData: a = dy, b = w, out = dx; kWeights: a = x, b = dy, out = dw. All
+// dense NCHW / OIHW. onednn_conv returns false (and writes nothing) when oneDNN has no
+// implementation for the geometry; onednn_conv_available creates and caches the primitives
+// (prepare time) and says whether it has one.
+enum class ConvPass : int64_t { kForward, kData, kWeights };
+bool onednn_conv_available(ConvPass pass, const ConvGeom& g, bool bias);
+bool onednn_conv(ConvPass pass, const ConvGeom& g, const float* a, const float* b,
+                 const float* bias, float* out);
+
 // Dtypes the kernels compute in (bf16/f16 are storage only: cast and data movement).
 inline bool is_float(lt_dtype d) {
   return d == LT_DTYPE_F32 || d == LT_DTYPE_F64;

@@ -48,7 +48,12 @@ void StepProgram::add_node(int32_t v) {
     steps_.push_back({Kind::kReshape, v});
   } else if (is_gemm(n)) {
     steps_.push_back({Kind::kGemm, v});
-  } else if (op == "conv2d" && (n.dtype == LT_DTYPE_F32 || n.dtype == LT_DTYPE_F64)) {
+  } else if (op == "conv2d" &&
+             (n.dtype == LT_DTYPE_F64 ||
+              (n.dtype == LT_DTYPE_F32 &&
+               !onednn_conv_available(ConvPass::kForward, conv_geom(g_, v), n.num_operands > 2)))) {
+    // im2col + GEMM with its scratch in the arena; an f32 conv that oneDNN runs is a host
+    // step (below) and needs no im2col matrix.
     convs_.push_back(conv_geom(g_, v));
     steps_.push_back({Kind::kConv, v, convs_.size() - 1});
   } else {

@@ -153,4 +153,20 @@ Value Builder::scatter_add(Value a, Value indices, Value updates, int64_t axis) 
   return emit(kOpScatterAdd, desc(a), {a, indices, updates}, {{"axis", LT_ATTR_INT, axis}});
 }
 
+Value Builder::conv2d(Value x, Value w, const std::vector<int64_t>& stride,
+                      const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
+                      int64_t groups) {
+  Desc dx = desc(x), dw = desc(w);
+  Shape out{dx.shape[0], dw.shape[0], 0, 0};
+  for (int i = 0; i < 2; ++i)
+    out[2 + i] =
+        (dx.shape[2 + i] + 2 * padding[i] - dilation[i] * (dw.shape[2 + i] - 1) - 1) / stride[i] +
+        1;
+  return emit(kOpConv2d, Desc{dx.dtype, out}, {x, w},
+              {{"stride", LT_ATTR_INTS, 0, 0, stride},
+               {"padding", LT_ATTR_INTS, 0, 0, padding},
+               {"dilation", LT_ATTR_INTS, 0, 0, dilation},
+               {"groups", LT_ATTR_INT, groups}});
+}
+
 }  // namespace lt::lower

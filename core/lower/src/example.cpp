@@ -118,6 +118,25 @@ OwnedGraph example_graph(OpId op) {
                   {"groups", LT_ATTR_INT, 1}});
       break;
     }
+    case Rule::conv2d_grad:
+      if (op == kOpConv2dBackwardData) {
+        int32_t dy = input(dt, {1, 3, 4, 4}), w = input(dt, {3, 2, 3, 3});
+        out = node(g, op, {dy, w}, {dt, {1, 2, 6, 6}},
+                   {{"input_size", LT_ATTR_INTS, 0, 0, {6, 6}},
+                    {"stride", LT_ATTR_INTS, 0, 0, {1, 1}},
+                    {"padding", LT_ATTR_INTS, 0, 0, {0, 0}},
+                    {"dilation", LT_ATTR_INTS, 0, 0, {1, 1}},
+                    {"groups", LT_ATTR_INT, 1}});
+      } else {
+        int32_t x = input(dt, {1, 2, 6, 6}), dy = input(dt, {1, 3, 4, 4});
+        out = node(g, op, {x, dy}, {dt, {3, 2, 3, 3}},
+                   {{"kernel_size", LT_ATTR_INTS, 0, 0, {3, 3}},
+                    {"stride", LT_ATTR_INTS, 0, 0, {1, 1}},
+                    {"padding", LT_ATTR_INTS, 0, 0, {0, 0}},
+                    {"dilation", LT_ATTR_INTS, 0, 0, {1, 1}},
+                    {"groups", LT_ATTR_INT, 1}});
+      }
+      break;
     case Rule::pool:
       out = node(g, op, {input(dt, {1, 2, 6, 6})}, {dt, {1, 2, 3, 3}},
                  {{"kernel", LT_ATTR_INTS, 0, 0, {2, 2}},

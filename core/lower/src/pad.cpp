@@ -293,6 +293,7 @@ struct Padder {
           continue;
         }
         case Rule::conv2d:
+        case Rule::conv2d_grad:
         case Rule::pool:  // the batch dim only
           for (size_t k = 0; k < n.num_operands; ++k)
             for (size_t d = k == 0 ? 1 : 0; d < g.nodes[n.operands[k]].rank; ++d)

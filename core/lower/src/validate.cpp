@@ -297,6 +297,38 @@ void check_rule(const Check& c) {
       c.output_is(want);
       return;
     }
+    case Rule::conv2d_grad: {
+      // conv2d_backward_data (dy [N,O,OH,OW], w [O,C/g,KH,KW]) -> dx [N,C,H,W], input_size
+      // [H,W]; conv2d_backward_weight (x [N,C,H,W], dy) -> dw [O,C/g,KH,KW], kernel_size
+      // [KH,KW]. dy must be the shape the forward convolution of that geometry gives.
+      c.data(0);
+      c.data(1);
+      const bool data = op.id == kOpConv2dBackwardData;
+      auto a0 = c.dims(0), a1 = c.dims(1), o = c.odims();
+      LT_REQUIRE(c, LT_STATUS_SHAPE_MISMATCH, a0.size() == 4 && a1.size() == 4 && o.size() == 4,
+                 "operands " + shape_str(a0) + ", " + shape_str(a1) + " must be 4-D");
+      auto s = c.pair("stride", 1), p = c.pair("padding", 0), d = c.pair("dilation", 1);
+      int64_t g = c.a.i("groups");
+      auto x = data ? o : a0, dy = data ? a0 : a1, w = data ? a1 : o;
+      auto size = c.pair(data ? "input_size" : "kernel_size", data ? 0 : 1);
+      LT_REQUIRE(
+          c, LT_STATUS_INVALID_ARGUMENT, g >= 1 && dy[1] % g == 0 && (data ? w[0] == dy[1] : true),
+          "groups " + std::to_string(g) + " must divide output channels " + std::to_string(dy[1]));
+      if (data) {
+        c.output_is(Shape{dy[0], w[1] * g, size[0], size[1]});
+      } else {
+        LT_REQUIRE(c, LT_STATUS_SHAPE_MISMATCH, x[0] == dy[0] && x[1] % g == 0,
+                   "input " + shape_str(x) + " and output gradient " + shape_str(dy) +
+                       " disagree on the batch or the groups");
+        c.output_is(Shape{dy[1], x[1] / g, size[0], size[1]});
+      }
+      Shape want{x[0], w[0], window_out(x[2], w[2], s[0], p[0], d[0]),
+                 window_out(x[3], w[3], s[1], p[1], d[1])};
+      LT_REQUIRE(c, LT_STATUS_SHAPE_MISMATCH, std::equal(dy.begin(), dy.end(), want.begin()),
+                 "output gradient " + shape_str(dy) + ", expected " + shape_str(want) +
+                     " for input " + shape_str(x) + " and weight " + shape_str(w));
+      return;
+    }
     case Rule::pool: {
       c.data(0);
       auto x = c.dims(0);

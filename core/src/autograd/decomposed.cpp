@@ -73,6 +73,12 @@ class TensorBuilder : public lower::Ops<TensorBuilder> {
   Value scatter_add(Value a, Value idx, Value upd, int64_t axis) {
     return take(lt_scatter_add(get(a), get(idx), get(upd), axis, &out_));
   }
+  Value conv2d(Value x, Value w, const std::vector<int64_t>& stride,
+               const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
+               int64_t groups) {
+    return take(lt_conv2d(get(x), get(w), nullptr, stride.data(), padding.data(), dilation.data(),
+                          groups, &out_));
+  }
 
  private:
   static lt_attr ints(const char* n, const std::vector<int64_t>& v) {

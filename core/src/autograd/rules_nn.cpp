@@ -12,53 +12,36 @@ namespace {
 using namespace rule_kit;
 }  // namespace
 
-// conv2d: input gradient = a stride-1 convolution of the stride-dilated, padded output
-// gradient with the flipped, channel-transposed kernel; weight gradient = a convolution of
-// the input (channels as batch) with the output gradient as kernel (stride and dilation
-// trade places). Groups map onto the grouped convolutions below.
-void r_conv2d(const GradFn& fn, T g, std::vector<Ref>& r) {
-  T x = in(fn, 0), w = in(fn, 1);
-  Shape xs = shape_of(x), ws = shape_of(w), gs = shape_of(g);
-  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
-  const int64_t O = ws[0], Cg = ws[1], KH = ws[2], KW = ws[3];
-  const int64_t OH = gs[2], OW = gs[3];
-  const int64_t G = fn.attr_int("groups", 1), Og = O / G;
+// conv2d: the two gradients are ops of their own, conv2d_backward_data and
+// conv2d_backward_weight, so a backend with real kernels for them (the host kernels: oneDNN)
+// runs them directly; the others get their decomposition (decompose.hpp: convolutions of the
+// flipped, transposed and stride-dilated tensors, which this rule used to build inline).
+namespace {
+Ref conv2d_grad(const char* op, T a, T b, const char* size_name, const int64_t* size,
+                const GradFn& fn) {
   auto s = attr_pair(fn, "stride", 1), p = attr_pair(fn, "padding", 0),
        dl = attr_pair(fn, "dilation", 1);
-  const int64_t one[2] = {1, 1}, zero[2] = {0, 0};
+  const lt_attr at[5] = {{size_name, LT_ATTR_INTS, 0, 0, size, 2, nullptr},
+                         {"stride", LT_ATTR_INTS, 0, 0, s.data(), 2, nullptr},
+                         {"padding", LT_ATTR_INTS, 0, 0, p.data(), 2, nullptr},
+                         {"dilation", LT_ATTR_INTS, 0, 0, dl.data(), 2, nullptr},
+                         {"groups", LT_ATTR_INT, fn.attr_int("groups", 1), 0, nullptr, 0, nullptr}};
+  T in[2] = {a, b};
+  T o = nullptr;
+  return wrap(lt_apply(dev(a), op, in, 2, at, 5, &o), &o, op);
+}
+}  // namespace
+
+void r_conv2d(const GradFn& fn, T g, std::vector<Ref>& r) {
+  T x = in(fn, 0), w = in(fn, 1);
+  Shape xs = shape_of(x), ws = shape_of(w);
   if (fn.needs_grad[0]) {
-    Ref gd = Ref::retain(g);
-    if (s[0] > 1 || s[1] > 1) {
-      Ref g6 = reshape(g, {N, O, OH, 1, OW, 1});
-      Ref gp = pad(g6.get(), {0, 0, 0, 0, 0, 0}, {0, 0, 0, s[0] - 1, 0, s[1] - 1}, 0.0);
-      Ref g4 = reshape(gp.get(), {N, O, OH * s[0], OW * s[1]});
-      gd = slice(g4.get(), {0, 0, 0, 0}, {N, O, (OH - 1) * s[0] + 1, (OW - 1) * s[1] + 1},
-                 {1, 1, 1, 1});
-    }
-    const int64_t Hp = H + 2 * p[0], Wp = W + 2 * p[1];
-    const int64_t eh = (KH - 1) * dl[0], ew = (KW - 1) * dl[1];
-    const int64_t rh = Hp - ((OH - 1) * s[0] + 1 + eh), rw = Wp - ((OW - 1) * s[1] + 1 + ew);
-    Ref gdp = pad(gd.get(), {0, 0, eh, ew}, {0, 0, eh + rh, ew + rw}, 0.0);
-    Ref w5 = reshape(w, {G, Og, Cg, KH, KW});
-    Ref w5t = permute(w5.get(), {0, 2, 1, 3, 4});
-    Ref w4 = reshape(w5t.get(), {C, Og, KH, KW});
-    Ref wf = slice(w4.get(), {0, 0, KH - 1, KW - 1}, {C, Og, -(KH + 1), -(KW + 1)}, {1, 1, -1, -1});
-    Ref gxp = conv2d(gdp.get(), wf.get(), one, zero, dl.data(), G);
-    r[0] = (p[0] || p[1])
-               ? slice(gxp.get(), {0, 0, p[0], p[1]}, {N, C, p[0] + H, p[1] + W}, {1, 1, 1, 1})
-               : std::move(gxp);
+    const int64_t hw[2] = {xs[2], xs[3]};
+    r[0] = conv2d_grad("conv2d_backward_data", g, w, "input_size", hw, fn);
   }
   if (fn.needs_grad[1]) {
-    Ref x5 = reshape(x, {N, G, Cg, H, W});
-    Ref x5t = permute(x5.get(), {2, 1, 0, 3, 4});
-    Ref x4 = reshape(x5t.get(), {Cg, G * N, H, W});
-    Ref k = permute(g, {1, 0, 2, 3});
-    Ref rw = conv2d(x4.get(), k.get(), dl.data(), p.data(), s.data(), G);  // [Cg, O, KH', KW']
-    Shape rs = shape_of(rw.get());
-    Ref rk = (rs[2] != KH || rs[3] != KW)
-                 ? slice(rw.get(), {0, 0, 0, 0}, {Cg, O, KH, KW}, {1, 1, 1, 1})
-                 : std::move(rw);
-    r[1] = permute(rk.get(), {1, 0, 2, 3});
+    const int64_t k[2] = {ws[2], ws[3]};
+    r[1] = conv2d_grad("conv2d_backward_weight", x, g, "kernel_size", k, fn);
   }
   if (fn.inputs.size() > 2 && fn.needs_grad[2]) r[2] = sum(g, {0, 2, 3}, false);
 }
@@ -104,8 +87,38 @@ Ref fold(T gcols, T idx, const PoolGeom& q) {
   return slice(img.get(), {0, 0, q.p[0], q.p[1]}, {q.N, q.C, q.p[0] + q.H, q.p[1] + q.W},
                {1, 1, 1, 1});
 }
+// Windows that tile the input (stride = kernel, no padding: lt-run's and most nets' pools)
+// need no gather and no scatter: the input viewed as [N,C,OH,KH,OW,KW] lines up with the
+// output viewed as [N,C,OH,1,OW,1], and the gradient is elementwise work cpu_jit fuses
+// (measured: gather + scatter_add were a quarter of the cnn's training step). Rows and columns
+// past the last window get zeros.
+bool tiles(const PoolGeom& q) {
+  return q.p[0] == 0 && q.p[1] == 0 && q.s[0] == q.KH && q.s[1] == q.KW;
+}
+Ref untile(T g6, const PoolGeom& q) {
+  const int64_t th = q.OH * q.KH, tw = q.OW * q.KW;
+  Ref g4 = reshape(g6, {q.N, q.C, th, tw});
+  if (th == q.H && tw == q.W) return g4;
+  return pad(g4.get(), {0, 0, 0, 0}, {0, 0, q.H - th, q.W - tw}, 0.0);
+}
+void max_pool_tiled(const GradFn& fn, T g, std::vector<Ref>& r, const PoolGeom& q) {
+  T x = in(fn, 0);
+  const int64_t th = q.OH * q.KH, tw = q.OW * q.KW;
+  Ref xc = (th == q.H && tw == q.W) ? Ref::retain(x)
+                                    : slice(x, {0, 0, 0, 0}, {q.N, q.C, th, tw}, {1, 1, 1, 1});
+  Ref x6 = reshape(xc.get(), {q.N, q.C, q.OH, q.KH, q.OW, q.KW});
+  Ref y6 = reshape(fn.output, {q.N, q.C, q.OH, 1, q.OW, 1});
+  Ref hit = eq(x6.get(), y6.get());
+  Ref mask = cast(hit.get(), lt_tensor_dtype(g));
+  Ref cnt = sum(mask.get(), {3, 5}, true);  // ties share the gradient, as below
+  Ref g6 = reshape(g, {q.N, q.C, q.OH, 1, q.OW, 1});
+  Ref share = div_(g6.get(), cnt.get());
+  Ref gx = mul(mask.get(), share.get());
+  r[0] = untile(gx.get(), q);
+}
 void r_max_pool2d(const GradFn& fn, T g, std::vector<Ref>& r) {
   PoolGeom q = pool_geom(fn);
+  if (tiles(q)) return max_pool_tiled(fn, g, r, q);
   T x = in(fn, 0);
   Ref xp = (q.p[0] || q.p[1]) ? pad(x, {0, 0, q.p[0], q.p[1]}, {0, 0, q.p[0], q.p[1]}, -INFINITY)
                               : Ref::retain(x);
@@ -125,6 +138,14 @@ void r_max_pool2d(const GradFn& fn, T g, std::vector<Ref>& r) {
 }
 void r_avg_pool2d(const GradFn& fn, T g, std::vector<Ref>& r) {
   PoolGeom q = pool_geom(fn);
+  if (tiles(q)) {
+    Ref inv = cst(g, 1.0 / static_cast<double>(q.KH * q.KW));
+    Ref gs = mul(g, inv.get());
+    Ref g6 = reshape(gs.get(), {q.N, q.C, q.OH, 1, q.OW, 1});
+    Ref gb = broadcast_to(g6.get(), {q.N, q.C, q.OH, q.KH, q.OW, q.KW});
+    r[0] = untile(gb.get(), q);
+    return;
+  }
   Ref idx = window_index(g, q);
   Ref inv = cst(g, 1.0 / static_cast<double>(q.KH * q.KW));
   Ref gs = mul(g, inv.get());

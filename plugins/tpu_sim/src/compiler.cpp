@@ -173,6 +173,8 @@ bool supports_node(const lt_graph& graph, size_t index) {
     return false;
   if (!(allowed & out_class)) return false;
   if (is_mxu(op) && g.dtype == LT_DTYPE_F16) return false;  // the MXU multiplies bf16, not f16
+  // conv2d's gradients are convolutions for the MXU (their decomposition), not host kernels.
+  if (op == kOpConv2dBackwardData || op == kOpConv2dBackwardWeight) return false;
   std::vector<int64_t> params;
   return is_mxu(op) || host::prepare(graph, index, &params) != nullptr;
 }

@@ -2,7 +2,7 @@
 // implementation of the ops of lt_ops.def over dense host buffers, used by cpu_eager for every
 // node, by tpu_sim for what is not its matrix unit and by cpu_jit for what it does not
 // generate; and the pieces those backends call directly: the one GEMM entry point with its one
-// thread policy, convolution by im2col, bf16 rounding, the TBB threshold policy.
+// thread policy, convolution (oneDNN, im2col), bf16 rounding, the TBB threshold policy.
 #pragma once
 
 #include <cstddef>
@@ -63,8 +63,10 @@ void gemm_batched(int64_t batch, int64_t m, int64_t n, int64_t k, const T* a, co
 // others: a GEMM reading it can read its operand transposed instead of a copy.
 bool is_matrix_transpose(const lt_graph& g, int32_t v);
 
-// conv2d NCHW / OIHW (optional bias [O]) as im2col + gemm per image and group. `col` is
-// scratch of conv_scratch_elems(...) elements, or null to allocate it per call.
+// conv2d NCHW / OIHW (optional bias [O]): f32 through oneDNN (the batch split over TBB tasks,
+// primitives cached per geometry) where it has the geometry, else (and f64) im2col + gemm per
+// image and group. `col` is im2col scratch of conv_scratch_elems(...) elements, or null to
+// allocate it per call when needed.
 struct ConvGeom {
   int64_t N, C, H, W, O, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, G;
   int64_t Cg() const { return C / G; }
@@ -81,6 +83,9 @@ inline int64_t conv_scratch_elems(const ConvGeom& g) {
 }
 template <class T>
 void conv2d(const ConvGeom& g, const T* x, const T* w, const T* bias, T* out, T* col);
+// The im2col + gemm path alone (what conv2d falls back to; benchmarks/conv compares it).
+template <class T>
+void conv2d_im2col(const ConvGeom& g, const T* x, const T* w, const T* bias, T* out, T* col);
 
 // Runs body(begin, end) over [0, n): on the calling thread below 32K items of work
 // (`work_per_item` scales it for items that are whole rows), else TBB chunks.

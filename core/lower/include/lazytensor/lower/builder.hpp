@@ -27,6 +27,8 @@ using Value = int32_t;
 //   Value reshape(x, shape) / permute(x, perm) / broadcast_to(x, shape)
 //   Value slice(x, starts, stops, steps) / pad(x, before, after, value) / concat(xs, axis)
 //   Value gather(a, indices, axis) / scatter_add(a, indices, updates, axis)
+//   Value conv2d(x, w, stride, padding, dilation, groups) (a composite: decomposed in turn
+//   where the backend lacks it; the convolution gradient ops decompose into it)
 template <class B>
 class Ops {
  public:
@@ -95,6 +97,9 @@ class Builder : public Ops<Builder> {
   Value concat(const std::vector<Value>& xs, int64_t axis);
   Value gather(Value a, Value indices, int64_t axis);
   Value scatter_add(Value a, Value indices, Value updates, int64_t axis);
+  Value conv2d(Value x, Value w, const std::vector<int64_t>& stride,
+               const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
+               int64_t groups);
 
   // One IR attribute value, owned until emit() copies it into the graph.
   struct Attr {

@@ -168,6 +168,58 @@ Value conv2d(B& b, std::span<const Value> in, const Attrs& a, const Desc& out) {
   return y;
 }
 
+// conv2d_backward_data: the input gradient is a stride-1 convolution of the output gradient,
+// stride-dilated (zeros between its pixels) and padded by the dilated kernel's reach, with the
+// kernel flipped and its channel axes swapped per group; the padding is cut off at the end.
+template <class B>
+Value conv2d_backward_data(B& b, std::span<const Value> in, const Attrs& a, const Desc& out) {
+  Desc dg = b.desc(in[0]), dw = b.desc(in[1]);
+  const int64_t N = dg.shape[0], O = dg.shape[1], OH = dg.shape[2], OW = dg.shape[3];
+  const int64_t Cg = dw.shape[1], KH = dw.shape[2], KW = dw.shape[3];
+  const int64_t C = out.shape[1], H = out.shape[2], W = out.shape[3], G = a.i("groups");
+  auto s = a.ints("stride", 2), p = a.ints("padding", 2), dl = a.ints("dilation", 2);
+  Value gd = in[0];
+  if (s[0] > 1 || s[1] > 1) {
+    Value g6 = b.reshape(in[0], {N, O, OH, 1, OW, 1});
+    Value gp = b.pad(g6, {0, 0, 0, 0, 0, 0}, {0, 0, 0, s[0] - 1, 0, s[1] - 1}, 0.0);
+    gd = b.slice(b.reshape(gp, {N, O, OH * s[0], OW * s[1]}), {0, 0, 0, 0},
+                 {N, O, (OH - 1) * s[0] + 1, (OW - 1) * s[1] + 1}, {1, 1, 1, 1});
+  }
+  const int64_t Hp = H + 2 * p[0], Wp = W + 2 * p[1];
+  const int64_t eh = (KH - 1) * dl[0], ew = (KW - 1) * dl[1];
+  const int64_t rh = Hp - ((OH - 1) * s[0] + 1 + eh), rw = Wp - ((OW - 1) * s[1] + 1 + ew);
+  Value gdp = b.pad(gd, {0, 0, eh, ew}, {0, 0, eh + rh, ew + rw}, 0.0);
+  Value w4 = b.reshape(b.permute(b.reshape(in[1], {G, O / G, Cg, KH, KW}), {0, 2, 1, 3, 4}),
+                       {C, O / G, KH, KW});
+  // Flipped by a gather with reversed indices (IR slices step forward only).
+  Value rh_idx = b.arange(KH, static_cast<double>(KH - 1), -1.0, LT_DTYPE_I64);
+  Value rw_idx = b.arange(KW, static_cast<double>(KW - 1), -1.0, LT_DTYPE_I64);
+  Value wf = b.gather(b.gather(w4, rh_idx, 2), rw_idx, 3);
+  Value gxp = b.conv2d(gdp, wf, {1, 1}, {0, 0}, dl, G);
+  if (p[0] == 0 && p[1] == 0) return gxp;
+  return b.slice(gxp, {0, 0, p[0], p[1]}, {N, C, p[0] + H, p[1] + W}, {1, 1, 1, 1});
+}
+
+// conv2d_backward_weight: a convolution of the input (channels as the batch, the batch as
+// channels) with the output gradient as its kernel: stride and dilation trade places; the
+// result is cut to the kernel size (the last window may reach past it) and transposed back.
+template <class B>
+Value conv2d_backward_weight(B& b, std::span<const Value> in, const Attrs& a, const Desc& out) {
+  Desc dx = b.desc(in[0]);
+  const int64_t N = dx.shape[0], C = dx.shape[1], H = dx.shape[2], W = dx.shape[3];
+  const int64_t O = out.shape[0], KH = out.shape[2], KW = out.shape[3], G = a.i("groups");
+  const int64_t Cg = C / G;
+  auto s = a.ints("stride", 2), p = a.ints("padding", 2), dl = a.ints("dilation", 2);
+  Value x4 =
+      b.reshape(b.permute(b.reshape(in[0], {N, G, Cg, H, W}), {2, 1, 0, 3, 4}), {Cg, G * N, H, W});
+  Value k = b.permute(in[1], {1, 0, 2, 3});
+  Value rw = b.conv2d(x4, k, dl, p, s, G);  // [Cg, O, KH', KW'], KH' >= KH
+  Desc dr = b.desc(rw);
+  if (dr.shape[2] != KH || dr.shape[3] != KW)
+    rw = b.slice(rw, {0, 0, 0, 0}, {Cg, O, KH, KW}, {1, 1, 1, 1});
+  return b.permute(rw, {1, 0, 2, 3});
+}
+
 // Pools: windows that tile the input exactly are a reshape and one reduction; others are the
 // maximum / sum of the KH·KW strided slices of the padded input.
 template <class B>
@@ -233,6 +285,10 @@ Value decompose(B& b, OpId op, std::span<const Value> in, const Attrs& a, const 
       return detail::random(b, op, in[0], a, out);
     case kOpConv2d:
       return detail::conv2d(b, in, a, out);
+    case kOpConv2dBackwardData:
+      return detail::conv2d_backward_data(b, in, a, out);
+    case kOpConv2dBackwardWeight:
+      return detail::conv2d_backward_weight(b, in, a, out);
     case kOpMaxPool2d:
     case kOpAvgPool2d:
       return detail::pool(b, op, in[0], a, out);

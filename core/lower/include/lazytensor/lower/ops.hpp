@@ -62,6 +62,7 @@ enum class Rule : uint8_t {
   gather,
   scatter_add,
   conv2d,
+  conv2d_grad,
   pool,
   softmax,
   collective,
