@@ -114,6 +114,9 @@ class OclExecutable : public kit::Executable {
     emit("fusion_groups", static_cast<double>(gen_.groups));
     emit("split_groups", static_cast<double>(gen_.split_groups));
     emit("arena_bytes", static_cast<double>(layout_->arena.bytes));
+    double unshared = 0;  // what one buffer per temporary would take
+    for (const lower::LiveRange& r : layout_->ranges) unshared += static_cast<double>(r.bytes);
+    emit("temporary_bytes", unshared);
   }
 
  private:
