@@ -348,8 +348,7 @@ std::shared_ptr<Plan> compile_partition(Device* dev, Partition& part,
         dr.note = fmt::format("compile on {} failed: {}", dev->plugin->name, failed);
       else if (on_fallback)
         dr.note = fmt::format("fallback: not supported by {}", dev->plugin->name);
-      if (uses_shared_fusion_planner(backend))
-        dr.groups = planner_groups(gb.g, placed.in_globals, pr.members);
+      dr.steps = planner_steps(backend, gb.g, placed.in_globals, pr.members);
       dot.regions.push_back(std::move(dr));
     }
   }

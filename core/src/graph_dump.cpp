@@ -1,13 +1,14 @@
 // graph_dump.cpp — LT_DUMP_DIR's Graphviz view of a compiled graph: every node (op, dtype,
-// shape), its regions as clusters (backend, fallback, core-run custom ops), the shared fusion
-// planner's groups inside regions of the backends that compile with it, and why it compiled.
+// shape), its regions as clusters (backend, fallback, core-run custom ops), inside regions of
+// the backends that compile with the shared kernel planner the kernels and host steps they run,
+// and why it compiled.
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 
 #include "graph_dump.h"
-#include "lazytensor/lower/fusion.hpp"
+#include "lazytensor/lower/kernel_plan.hpp"
 #include "ops.h"
 
 namespace lt {
@@ -43,32 +44,25 @@ const char* kind_name(fusion::GroupKind k) {
 
 }  // namespace
 
-// The backends whose compile starts from lt::fusion::plan with index_maps on (their own
-// sources say so); for any other backend the core cannot know how nodes are grouped, and the
-// dump shows the region only.
-bool uses_shared_fusion_planner(const std::string& backend) {
-  return backend == "cpu_jit" || backend == "gpu_opencl";
-}
-
-std::vector<DotGroup> planner_groups(const lt_graph& region, const std::vector<int32_t>& in_globals,
-                                     const std::vector<int32_t>& members) {
-  std::vector<DotGroup> out;
-  fusion::Options opts;
-  opts.index_maps = true;
-  fusion::Plan p;
+std::vector<DotStep> planner_steps(const std::string& backend, const lt_graph& region,
+                                   const std::vector<int32_t>& in_globals,
+                                   const std::vector<int32_t>& members) {
+  std::vector<DotStep> out;
+  const lower::KernelTarget* target = lower::builtin_kernel_target(backend);
+  if (!target) return out;  // the core cannot know how another backend runs its region
+  lower::KernelPlan p;
   try {
-    p = fusion::plan(region, opts);
+    p = lower::plan_kernels(region, *target);
   } catch (const std::exception&) {
-    return out;  // a region the planner refuses is shown without groups
+    return out;  // a region the planner refuses is shown without steps
   }
   const size_t first = in_globals.size();  // region_graph puts the inputs first, then members
-  for (const fusion::Group& gr : p.groups) {
-    if (gr.nodes.size() < 2) continue;  // a group of one is no fusion
-    DotGroup g{static_cast<int>(gr.kind), {}};
-    for (int32_t v : gr.nodes)
+  for (const lower::Step& st : p.steps) {
+    DotStep s{static_cast<int>(st.kind), static_cast<int>(st.group_kind), {}};
+    for (int32_t v : st.nodes)
       if (v >= static_cast<int32_t>(first) && static_cast<size_t>(v) - first < members.size())
-        g.nodes.push_back(members[static_cast<size_t>(v) - first]);
-    if (g.nodes.size() > 1) out.push_back(std::move(g));
+        s.nodes.push_back(members[static_cast<size_t>(v) - first]);
+    if (!s.nodes.empty()) out.push_back(std::move(s));
   }
   return out;
 }
@@ -109,6 +103,12 @@ void dump_dot(Runtime* rt, const DotDump& d) {
   out << "  node [shape=box, style=\"rounded,filled\", fillcolor=white, fontname=\"Helvetica\", "
          "fontsize=10];\n  edge [color=\"#555555\", arrowsize=0.6];\n";
 
+  // Per node: the kernel-plan step that runs it on a compiling backend ("" elsewhere).
+  std::vector<const char*> step_note(g.num_nodes, "");
+  for (const DotRegion& reg : d.regions)
+    for (const DotStep& st : reg.steps)
+      for (int32_t v : st.nodes)
+        step_note[v] = st.kind == static_cast<int>(lower::StepKind::kHost) ? "\nhost step" : "";
   auto node_line = [&](size_t i, const std::string& indent) {
     const lt_graph_node& n = g.nodes[i];
     std::string shape = dims_str(n.shape, n.rank);
@@ -125,6 +125,7 @@ void dump_dot(Runtime* rt, const DotDump& d) {
       label = fmt::format("%{} {}\n{} {}", i, n.op, lt_dtype_name(n.dtype), shape);
       if (i < d.origin.size() && d.origin[i] >= 0)
         label += fmt::format("\n(from {})", op_name(static_cast<uint16_t>(d.origin[i])));
+      label += step_note[i];
     }
     if (is_output[i]) extra += ", peripheries=2";
     out << fmt::format("{}n{} [label=\"{}\"{}];\n", indent, i, esc(label), extra);
@@ -148,14 +149,20 @@ void dump_dot(Runtime* rt, const DotDump& d) {
         reg.role == DotRegion::kBackend    ? "backend"
         : reg.role == DotRegion::kFallback ? "fallback"
                                            : "core");
+    // Kernels (fused groups run as one generated kernel) as clusters; host steps and nodes
+    // evaluated where they are read stay in the region.
     std::vector<int32_t> in_group(g.num_nodes, -1);
-    for (size_t k = 0; k < reg.groups.size(); ++k) {
-      const auto& grp = reg.groups[k];
+    size_t kernels = 0;
+    for (const DotStep& st : reg.steps) {
+      if (st.kind == static_cast<int>(lower::StepKind::kHost)) continue;
+      const size_t k = kernels++;
+      const bool split = st.kind == static_cast<int>(lower::StepKind::kSplit);
       out << fmt::format(
-          "    subgraph cluster_r{}_g{} {{\n      label=\"fused group {} ({}, {} nodes)\"; "
+          "    subgraph cluster_r{}_g{} {{\n      label=\"kernel {} ({}{}, {} node{})\"; "
           "style=\"dashed,rounded\"; color=\"#3060a0\"; fillcolor=\"#f4f8fd\";\n",
-          r, k, k, kind_name(static_cast<fusion::GroupKind>(grp.kind)), grp.nodes.size());
-      for (int32_t v : grp.nodes) {
+          r, k, k, kind_name(static_cast<fusion::GroupKind>(st.group_kind)),
+          split ? ", split from its group" : "", st.nodes.size(), st.nodes.size() == 1 ? "" : "s");
+      for (int32_t v : st.nodes) {
         in_group[v] = static_cast<int32_t>(k);
         node_line(static_cast<size_t>(v), "      ");
       }

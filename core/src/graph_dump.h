@@ -10,8 +10,10 @@
 
 namespace lt {
 
-struct DotGroup {
-  int kind = 0;                // lt::fusion::GroupKind
+// One step of a compiling backend's kernel plan (lt::lower::plan_kernels): what it runs.
+struct DotStep {
+  int kind = 0;                // lt::lower::StepKind
+  int group_kind = 0;          // lt::fusion::GroupKind
   std::vector<int32_t> nodes;  // lowered-graph nodes
 };
 struct DotRegion {
@@ -19,7 +21,7 @@ struct DotRegion {
   std::string backend;           // plugin name, or "core" for a custom op's CPU kernel
   std::string note;              // e.g. why it runs on the fallback
   std::vector<int32_t> members;  // lowered-graph nodes
-  std::vector<DotGroup> groups;  // the shared fusion planner's groups of two or more nodes
+  std::vector<DotStep> steps;    // the shared kernel planner's steps (in-tree compiling backends)
 };
 // What the compile stage reports about one compiled graph, for the dumps.
 struct DotDump {
@@ -31,10 +33,11 @@ struct DotDump {
   std::vector<int32_t> origin;           // lowered node -> composite OpId it came from, or -1
   std::vector<DotRegion> regions;
 };
-// Backends known to compile from lt::fusion::plan (cpu_jit, gpu_opencl): their groups are drawn.
-bool uses_shared_fusion_planner(const std::string& backend);
-std::vector<DotGroup> planner_groups(const lt_graph& region, const std::vector<int32_t>& in_globals,
-                                     const std::vector<int32_t>& members);
+// The steps a backend that compiles from the shared kernel planner (lt::lower::
+// builtin_kernel_target: cpu_jit, gpu_opencl) runs for `region`; empty for any other backend.
+std::vector<DotStep> planner_steps(const std::string& backend, const lt_graph& region,
+                                   const std::vector<int32_t>& in_globals,
+                                   const std::vector<int32_t>& members);
 // Writes <dump_dir>/lt_graph_<key>.dot; a write failure is logged, never thrown.
 void dump_dot(Runtime* rt, const DotDump& d);
 // Writes <dump_dir>/lt_graph_<key>_r<region>_<backend>.txt: one region's graph as the plugin

@@ -307,6 +307,35 @@ TEST_F(GpuOpencl, MatmulMatchesLoops) {
     }
 }
 
+// Temporaries share one device arena packed by live range (lower::pack_temporaries): in a
+// chain of four matmuls t1 is dead once t2 is written, so t1 and t3 share bytes and the arena
+// holds two 4 KiB temporaries, not three.
+TEST_F(GpuOpencl, TemporariesArePackedIntoOneArenaByLiveRange) {
+  const int64_t n = 32;
+  GraphBuilder gb;
+  int32_t x = gb.input(F32, {n, n});
+  int32_t t = x;
+  for (int k = 0; k < 4; ++k) t = gb.op("matmul", F32, {n, n}, {t, x});
+  gb.output(t);
+  auto X = Random(n * n, 9, -0.5f, 0.5f);
+  std::vector<std::vector<char>> out;
+  lt::plugin_test::Stats st;
+  Status s = Context(api_, ctx_).run(gb.graph(), {raw(X)}, &out, &st);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_GE(st["arena_bytes"], 2 * 4096.0);
+  EXPECT_LT(st["arena_bytes"], 3 * 4096.0);
+  std::vector<float> ref = X;
+  for (int k = 0; k < 4; ++k) {
+    std::vector<float> next(n * n, 0.0f);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t q = 0; q < n; ++q) next[i * n + j] += ref[i * n + q] * X[q * n + j];
+    ref = next;
+  }
+  auto got = as<float>(out[0]);
+  for (int64_t i = 0; i < n * n; ++i) ASSERT_NEAR(got[i], ref[i], 1e-4f * (1 + std::fabs(ref[i])));
+}
+
 TEST_F(GpuOpencl, BatchedMatmulMatchesLoops) {
   const int64_t Bt = 3, M = 17, K = 19, N = 5;
   GraphBuilder gb;

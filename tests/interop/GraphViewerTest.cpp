@@ -1,8 +1,9 @@
 // GraphViewerTest.cpp — the graph viewer end to end: LT_DUMP_DIR's DOT files (regions as
-// clusters with their backend, fallback and core roles, fused groups, the recompile reason in
-// the title), lt-graph listing and rendering lt-run's training step to SVG (parsed as XML by
-// libxml2), lt-graph's errors, and the metrics report (per-graph timing, top graphs, time on
-// the fallback and in the core) through the C API and `lt-run --metrics`.
+// clusters with their backend, fallback and core roles, the kernels and host steps cpu_jit
+// runs, the recompile reason in the title), lt-graph listing and rendering lt-run's training
+// step to SVG (parsed as XML by libxml2), lt-graph's errors, and the metrics report (per-graph
+// timing, top graphs, time on the fallback and in the core) through the C API and
+// `lt-run --metrics`.
 #include <gtest/gtest.h>
 
 #include <libxml/parser.h>
@@ -13,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -152,7 +154,27 @@ TEST(GraphDump, RegionsAreClustersWithBackendRoleAndReasonInTheTitle) {
   EXPECT_TRUE(found) << "no DOT title names the changed input";
 }
 
-TEST(GraphDump, FusedGroupsOfTheSharedPlannerAreDrawnForCpuJit) {
+// cpu_jit runs a group of fewer than 1,024 elements as host steps (a kernel would cost more
+// LLVM time than it saves): the dump shows those steps, not a fused group that never runs.
+TEST(GraphDump, SmallGroupsAreDrawnAsTheHostStepsCpuJitRuns) {
+  fs::path dump = fresh_dir("lt_graph_dump_host_steps");
+  lt::RuntimeOptions o;
+  o.device = "cpu_jit";
+  o.dump_dir = dump.string();
+  lt::Runtime rt = lt::Runtime::create(o);
+  lt::Device d = rt.default_device();
+  lt::Tensor x = lt::Tensor::from(d, std::vector<float>(8 * 8, 0.25f), {8, 8});
+  std::vector<float> y = lt::tanh(x * 3.0 + 1.0).to_vector<float>();
+  ASSERT_EQ(y.size(), 64u);
+  EXPECT_NEAR(y[0], std::tanh(1.75f), 1e-6);
+  std::vector<fs::path> dots = files(dump, ".dot");
+  ASSERT_EQ(dots.size(), 1u);
+  std::string dot = read_file(dots[0]);
+  EXPECT_EQ(count(dot, "cluster_r0_g"), 0u) << dot;
+  EXPECT_GE(count(dot, "\\nhost step"), 3u) << dot;  // mul, add, tanh (and constants)
+}
+
+TEST(GraphDump, KernelsOfTheSharedPlannerAreDrawnForCpuJit) {
   fs::path dump = fresh_dir("lt_graph_dump_fused");
   lt::RuntimeOptions o;
   o.device = "cpu_jit";
@@ -167,7 +189,8 @@ TEST(GraphDump, FusedGroupsOfTheSharedPlannerAreDrawnForCpuJit) {
   std::string dot = read_file(dots[0]);
   EXPECT_EQ(count(dot, "subgraph cluster_r0 "), 1u);
   EXPECT_GE(count(dot, "subgraph cluster_r0_g"), 1u) << dot;
-  EXPECT_NE(dot.find("fused group 0 ("), std::string::npos) << dot;
+  EXPECT_NE(dot.find("kernel 0 ("), std::string::npos) << dot;
+  EXPECT_EQ(dot.find("host step"), std::string::npos) << dot;
   // softmax was decomposed for cpu_jit: its nodes say where they came from.
   EXPECT_NE(dot.find("(from softmax)"), std::string::npos) << dot;
 
@@ -229,7 +252,7 @@ TEST(LtGraph, RendersTheLtRunTrainingStepToSvg) {
   std::string text = read_file(svg);
   EXPECT_NE(text.find("<title>cluster_r0</title>"), std::string::npos) << "the region cluster";
   EXPECT_NE(text.find("region 0: cpu_jit"), std::string::npos);
-  EXPECT_NE(text.find("fused group"), std::string::npos);
+  EXPECT_NE(text.find("kernel 0 ("), std::string::npos);
   EXPECT_NE(text.find("matmul"), std::string::npos);
   EXPECT_NE(text.find("compiled because"), std::string::npos);
   EXPECT_NE(text.find("input 1 &#39;x&#39;"), std::string::npos) << "the named batch input";

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ostream>
 #include <unordered_map>
 
 #include "lazytensor/lower/bf16.hpp"
@@ -246,6 +247,31 @@ std::string rename_params(const std::string& text, char prefix,
     i = j;
   }
   return out;
+}
+
+std::string offset(const View& v, const Index& idx) {
+  std::string s = v.offset ? std::to_string(v.offset) + "L" : "";
+  for (size_t d = 0; d < idx.size(); ++d) {
+    if (idx[d] == "0" || v.strides[d] == 0) continue;
+    s += (s.empty() ? "(" : " + (") + idx[d] + ")";
+    if (v.strides[d] != 1) s += "*" + std::to_string(v.strides[d]) + "L";
+  }
+  return s.empty() ? "0" : s;
+}
+
+Index unflatten(std::ostream& out, const std::string& indent, const std::string& var,
+                const std::vector<int64_t>& shape, const std::string& prefix, const Dialect& c) {
+  const View dense = View::dense(shape);
+  Index idx(shape.size(), "0");
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    idx[d] = prefix + std::to_string(d);
+    std::string e = var;
+    if (d > 0) e = "(" + e + " % " + std::to_string(dense.strides[d] * shape[d]) + "L)";
+    if (dense.strides[d] != 1) e = "(" + e + " / " + std::to_string(dense.strides[d]) + "L)";
+    out << indent << "const " << c.i64 << " " << idx[d] << " = " << e << ";\n";
+  }
+  return idx;
 }
 
 }  // namespace lt::lower::c_expr

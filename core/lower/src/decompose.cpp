@@ -210,4 +210,21 @@ bool decompose(const lt_graph& g, const Supported& supported, OwnedGraph* out,
   return true;
 }
 
+bool decompose_declined(const lt_graph& g, const Supported& supported, OwnedGraph* out) {
+  auto declined = [&](const lt_graph& r) {
+    for (size_t i = 0; i < r.num_nodes; ++i)
+      if (std::string_view(r.nodes[i].op) != "input" && !supported(r, i)) return i;
+    return r.num_nodes;
+  };
+  size_t bad = declined(g);
+  if (bad == g.num_nodes) return false;
+  const bool rewritten = decompose(g, supported, out);
+  const lt_graph& r = rewritten ? out->view() : g;
+  if (rewritten) bad = declined(r);
+  if (bad < r.num_nodes)
+    fail(LT_STATUS_UNSUPPORTED, "node " + std::to_string(bad) + " (" + r.nodes[bad].op + ", " +
+                                    desc_str(r.nodes[bad]) + ") is not supported");
+  return rewritten;
+}
+
 }  // namespace lt::lower

@@ -26,7 +26,9 @@ constexpr char kMagic[8] = {'L', 'T', 'C', 'A', 'C', 'H', 'E', '1'};
 constexpr size_t kHeader = 32;
 constexpr uint64_t kMaxEntry = uint64_t{1} << 30;  // no artifact is this large
 
-uint64_t fnv1a(const void* p, size_t n, uint64_t h = 1469598103934665603ULL) {
+}  // namespace
+
+uint64_t fnv1a(const void* p, size_t n, uint64_t h) {
   const auto* b = static_cast<const unsigned char*>(p);
   for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ULL;
   return h;
@@ -38,8 +40,6 @@ std::string hex(uint64_t v) {
   buf[16] = '\0';
   return buf;
 }
-
-}  // namespace
 
 std::string DiskCache::default_dir(const std::string& configured, std::string_view backend) {
   if (!configured.empty()) return configured;

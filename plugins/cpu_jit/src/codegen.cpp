@@ -1,6 +1,7 @@
 // codegen.cpp — LLVM IR for fused groups: a loop nest over the coalesced domain, operands read
 // through lower::View index maps (broadcasts, strided slices), row-wise multi-phase reductions,
-// f32 transcendentals from vecmath (no scalar libm call). Also: which nodes the JIT lowers.
+// f32 transcendentals from vecmath (no scalar libm call). Which nodes it lowers is the shared
+// kernel planner's cpu_jit target (lower::cpu_jit_kernel_node).
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -18,21 +19,6 @@ namespace lt::cpujit {
 
 using fusion::Role;
 using lower::is_float;
-
-bool codegen_supports(const lt_graph& g, size_t i) {
-  const lt_graph_node& n = g.nodes[i];
-  // bf16/f16 are storage types (the host kernels convert them); ranks above 16 are rejected.
-  auto plain = [](const lt_graph_node& v) {
-    return v.rank <= 16 && v.dtype != LT_DTYPE_BF16 && v.dtype != LT_DTYPE_F16;
-  };
-  for (size_t k = 0; k < n.num_operands; ++k)
-    if (!plain(g.nodes[n.operands[k]])) return false;
-  std::string_view op = n.op;
-  // The graph is validated, so operand dtypes suit the op. Elementwise ops are fusion's list
-  // (silu, erf and softplus are not in it: they reach us decomposed).
-  return plain(n) && (fusion::is_elementwise_op(op) || fusion::is_reduction_op(op) ||
-                      op == "slice" || (op.starts_with("random_") && lower::find_op(op)));
-}
 
 namespace {
 

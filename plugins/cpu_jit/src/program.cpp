@@ -1,15 +1,15 @@
-// program.cpp — builds a Program (fusion plan, a generated kernel per fused group, a host-kernel
-// step for every other node: gemm, conv2d, pools, gather, ...) and runs it. Host kernels keep
-// the one thread budget (lazytensor/host/kernels.hpp): no BLAS call inside a TBB loop.
+// program.cpp — builds a Program (the shared kernel planner's steps: a generated kernel per fused
+// group, a host-kernel step for every other node: gemm, conv2d, pools, gather, ...) and runs it.
+// Host kernels keep the one thread budget (lazytensor/host/kernels.hpp): no BLAS call inside a TBB
+// loop.
 #include "program.h"
 
-#include <algorithm>
 #include <chrono>
 #include <string_view>
 
 #include "lazytensor/lower/decompose.hpp"
 #include "lazytensor/lower/error.hpp"
-#include "lazytensor/lower/fusion.hpp"
+#include "lazytensor/lower/kernel_plan.hpp"
 
 namespace lt::cpujit {
 
@@ -18,36 +18,23 @@ bool program_supports(const lt_graph& g, size_t node) {
   // max/sub/exp/sum/div (the core's decomposition) fuse into one row kernel: faster than the
   // host's softmax, which runs libm exp per element.
   if (op == "softmax" || op == "log_softmax") return false;
-  if (codegen_supports(g, node)) return true;
+  if (lower::cpu_jit_kernel_node(g, node)) return true;
   std::vector<int64_t> params;
   return host::prepare(g, node, &params) != nullptr;
 }
 
 namespace {
 
-// The fusion plan of `g` as steps: `order` lists a node the host kernels run, or ~k for
-// generated kernel k of `kernels`.
+// The shared kernel planner's steps (lazytensor/lower/kernel_plan.hpp) for cpu_jit: `order`
+// lists a node the host kernels run, or ~k for generated kernel k of `kernels`.
 void plan_steps(const lt_graph& g, std::vector<int64_t>& order, std::vector<KernelDesc>& kernels) {
-  fusion::Options opts;
-  opts.index_maps = true;  // slices become strided loads inside the consuming kernel
-  for (const fusion::Group& gr : fusion::plan(g, opts).groups) {
-    std::vector<int32_t> nodes = gr.nodes, outs = gr.outputs;
-    if (gr.kind == fusion::GroupKind::kOpaque && !codegen_supports(g, gr.anchor)) {
-      order.push_back(gr.anchor);  // then its elementwise epilogue, if any, as one kernel
-      std::erase(nodes, gr.anchor);
-      std::erase(outs, gr.anchor);
-    }
-    if (outs.empty()) continue;
-    // Host steps for bf16/f16 storage and groups under 1024 elements: a kernel costs ~3 ms of
-    // LLVM and saves little on so little data (a 20,000-node scalar chain: 2.9 s -> 60 ms).
-    auto gen = [&](int32_t v) { return codegen_supports(g, v); };
-    const int64_t numel = lower::Desc{{}, gr.domain}.numel();
-    if (numel < 1024 || !std::all_of(nodes.begin(), nodes.end(), gen)) {
-      order.insert(order.end(), nodes.begin(), nodes.end());
+  for (lower::Step& s : lower::plan_kernels(g, *lower::builtin_kernel_target("cpu_jit")).steps) {
+    if (s.kind == lower::StepKind::kHost) {
+      order.push_back(s.anchor);
       continue;
     }
     order.push_back(~static_cast<int64_t>(kernels.size()));
-    kernels.push_back({&g, std::move(nodes), std::move(outs), gr.domain, gr.reduce_axes});
+    kernels.push_back({&g, std::move(s.nodes), std::move(s.outputs), s.domain, s.reduce_axes});
   }
 }
 
@@ -55,17 +42,12 @@ void plan_steps(const lt_graph& g, std::vector<int64_t>& order, std::vector<Kern
 
 Program::Program(const lt_graph& graph, Compiler& compiler) {
   auto t0 = std::chrono::steady_clock::now();
-  // Own a copy of the region (what supports() declines decomposed, as the core does) so the
-  // executable outlives the call.
-  if (!lower::decompose(graph, program_supports, &owned_)) owned_ = lower::copy_graph(graph);
+  // Own a copy of the region (decomposed only if it still holds a node supports() declines)
+  // so the executable outlives the call.
+  if (!lower::decompose_declined(graph, program_supports, &owned_))
+    owned_ = lower::copy_graph(graph);
   g_ = &owned_.view();
   const lt_graph& g = *g_;
-  for (size_t i = 0; i < g.num_nodes; ++i) {
-    const lt_graph_node& n = g.nodes[i];
-    if (std::string_view(n.op) != "input" && !program_supports(g, i))
-      lower::fail(LT_STATUS_UNSUPPORTED, "node " + std::to_string(i) + " (" + n.op + ", " +
-                                             lower::desc_str(n) + ") is not supported");
-  }
   plan_steps(g, order_, kernels_);
   if (!kernels_.empty()) fns_ = compiler.compile(kernels_, &code_);
   if (!lower::dynamic_of(g).empty()) {  // one Program for every size if none changes the code
@@ -75,8 +57,10 @@ Program::Program(const lt_graph& graph, Compiler& compiler) {
       plan_steps(at, order, ks);
       lower::Build b{compiler.ir(ks), {}};
       for (int64_t o : order) b.code += " " + std::to_string(o);
-      for (const KernelDesc& k : ks)
-        b.code += " " + std::to_string(k.work_per_index), b.numbers.push_back(k.parallel_extent);
+      for (const KernelDesc& k : ks) {
+        b.code += " " + std::to_string(k.work_per_index);
+        b.numbers.push_back(k.parallel_extent);
+      }
       return b;
     };
     std::string why;

@@ -51,9 +51,6 @@ class Compiler {
 // host.
 std::unique_ptr<Compiler> create_compiler(unsigned vector_bits, lower::DiskCache& cache);
 
-// Whether the JIT can lower node `node` of a validated graph.
-bool codegen_supports(const lt_graph& graph, size_t node);
-
 // Whether cpu_jit runs node `node` of a validated graph: codegen or a host kernel does, unless
 // it is softmax / log_softmax (the core decomposes those: their decomposition fuses better).
 bool program_supports(const lt_graph& graph, size_t node);

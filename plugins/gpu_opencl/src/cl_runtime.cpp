@@ -3,9 +3,9 @@
 // driver, version and the whole source.
 #include "cl_runtime.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -70,17 +70,8 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::string hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ULL) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ULL;
-  return h;
-}
+using lower::fnv1a;
+using lower::hex;
 
 }  // namespace
 
@@ -171,6 +162,9 @@ std::unique_ptr<Device> Device::create(kit::Options& options, const kit::Log& lo
   info.host_addressable = false;
   dev->max_work_group = device_val<size_t>(id, CL_DEVICE_MAX_WORK_GROUP_SIZE);
   dev->native_float_width = device_val<cl_uint>(id, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT);
+  // In bits; the arena's sub-buffers start at multiples of it (and of 64 bytes).
+  dev->base_align =
+      std::max<size_t>(64, device_val<cl_uint>(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8);
   dev->fp64 = device_str(id, CL_DEVICE_EXTENSIONS).find("cl_khr_fp64") != std::string::npos;
   // Short name: "pocl-cpu" style — the platform's first word + kind.
   std::string first = lower(pname.substr(0, pname.find(' ')));

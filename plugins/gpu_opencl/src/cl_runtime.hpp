@@ -38,6 +38,7 @@ class Device {
   kit::Device info;  // name ("pocl-cpu"), kind, description, memory; never host-addressable
   size_t max_work_group = 1;
   unsigned native_float_width = 1;  // CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT (16 on AVX-512 PoCL)
+  size_t base_align = 64;           // bytes: CL_DEVICE_MEM_BASE_ADDR_ALIGN, a sub-buffer's origin
   bool fp64 = false;
 
   // A built program for `source` (cached in memory by source hash, then on disk by device +

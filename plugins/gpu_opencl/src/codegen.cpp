@@ -20,7 +20,7 @@
 #include "cl_runtime.hpp"
 #include "lazytensor/lower/c_expr.hpp"
 #include "lazytensor/lower/dynamic.hpp"
-#include "lazytensor/lower/fusion.hpp"
+#include "lazytensor/lower/kernel_plan.hpp"
 #include "lazytensor/lower/view.hpp"
 
 namespace lt::ocl {
@@ -46,7 +46,7 @@ struct VecError {};
 // this name is lanes base..base+W-1 of a vector.
 constexpr const char* kLane = "lvb";
 
-using Idx = std::vector<std::string>;
+using Idx = cx::Index;
 
 const cx::Dialect kOpenCL = {.u32 = "uint",
                              .u64 = "ulong",
@@ -74,46 +74,16 @@ int64_t numel(const Shape& s) {
   return n;
 }
 
-// Element offset of index `idx` through `v`; dims indexed "0" or of stride 0 drop out.
-std::string offset_expr(const View& v, const Idx& idx) {
-  std::string s = v.offset ? std::to_string(v.offset) + "L" : "";
-  for (size_t d = 0; d < idx.size(); ++d) {
-    if (idx[d] == "0" || v.strides[d] == 0) continue;
-    s += (s.empty() ? "(" : " + (") + idx[d] + ")";
-    if (v.strides[d] != 1) s += "*" + std::to_string(v.strides[d]) + "L";
-  }
-  return s.empty() ? "0" : s;
-}
-
+// Ops that read their operands at the (broadcast) same index: the op table's elementwise
+// primitives and broadcast_to. What may be evaluated inline and what is a reduction is the
+// table's too (lower::is_inline_primitive, lower::is_reduce_primitive).
 bool is_elementwise(std::string_view op) {
-  return cx::is_unary(op) || cx::is_binary(op) || op == "where" || op == "cast" ||
-         op == "broadcast_to";
+  const lower::OpInfo* info = lower::find_op(op);
+  return op == "broadcast_to" ||
+         (info && !info->composite && info->category == lower::Category::kElementwise);
 }
-// Ops evaluated element by element at a symbolic index (fusable anywhere).
-bool is_inline_op(std::string_view op) {
-  static const std::set<std::string_view> s = {
-      "full", "arange", "random_unit", "reshape", "permute", "slice", "concat", "pad", "gather"};
-  return is_elementwise(op) || s.count(op);
-}
-bool is_reduce_op(std::string_view op) {
-  return op == "sum" || op == "max" || op == "min";
-}
-
-// Declares `prefix<d>` = the coordinates of flat index `var` in `shape`; size-1 dims get "0".
-Idx decompose(std::ostringstream& os, const std::string& ind, const std::string& var,
-              const Shape& shape, const std::string& prefix) {
-  const View dense = View::dense(shape);
-  Idx idx(shape.size(), "0");
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    idx[d] = prefix + std::to_string(d);
-    std::string e = var;
-    if (d > 0) e = "(" + e + " % " + std::to_string(dense.strides[d] * shape[d]) + "L)";
-    if (dense.strides[d] != 1) e = "(" + e + " / " + std::to_string(dense.strides[d]) + "L)";
-    os << ind << "const long " << idx[d] << " = " << e << ";\n";
-  }
-  return idx;
-}
+using lower::is_inline_primitive;
+using lower::is_reduce_primitive;
 
 // Emits statements computing node values at symbolic indices into one scope. Nodes outside
 // `member` are loaded from their buffer parameter; "preset" nodes (a reduction result, a matmul
@@ -169,7 +139,8 @@ class Emitter {
           stack.pop_back();
           continue;
         }
-        if (!is_inline_op(n.op)) throw PlanError{std::string(n.op) + " cannot be evaluated inline"};
+        if (!is_inline_primitive(n.op))
+          throw PlanError{std::string(n.op) + " cannot be evaluated inline"};
         if (vw_ && !vector_ok(n)) throw VecError{};
         f.expanded = true;
         if (is_elementwise(n.op))
@@ -226,7 +197,7 @@ class Emitter {
   std::string access(int32_t o, const View& v, const Idx& I, const std::string& otherwise,
                      bool* vec) {
     if (member_[o]) throw PlanError{"a layout op reads a value computed in the same kernel"};
-    const std::string p = "p" + std::to_string(o), off = offset_expr(v, I);
+    const std::string p = "p" + std::to_string(o), off = cx::offset(v, I);
     const bool constant = std::string_view(g_.nodes[o].op) == "full";
     if (!constant) loads_.insert(o);
     *vec = false;
@@ -298,7 +269,7 @@ class Emitter {
       std::string seed = load(n.operands[0], View::dense({}), {});
       e = cx::cast("lt_random_unit_f32((ulong)" + seed + ", (ulong)(" +
                        std::to_string(a.i("stride")) + "L * (" +
-                       offset_expr(View::dense(shape_of(n)), I) + ") + " +
+                       cx::offset(View::dense(shape_of(n)), I) + ") + " +
                        std::to_string(a.i("offset")) + "L))",
                    LT_DTYPE_F32, d, kOpenCL);
     } else if (op == "gather") {  // the data index depends on the loaded (clamped) index
@@ -362,22 +333,11 @@ class Generator {
   Generator(const lt_graph& g, const DeviceCaps& caps) : g_(g), caps_(caps) {}
 
   GeneratedProgram run() {
-    fusion::Options options;
-    options.index_maps = true;  // slices are strided loads fused into their consumers
-    fusion::Plan plan = fusion::plan(g_, options);
-    out_.groups = plan.groups.size();
-    // Constants ("full", such as the scalars of decompositions) are evaluated where they are
-    // read, except as operands of matmul, conv2d and scatter_add, which read buffers.
-    stored_.assign(g_.num_nodes, 0);
-    for (const auto& grp : plan.groups) {
-      for (int32_t i : grp.inputs) stored_[i] |= std::string_view(g_.nodes[i].op) != "full";
-      const lt_graph_node* a = grp.anchor >= 0 ? &g_.nodes[grp.anchor] : nullptr;
-      if (a && (std::string_view(a->op) == "matmul" || std::string_view(a->op) == "conv2d" ||
-                std::string_view(a->op) == "scatter_add"))
-        for (size_t k = 0; k < a->num_operands; ++k) stored_[a->operands[k]] = 1;
-    }
-    for (size_t k = 0; k < g_.num_inputs; ++k) stored_[g_.inputs[k]] = 1;
-    for (size_t k = 0; k < g_.num_outputs; ++k) stored_[g_.outputs[k]] = 1;
+    // The shared kernel planner decides the steps and which values get buffers; a group this
+    // generator cannot lower as one kernel is split node by node (plan.split).
+    lower::KernelPlan& plan = out_.plan;
+    plan = lower::plan_kernels(g_, *lower::builtin_kernel_target("gpu_opencl"));
+    out_.groups = plan.fusion.groups.size();
     src_ << "// generated by lazytensor gpu_opencl\n";
     if (caps_.fp64) src_ << "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
     for (size_t i = 0; i < g_.num_nodes; ++i)
@@ -390,66 +350,56 @@ class Generator {
         src_ << "#define LT_RANDOM_OPENCL 1\n" << kRandomHeaderSource << "\n";
         break;
       }
-    member_.assign(g_.num_nodes, 0);  // one mask for every group: linear in the graph
-    for (const auto& grp : plan.groups) {
-      for (int32_t n : grp.nodes) member_[n] = 1;
-      std::vector<int32_t> outs;
-      for (int32_t n : grp.nodes)
-        if (stored_[n]) outs.push_back(n);
+    member_.assign(g_.num_nodes, 0);  // one mask for every step: linear in the graph
+    for (size_t s = 0; s < plan.steps.size(); ++s) {
       const size_t mark_kernels = out_.kernels.size();
+      for (int32_t n : plan.steps[s].nodes) member_[n] = 1;
       try {
-        if (!outs.empty()) lower_group(grp, member_, outs);  // else dead: nothing reads it
+        lower_step(plan.steps[s]);
       } catch (const PlanError&) {
         // Roll back and lower this group node by node: every node gets its own buffer.
         for (const std::string& k : fresh_) by_text_.erase(k);
-        pending_.clear(), fresh_.clear();
+        pending_.clear();
+        fresh_.clear();
         out_.kernels.resize(mark_kernels);
-        ++out_.split_groups;
-        for (int32_t n : grp.nodes) member_[n] = 0, stored_[n] = 1;
-        for (int32_t n : grp.nodes) lower_single(n);
+        for (int32_t n : plan.steps[s].nodes) member_[n] = 0;
+        const size_t parts = plan.steps[s].nodes.size();
+        plan.split(g_, s);
+        for (size_t e = s + parts; s < e; ++s) {
+          member_[plan.steps[s].nodes[0]] = 1;
+          lower_step(plan.steps[s]);  // a single node never raises PlanError
+          member_[plan.steps[s].nodes[0]] = 0;
+        }
+        --s;
       }
-      for (int32_t n : grp.nodes) member_[n] = 0;
+      for (int32_t n : plan.steps[s].nodes) member_[n] = 0;
       src_ << pending_;
-      pending_.clear(), fresh_.clear();
+      pending_.clear();
+      fresh_.clear();
     }
+    out_.split_groups = plan.split_groups;
     for (size_t i = 0; i < g_.num_nodes; ++i)
-      if (stored_[i]) out_.stored.push_back(static_cast<int32_t>(i));
+      if (plan.stored[i]) out_.stored.push_back(static_cast<int32_t>(i));
     out_.distinct_kernels = by_text_.size();
     out_.source = src_.str();
     return std::move(out_);
   }
 
  private:
-  void lower_single(int32_t n) {
-    const lt_graph_node& node = g_.nodes[n];
-    member_[n] = 1;
-    fusion::Group grp;
-    grp.nodes = grp.outputs = {n};
-    grp.anchor = n;
-    grp.domain = shape_of(node);
-    grp.kind = is_inline_op(node.op) ? fusion::GroupKind::kElementwise : fusion::GroupKind::kOpaque;
-    if (is_reduce_op(node.op)) {
-      grp.kind = fusion::GroupKind::kReduction;
-      grp.domain = shape_of(g_.nodes[node.operands[0]]);
-      grp.reduce_axes = Attrs(node).ints("axes");
-    }
-    lower_group(grp, member_, {n});  // a single node never raises PlanError
-    member_[n] = 0;
-  }
-
-  void lower_group(const fusion::Group& grp, const std::vector<char>& member,
-                   const std::vector<int32_t>& outs) {
-    if (grp.kind == fusion::GroupKind::kRowReduction || grp.kind == fusion::GroupKind::kReduction) {
+  void lower_step(const lower::Step& st) {
+    const std::vector<int32_t>& outs = st.outputs;
+    if (st.group_kind == fusion::GroupKind::kRowReduction ||
+        st.group_kind == fusion::GroupKind::kReduction) {
       std::vector<int32_t> reds;
-      for (int32_t n : grp.nodes)
-        if (is_reduce_op(g_.nodes[n].op)) reds.push_back(n);
-      return row_kernel(member, reds, outs, grp.domain, grp.reduce_axes);
+      for (int32_t n : st.nodes)
+        if (is_reduce_primitive(g_.nodes[n].op)) reds.push_back(n);
+      return row_kernel(member_, reds, outs, st.domain, st.reduce_axes);
     }
-    const std::string_view aop = grp.anchor >= 0 ? g_.nodes[grp.anchor].op : "";
-    if (grp.kind == fusion::GroupKind::kElementwise || is_inline_op(aop))
-      return map_kernel(member, outs);
-    if (aop == "matmul") return matmul_kernel(grp.anchor, member, outs);
-    if (aop == "conv2d" || aop == "scatter_add") return pointwise_kernel(grp.anchor, member, outs);
+    const std::string_view aop = st.anchor >= 0 ? g_.nodes[st.anchor].op : "";
+    if (st.group_kind == fusion::GroupKind::kElementwise || is_inline_primitive(aop))
+      return map_kernel(member_, outs);
+    if (aop == "matmul") return matmul_kernel(st.anchor, member_, outs);
+    if (aop == "conv2d" || aop == "scatter_add") return pointwise_kernel(st.anchor, member_, outs);
     fail(LT_STATUS_UNSUPPORTED, "no kernel for op " + std::string(aop));
   }
 
@@ -489,7 +439,7 @@ class Generator {
       std::ostringstream body;
       std::set<int32_t> loads;
       body << "  const long gid = get_global_id(0);\n  if (gid >= " << total << "L) return;\n";
-      Idx idx = decompose(body, "  ", "gid", shape, "i");
+      Idx idx = cx::unflatten(body, "  ", "gid", shape, "i", kOpenCL);
       Emitter em(g_, member, body, "  ", counter_, loads);
       for (int32_t o : stores) {
         std::string v = em.value(o, idx);
@@ -549,7 +499,7 @@ class Generator {
       body << "  const long row = get_global_id(0);\n  if (row >= " << rows << "L) return;\n";
     else
       body << "  const long row = get_group_id(0);\n  const int lid = get_local_id(0);\n";
-    Idx kidx = decompose(body, "  ", "row", kept, "k");
+    Idx kidx = cx::unflatten(body, "  ", "row", kept, "k", kOpenCL);
     // Index of a per-row node (keepdims or dropped form) at this row.
     auto row_idx = [&](int32_t node) {
       const size_t rank = g_.nodes[node].rank;
@@ -570,7 +520,7 @@ class Generator {
     auto loop_head = [&](const std::string& ind) {
       body << ind << "for (long r = " << (vec ? "0" : "lid") << "; r < " << count
            << "L; r += " << (vec ? W : static_cast<int64_t>(L)) << ") {\n";
-      Idx ridx = decompose(body, ind + "  ", "r", reduced, "r");
+      Idx ridx = cx::unflatten(body, ind + "  ", "r", reduced, "r", kOpenCL);
       if (vec) {
         if (reduced.back() == 1) throw VecError{};
         body << ind << "  const long " << kLane << " = " << ridx.back() << ";\n";
@@ -631,7 +581,7 @@ class Generator {
       Idx idx = loop_head("  ");
       auto em = emitter("    ", W);
       for (int32_t o : full) {
-        std::string v = em->value(o, idx), off = offset_expr(View::dense(domain), idx);
+        std::string v = em->value(o, idx), off = cx::offset(View::dense(domain), idx);
         if (!vec) {
           body << "    p" << o << "[" << off << "] = " << v << ";\n";
           continue;
@@ -678,8 +628,7 @@ class Generator {
     for (int32_t o : outs) {
       if (shape_of(g_.nodes[o]) != shape) throw PlanError{"epilogue output of another shape"};
       std::string v = em.value(o, idx);
-      body << ind << "p" << o << "[" << offset_expr(View::dense(shape), idx) << "] = " << v
-           << ";\n";
+      body << ind << "p" << o << "[" << cx::offset(View::dense(shape), idx) << "] = " << v << ";\n";
     }
   }
 
@@ -827,7 +776,7 @@ class Generator {
     std::ostringstream body;
     std::set<int32_t> loads(n.operands, n.operands + n.num_operands);
     body << "  const long gid = get_global_id(0);\n  if (gid >= " << total << "L) return;\n";
-    Idx o = decompose(body, "  ", "gid", shape, "o");
+    Idx o = cx::unflatten(body, "  ", "gid", shape, "o", kOpenCL);
     body << "  " << ctype(n.dtype) << " acc = ";
     if (std::string_view(n.op) == "conv2d") {
       const Shape x = in(0), w = in(1);
@@ -850,9 +799,10 @@ class Generator {
       body << P(0) << "[gid];\n  for (long j = 0; j < " << numel(in(1)) << "L; ++j) {\n"
            << "    if ((long)" << P(1) << "[j] != " << o[axis] << ") continue;\n";
       Idx u(o.begin(), o.begin() + axis);
-      for (const std::string& j : decompose(body, "    ", "j", in(1), "j")) u.push_back(j);
+      for (const std::string& j : cx::unflatten(body, "    ", "j", in(1), "j", kOpenCL))
+        u.push_back(j);
       u.insert(u.end(), o.begin() + axis + 1, o.end());
-      std::string upd = P(2) + "[" + offset_expr(View::dense(in(2)), u) + "]";
+      std::string upd = P(2) + "[" + cx::offset(View::dense(in(2)), u) + "]";
       body << "    acc = " << cx::binary("add", "acc", upd, n.dtype, kOpenCL) << ";\n  }\n";
     }
     store_epilogue(body, "  ", member, loads, anchor, o, "acc", outs);
@@ -865,7 +815,7 @@ class Generator {
   DeviceCaps caps_;
   GeneratedProgram out_;
   std::ostringstream src_;
-  std::vector<char> stored_, member_;
+  std::vector<char> member_;
   int counter_ = 0;
   std::unordered_map<std::string, size_t> by_text_;  // kernel text -> its index (k<index>)
   std::string pending_;                              // the current group's new kernels
@@ -886,8 +836,8 @@ bool node_supported(const lt_graph& graph, size_t node, const DeviceCaps& caps) 
   };
   bool ok = op == "input" || ok_here(n.dtype);
   for (size_t k = 0; k < n.num_operands; ++k) ok = ok && ok_here(graph.nodes[n.operands[k]].dtype);
-  return ok && (op == "input" || is_inline_op(op) || is_reduce_op(op) || op == "matmul" ||
-                op == "conv2d" || op == "scatter_add");
+  return ok && (op == "input" || is_inline_primitive(op) || is_reduce_primitive(op) ||
+                op == "matmul" || op == "conv2d" || op == "scatter_add");
 }
 
 GeneratedProgram generate(const lt_graph& graph, const DeviceCaps& caps) {

@@ -1,6 +1,6 @@
 // OpenCL C code generation for the gpu_opencl plugin: turns a validated graph region plus the
-// lt::fusion plan into one program source with one kernel per fusion group, and the launch
-// description the executable needs. Knows nothing about CL handles.
+// shared kernel planner's steps (lower::plan_kernels) into one program source with one kernel per
+// fusion group, and the launch description the executable needs. Knows nothing about CL handles.
 #pragma once
 
 #include <cstddef>
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "lazytensor/lower/kernel_plan.hpp"
 #include "lazytensor/lt_plugin.h"
 
 namespace lt::ocl {
@@ -35,6 +36,7 @@ struct GeneratedProgram {
   std::vector<int32_t> stored;        // nodes that need a device buffer (inputs included)
   size_t groups = 0;                  // fusion groups planned
   size_t split_groups = 0;            // groups lowered node by node (unfusable shape mix)
+  lower::KernelPlan plan;             // the steps the launches run, splits included
 };
 
 // Whether node `node` (validated by the kit) runs here: a primitive this generator lowers, on

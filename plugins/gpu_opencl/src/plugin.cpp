@@ -2,15 +2,14 @@
 // executables as one built program + kernel launches. The kit owns the C ABI: argument checks,
 // graph validation and the conversion of every exception into an lt_plugin_error.
 #include <atomic>
-#include <list>
 #include <memory>
 #include <mutex>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "cl_runtime.hpp"
 #include "codegen.hpp"
+#include "lazytensor/lower/decompose.hpp"
 
 namespace lt::ocl {
 namespace {
@@ -30,6 +29,10 @@ cl_mem create_buffer(const Device& dev, size_t nbytes) {
   return m;
 }
 
+// The temporaries' places in the arena at one size (lower::pack_temporaries over the plan's
+// steps), shared by the runs at that size.
+using Layout = std::shared_ptr<const lower::ArenaLayout>;
+
 class OclExecutable : public kit::Executable {
  public:
   OclExecutable(Device& dev, const lt_graph& g, GeneratedProgram gen)
@@ -38,9 +41,11 @@ class OclExecutable : public kit::Executable {
         inputs_(g.inputs, g.inputs + g.num_inputs),
         outputs_(g.outputs, g.outputs + g.num_outputs),
         bytes_(lower::value_bytes(g)),
-        temps_(g.num_nodes, nullptr),
-        temp_bytes_(g.num_nodes, 0) {}
-  const GeneratedProgram& generated() const { return gen_; }
+        layout_(layout(dev, g, gen_)) {}
+  static Layout layout(const Device& dev, const lt_graph& g, const GeneratedProgram& gen) {
+    return std::make_shared<const lower::ArenaLayout>(
+        lower::pack_temporaries(g, gen.plan, lower::value_bytes(g), dev.base_align));
+  }
   // Separate from the constructor so that the destructor releases what a failure leaves.
   void build() {
     program_ = dev_.program(gen_.source);
@@ -54,31 +59,27 @@ class OclExecutable : public kit::Executable {
   ~OclExecutable() override {
     for (cl_kernel k : kernels_)
       if (k) clReleaseKernel(k);
-    for (cl_mem m : temps_)
-      if (m) clReleaseMemObject(m);
+    release_views();
+    if (arena_) clReleaseMemObject(arena_);
     if (program_) clReleaseProgram(program_);
   }
 
   void run(std::span<kit::Buffer* const> in, std::span<kit::Buffer* const> out) override {
-    run(in, out, gen_.kernels, bytes_, {});
+    run(in, out, gen_.kernels, bytes_, layout_, {});
   }
-  // With the launches and node sizes of one size and each kernel's size arguments (`long`s
-  // after its buffers) when the program is a dynamic graph's.
+  // With the launches, node sizes and temporaries' layout of one size and each kernel's size
+  // arguments (`long`s after its buffers) when the program is a dynamic graph's.
   void run(std::span<kit::Buffer* const> in, std::span<kit::Buffer* const> out,
            const std::vector<KernelLaunch>& launches, const std::vector<size_t>& bytes,
-           const std::vector<std::vector<int64_t>>& sizes) {
-    // clSetKernelArg on a shared kernel is not thread-safe, and temporaries are shared.
+           const Layout& layout, const std::vector<std::vector<int64_t>>& sizes) {
+    // clSetKernelArg on a shared kernel is not thread-safe, and the arena is shared.
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<cl_mem> mem(bytes.size(), nullptr);
     for (size_t k = 0; k < in.size(); ++k) mem[inputs_[k]] = mem_of(in[k]);
     for (size_t k = 0; k < out.size(); ++k)
       if (!mem[outputs_[k]]) mem[outputs_[k]] = mem_of(out[k]);
-    for (int32_t n : gen_.stored) {
-      if (mem[n]) continue;
-      if (temps_[n] && temp_bytes_[n] < bytes[n]) clReleaseMemObject(temps_[n]), temps_[n] = {};
-      if (!temps_[n]) temps_[n] = create_buffer(dev_, temp_bytes_[n] = bytes[n]);
-      mem[n] = temps_[n];
-    }
+    bind_arena(layout);
+    for (size_t i = 0; i < layout->values.size(); ++i) mem[layout->values[i]] = views_[i];
     cl_command_queue q = dev_.queue();
     for (size_t i = 0; i < launches.size(); ++i) {
       const KernelLaunch& l = launches[i];
@@ -112,89 +113,121 @@ class OclExecutable : public kit::Executable {
     emit("distinct_kernels", static_cast<double>(gen_.distinct_kernels));
     emit("fusion_groups", static_cast<double>(gen_.groups));
     emit("split_groups", static_cast<double>(gen_.split_groups));
+    emit("arena_bytes", static_cast<double>(layout_->arena.bytes));
+    double unshared = 0;  // what one buffer per temporary would take
+    for (const lower::LiveRange& r : layout_->ranges) unshared += static_cast<double>(r.bytes);
+    emit("temporary_bytes", unshared);
   }
 
  private:
+  // One device buffer holds every temporary (allocated on the first run, grown, never shrunk);
+  // each temporary is a sub-buffer at its offset, made again when a run brings another layout.
+  void bind_arena(const Layout& layout) {
+    if (layout == bound_) return;
+    release_views();
+    if (arena_bytes_ < layout->arena.bytes) {
+      if (arena_) clReleaseMemObject(arena_);
+      arena_ = nullptr;  // a failed create leaves none
+      arena_bytes_ = 0;
+      arena_ = create_buffer(dev_, layout->arena.bytes);
+      arena_bytes_ = layout->arena.bytes;
+    }
+    for (size_t i = 0; i < layout->values.size(); ++i) {
+      cl_buffer_region r{layout->arena.offsets[i], layout->ranges[i].bytes};
+      cl_int e = CL_SUCCESS;
+      views_.push_back(
+          clCreateSubBuffer(arena_, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &e));
+      check(e, "clCreateSubBuffer");
+    }
+    bound_ = layout;
+  }
+  void release_views() {
+    for (cl_mem m : views_)
+      if (m) clReleaseMemObject(m);
+    views_.clear();
+    bound_.reset();
+  }
+
   Device& dev_;
   GeneratedProgram gen_;
   cl_program program_ = nullptr;
   std::vector<cl_kernel> kernels_;
   std::vector<int32_t> inputs_, outputs_;
   std::vector<size_t> bytes_;  // of each node's value
-  std::mutex mutex_;           // guards kernel arguments and temps_
-  std::vector<cl_mem> temps_;  // per node; allocated on first run, kept for reuse (grown)
-  std::vector<size_t> temp_bytes_;
+  Layout layout_;              // of the temporaries at the graph's own sizes
+  std::mutex mutex_;           // guards kernel arguments and the arena
+  cl_mem arena_ = nullptr;
+  size_t arena_bytes_ = 0;
+  std::vector<cl_mem> views_;  // sub-buffers of arena_ for bound_'s values
+  Layout bound_;
 };
 
 // A dynamic graph's program: its `long` literals that move with a size are kernel arguments
-// (lower::template_source), so one build runs every size. A run at new values generates that
-// size again (text only, no build) for its launches, node sizes and arguments; a size whose
-// text differs otherwise (a dim reaching 1 or 0) runs a static build of its own.
-class DynamicExecutable : public kit::Executable {
+// (lower::template_source), so one build runs every size. The kit's PerValue keeps the last
+// sizes; a new size is generated again (text only, no build) for its launches, node sizes,
+// arena layout and arguments; a size whose text differs otherwise (a dim reaching 1 or 0) runs
+// a static build of its own.
+class DynamicExecutable : public kit::PerValue {
  public:
   // nullptr when a size changes more than those numbers: the caller compiles `g` static.
   static std::unique_ptr<DynamicExecutable> create(Device& dev, const lt_graph& g,
                                                    const DeviceCaps& caps, const kit::Log& log) {
-    auto d = std::unique_ptr<DynamicExecutable>(new DynamicExecutable(dev, g, caps));
+    auto tmpl = std::make_shared<lower::SourceTemplate>();
     std::string why;
-    if (!lower::template_source(g, d->text_of_, "\n__kernel ", "const long", &d->tmpl_, &why)) {
+    auto text_of = [&](const lt_graph& at) { return text(generate(at, caps)); };
+    if (!lower::template_source(g, text_of, "\n__kernel ", "const long", tmpl.get(), &why)) {
       log(1, "gpu_opencl: dynamic graph compiled static: " + why);
       return nullptr;
     }
     GeneratedProgram gen = generate(g, caps);
-    gen.source = d->tmpl_.source;
+    gen.source = tmpl->source;
     log(0, "gpu_opencl: generated dynamic program:\n" + gen.source);
-    d->base_ = std::make_unique<OclExecutable>(dev, g, std::move(gen));
-    d->base_->build();
-    return d;
-  }
-  bool dynamic() const override { return true; }
-  void run(std::span<kit::Buffer* const> in, std::span<kit::Buffer* const> out) override {
-    const lt_graph& g = graph_.view();
-    run_at({g.symbol_values, g.num_symbols}, in, out);
-  }
-  void run_at(std::span<const int64_t> values, std::span<kit::Buffer* const> in,
-              std::span<kit::Buffer* const> out) override {
-    std::shared_ptr<const Size> s = size_at(values);
-    if (s->fallback) return s->fallback->run(in, out);
-    base_->run(in, out, s->launches, s->bytes, s->args);
+    auto base = std::make_shared<OclExecutable>(dev, g, std::move(gen));
+    base->build();
+    return std::unique_ptr<DynamicExecutable>(new DynamicExecutable(dev, g, caps, tmpl, base));
   }
   void stats(const kit::Stats& emit) const override {
     base_->stats(emit);
-    emit("dynamic_sizes", static_cast<double>(sizes_));
-    emit("dynamic_static_sizes", static_cast<double>(fallbacks_));
+    emit("dynamic_sizes", static_cast<double>(instances()));
+    emit("dynamic_static_sizes", static_cast<double>(static_sizes_.load()));
   }
 
  private:
-  struct Size {  // what a run at some values needs
+  // A size of the one build: its launches, node sizes, arena layout and size arguments.
+  struct Size final : kit::Executable {
+    std::shared_ptr<OclExecutable> base;
     std::vector<KernelLaunch> launches;
     std::vector<size_t> bytes;
-    std::vector<std::vector<int64_t>> args;   // per kernel
-    std::shared_ptr<OclExecutable> fallback;  // a size whose text differs
+    Layout layout;
+    std::vector<std::vector<int64_t>> args;  // per kernel
+    void run(std::span<kit::Buffer* const> in, std::span<kit::Buffer* const> out) override {
+      base->run(in, out, launches, bytes, layout, args);
+    }
   };
-  DynamicExecutable(Device& dev, const lt_graph& g, const DeviceCaps& caps)
-      : dev_(dev), graph_(lower::copy_graph(g)), caps_(caps) {}
+  DynamicExecutable(Device& dev, const lt_graph& g, const DeviceCaps& caps,
+                    std::shared_ptr<const lower::SourceTemplate> tmpl,
+                    std::shared_ptr<OclExecutable> base)
+      : PerValue(
+            g, [this](const lt_graph& at) { return at_size(at); }, 16),
+        dev_(dev),
+        caps_(caps),
+        tmpl_(std::move(tmpl)),
+        base_(std::move(base)) {}
   // The text compared across sizes: the source and the nodes given buffers.
   static std::string text(const GeneratedProgram& gen) {
     std::string s = gen.source + "\n// stored";
     for (int32_t n : gen.stored) s += " " + std::to_string(n);
     return s;
   }
-  std::function<std::string(const lt_graph&)> text_of_ = [this](const lt_graph& at) {
-    return text(generate(at, caps_));
-  };
 
-  std::shared_ptr<const Size> size_at(std::span<const int64_t> values) {
-    std::vector<int64_t> key(values.begin(), values.end());
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto it = cache_.begin(); it != cache_.end(); ++it)
-      if (it->first == key) return cache_.splice(cache_.begin(), cache_, it), it->second;
-    auto s = std::make_shared<Size>();
-    lower::OwnedGraph at = lower::instantiate(graph_.view(), values);
-    GeneratedProgram gen = generate(at.view(), caps_);
-    if (tmpl_.arguments(text(gen), &s->args)) {
+  std::unique_ptr<kit::Executable> at_size(const lt_graph& at) {
+    GeneratedProgram gen = generate(at, caps_);
+    auto s = std::make_unique<Size>();
+    if (tmpl_->arguments(text(gen), &s->args)) {
+      s->base = base_;
+      s->layout = OclExecutable::layout(dev_, at, gen);
       s->launches = std::move(gen.kernels);
-      s->bytes = lower::value_bytes(at.view());
+      s->bytes = lower::value_bytes(at);
       // A work-group the runtime would choose by size is fixed (64 items where the global size
       // is a multiple, as map kernels' always is, else 8 or 1): PoCL compiles a kernel once
       // per work-group size.
@@ -204,27 +237,21 @@ class DynamicExecutable : public kit::Executable {
           l.local[0] = l.dims > 1 ? 1 : g0 % 64 == 0 ? 64 : g0 % 8 == 0 ? 8 : 1;
           l.local[1] = l.local[2] = 1;
         }
-    } else {
-      DeviceCaps caps = caps_;
-      caps.dynamic = false;
-      s->fallback = std::make_shared<OclExecutable>(dev_, at.view(), generate(at.view(), caps));
-      s->fallback->build();
-      ++fallbacks_;
+      return s;
     }
-    ++sizes_;
-    cache_.emplace_front(std::move(key), s);
-    if (cache_.size() > 16) cache_.pop_back();
-    return s;
+    DeviceCaps caps = caps_;
+    caps.dynamic = false;
+    auto exe = std::make_unique<OclExecutable>(dev_, at, generate(at, caps));
+    exe->build();
+    ++static_sizes_;
+    return exe;
   }
 
   Device& dev_;
-  lower::OwnedGraph graph_;
   DeviceCaps caps_;
-  lower::SourceTemplate tmpl_;
-  std::unique_ptr<OclExecutable> base_;
-  std::mutex mu_;  // guards cache_ and the counters
-  std::list<std::pair<std::vector<int64_t>, std::shared_ptr<const Size>>> cache_;
-  uint64_t sizes_ = 0, fallbacks_ = 0;
+  std::shared_ptr<const lower::SourceTemplate> tmpl_;
+  std::shared_ptr<OclExecutable> base_;
+  std::atomic<uint64_t> static_sizes_{0};
 };
 
 class OpenclBackend : public kit::Backend {
@@ -266,12 +293,10 @@ class OpenclBackend : public kit::Backend {
     return node_supported(g, node, caps_);
   }
 
-  std::unique_ptr<kit::Executable> compile(const lt_graph& g, size_t) override {
-    for (size_t i = 0; i < g.num_nodes; ++i)
-      if (!node_supported(g, i, caps_))
-        fail(LT_STATUS_UNSUPPORTED, "cannot compile node " + std::to_string(i) + " (" +
-                                        g.nodes[i].op + ", " + lt_dtype_name(g.nodes[i].dtype) +
-                                        ")");
+  std::unique_ptr<kit::Executable> compile(const lt_graph& region, size_t) override {
+    lower::OwnedGraph lowered;  // composites of a region from a direct caller, decomposed
+    auto ok = [&](const lt_graph& g, size_t i) { return node_supported(g, i, caps_); };
+    const lt_graph& g = lower::decompose_declined(region, ok, &lowered) ? lowered.view() : region;
     if (!lower::dynamic_of(g).empty()) {  // one build for every size, if no size changes it
       DeviceCaps caps = caps_;
       caps.dynamic = true;

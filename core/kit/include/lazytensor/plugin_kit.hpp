@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -285,8 +286,11 @@ class LruCache {
   std::map<K, typename std::list<std::pair<K, V>>::iterator> index_;
 };
 
-// A dynamic executable for a backend whose compile is cheap (an interpreter): it compiles the
-// graph at each run's values with `compile` (lower::instantiate), keeping the last `keep`.
+// The one dynamic-size mechanism of the kit's backends: a dynamic executable that prepares the
+// graph at each run's values with `compile` (lower::instantiate), keeping the last `keep`. What
+// `compile` makes per size is the backend's: cpu_eager prepares its host steps, cpu_jit its
+// host steps around kernels proved size-independent (lower::fit_build), gpu_opencl the
+// launches, arguments and arena layout of its one build (lower::template_source).
 class PerValue : public Executable {
  public:
   using Compile = std::function<std::unique_ptr<Executable>(const lt_graph&)>;
@@ -321,8 +325,11 @@ class PerValue : public Executable {
     exe->run(in, out);
   }
   void stats(const Stats& emit) const override {
-    emit("instances", static_cast<double>(instances_));
+    emit("instances", static_cast<double>(instances()));
   }
+
+ protected:
+  size_t instances() const { return instances_.load(); }  // sizes prepared so far
 
  private:
   lower::OwnedGraph graph_;
@@ -330,7 +337,7 @@ class PerValue : public Executable {
   size_t keep_;
   std::mutex mu_;
   std::list<std::pair<std::vector<int64_t>, std::shared_ptr<Executable>>> cache_;
-  size_t instances_ = 0;
+  std::atomic<size_t> instances_{0};
 };
 
 // The host pointers of `buffers` (for backends whose buffers are host memory).

@@ -8,10 +8,12 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "lazytensor/lower/view.hpp"
 #include "lazytensor/lt_types.h"
 
 namespace lt::lower::c_expr {
@@ -59,5 +61,15 @@ std::string binary(std::string_view op, const std::string& a, const std::string&
 // kernels differing only in the buffers they touch (the groups of a deep chain, the pieces of
 // a wide sync) are one source, compiled once and launched with other arguments.
 std::string rename_params(const std::string& text, char prefix, const std::vector<int32_t>& params);
+
+// A multi-index as C-family expressions, one per dimension ("0" where the dimension has size 1).
+using Index = std::vector<std::string>;
+// The element offset of index `idx` through view `v`, as a 64-bit (L-suffixed) expression;
+// dimensions indexed "0" or of stride 0 drop out ("0" when all do).
+std::string offset(const View& v, const Index& idx);
+// Appends to `out` one `const <i64> <prefix><d> = ...;` line per dimension of `shape` over 1,
+// each indented by `indent`: the coordinates of flat index `var` in dense `shape`; returns them.
+Index unflatten(std::ostream& out, const std::string& indent, const std::string& var,
+                const std::vector<int64_t>& shape, const std::string& prefix, const Dialect& c);
 
 }  // namespace lt::lower::c_expr

@@ -324,4 +324,11 @@ struct DecomposeReport {
 bool decompose(const lt_graph& g, const Supported& supported, OwnedGraph* out,
                DecomposeReport* report = nullptr, const Supported& fallback = nullptr);
 
+// The region a backend compiles, as the core hands it over. The core decomposed it against the
+// backend's supports() already, so this only checks every node (one pass, no copy); a region
+// from another caller (a test driving the C table) that still holds a declined node is
+// decomposed here, into *out, as the core would: a graph is decomposed once. Returns whether it
+// wrote *out; throws lower::Error (UNSUPPORTED) naming a node that stays declined.
+bool decompose_declined(const lt_graph& g, const Supported& supported, OwnedGraph* out);
+
 }  // namespace lt::lower

@@ -27,6 +27,12 @@
 
 namespace lt::lower {
 
+// FNV-1a over `n` bytes, chained through `h` (the cache's file names and checksums; a
+// backend's in-memory keys of generated source).
+uint64_t fnv1a(const void* p, size_t n, uint64_t h = 1469598103934665603ULL);
+// `v` as 16 lower-case hex digits.
+std::string hex(uint64_t v);
+
 class DiskCache {
  public:
   // level as spdlog's (3: warning), message
