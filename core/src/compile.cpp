@@ -159,7 +159,9 @@ class Donations {
     }
     for (int32_t in : reached) {
       const int32_t j = local_[in];
-      if (j < 0 || taken[j] || input_pos_[in] < 0 || readers_[in] != 1 ||
+      // An input that is itself a graph output (the optimiser resolved an output to it, e.g.
+      // neg(neg(x)) -> x) is read after the run: never donated.
+      if (j < 0 || taken[j] || input_pos_[in] < 0 || is_output_[in] || readers_[in] != 1 ||
           node_bytes(g.nodes[in]) != bytes)
         continue;
       bool fed = true;

@@ -87,15 +87,32 @@ size_t Work::compact() {
     for (int32_t& o : n.operands) o = resolve(o);
   for (int32_t& o : outputs) o = resolve(o);
   const size_t before = nodes.size();
+  // Live nodes: those the outputs reach.
+  std::vector<uint8_t> live(nodes.size(), 0);
+  std::vector<int32_t> work(outputs.begin(), outputs.end());
+  for (int32_t in : inputs) live[static_cast<size_t>(in)] = 1;
+  while (!work.empty()) {
+    const int32_t v = work.back();
+    work.pop_back();
+    if (live[static_cast<size_t>(v)]) continue;
+    live[static_cast<size_t>(v)] = 1;
+    for (int32_t o : nodes[static_cast<size_t>(v)].operands)
+      if (!live[static_cast<size_t>(o)]) work.push_back(o);
+  }
+  // The order: inputs first, then the live nodes in their present order (the traced order the
+  // core schedules by, docs/memory.md), a node a rewrite appended placed just before its first
+  // reader (operands first). A walk from the roots would move every value next to its last
+  // reader's root and undo the schedule that recomputation relies on.
   std::vector<int32_t> order;
   std::vector<uint8_t> state(nodes.size(), 0);  // 0 new, 1 on the stack, 2 placed
   order.reserve(nodes.size());
   for (int32_t in : inputs) state[static_cast<size_t>(in)] = 2, order.push_back(in);
   std::vector<std::pair<int32_t, size_t>> stack;
-  for (int32_t root : outputs) {
-    if (state[static_cast<size_t>(root)]) continue;
+  for (size_t start = 0; start < nodes.size(); ++start) {
+    const int32_t root = static_cast<int32_t>(start);
+    if (!live[start] || state[start]) continue;
     stack.push_back({root, 0});
-    state[static_cast<size_t>(root)] = 1;
+    state[start] = 1;
     while (!stack.empty()) {
       auto& [v, next] = stack.back();
       const WNode& n = nodes[static_cast<size_t>(v)];
