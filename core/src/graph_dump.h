@@ -29,6 +29,7 @@ struct DotDump {
   std::string device, reason;
   std::vector<std::string> input_names;  // of graph input k ("" when unnamed)
   std::vector<int32_t> origin;           // lowered node -> composite OpId it came from, or -1
+  std::vector<std::string> traced_at;    // lowered node -> "train.cpp:57" that traced it, or ""
   std::vector<DotRegion> regions;
 };
 // Backends known to compile from lt::fusion::plan (cpu_jit, gpu_opencl): their groups are drawn.

@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -155,6 +156,28 @@ struct Device {
   uint64_t memory_bytes = 0;
   bool host_addressable = true;  // buffer data is host memory the core may read and write
 };
+
+// Per-kernel profiling (plugin ABI 1.3): while the core profiles, its execute call carries a
+// span callback, which the kit makes the current SpanSink of the thread for the length of the
+// call. An executable reports each kernel or host step it runs through it; when the core does
+// not profile (or is older than 1.3) the sink is empty and reporting costs one branch.
+struct SpanSink {
+  lt_plugin_span_fn fn = nullptr;
+  void* user = nullptr;
+  explicit operator bool() const { return fn != nullptr; }
+  static int64_t ns(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  }
+  void operator()(const char* name, std::chrono::steady_clock::time_point start,
+                  std::chrono::steady_clock::time_point end) const {
+    if (fn) fn(user, name, ns(start), ns(end));
+  }
+};
+// The sink of the execute call running on this thread.
+inline SpanSink& current_spans() {
+  static thread_local SpanSink sink;
+  return sink;
+}
 
 // A compiled region. run() gets the region's input and output buffers in graph order, already
 // checked to be non-NULL and at least as large as their nodes.
