@@ -290,8 +290,12 @@ inline std::pair<Dataset, Dataset> load_fashion_mnist(const std::string& dir = k
                     ".gz not found; install Debian's dataset-fashion-mnist "
                     "(sudo apt-get install dataset-fashion-mnist, or tools/install-deps.sh)");
   };
-  return {load_idx(file("train-images-idx3-ubyte"), file("train-labels-idx1-ubyte")),
-          load_idx(file("t10k-images-idx3-ubyte"), file("t10k-labels-idx1-ubyte"))};
+  // Looked up in this order, so a missing set names its first file.
+  const std::string train_x = file("train-images-idx3-ubyte"),
+                    train_y = file("train-labels-idx1-ubyte"),
+                    test_x = file("t10k-images-idx3-ubyte"),
+                    test_y = file("t10k-labels-idx1-ubyte");
+  return {load_idx(train_x, train_y), load_idx(test_x, test_y)};
 }
 
 // One mean and standard deviation over every feature (images: per-pixel statistics would
