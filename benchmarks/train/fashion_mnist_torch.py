@@ -3,8 +3,9 @@
 #
 # Never run in CI (PyTorch is not a dependency). Usage, from a build tree:
 #   /usr/bin/python3 benchmarks/train/fashion_mnist_torch.py --lt-run build/bin/lt-run
-# Options: --epochs N (the most to train), --batch, --lr, --target 0.92, --threads (default:
-# every core, as lt-run's thread budget), --skip-torch / --skip-lt / --skip-mpi.
+# Options: --epochs N (the most to train), --batch, --lr, --lr-decay, --target 0.92, --threads
+# (default: every core, as lt-run's thread budget), --train-rows / --test-rows N (the first N
+# only: a quick comparison of epoch times), --skip-torch / --skip-lt / --skip-mpi.
 #
 # The network is lt-run's `--model resnet` at 28x28 (lazytensor/models/resnet.hpp, lt-run's
 # ResNetImages): a 3x3 stem of stride 2 to 16 channels, group norm (4 groups), relu; one basic
@@ -89,6 +90,10 @@ def train_torch(a):
     torch.manual_seed(42)
     x, y = load("train")
     tx, ty = load("t10k")
+    if a.train_rows:
+        x, y = x[:a.train_rows], y[:a.train_rows]
+    if a.test_rows:
+        tx, ty = tx[:a.test_rows], ty[:a.test_rows]
     mean, std = x.mean(), x.std()
     x, tx = (x - mean) / std, (tx - mean) / std
     net = resnet()
@@ -131,6 +136,10 @@ def run_lt(a, mpi):
                "--epochs", str(a.epochs), "--batch", str(a.batch), "--lr", str(a.lr),
                "--lr-decay", str(a.lr_decay),
                "--target-accuracy", str(a.target), "--metrics-json", out]
+        if a.train_rows:
+            cmd += ["--train-rows", str(a.train_rows)]
+        if a.test_rows:
+            cmd += ["--test-rows", str(a.test_rows)]
         if mpi:
             cmd = ["mpirun", "--oversubscribe", "-np", "2"] + cmd + ["--distributed"]
         print("+", " ".join(cmd), flush=True)
@@ -151,6 +160,8 @@ def main():
     p.add_argument("--lr-decay", type=float, default=0.85)
     p.add_argument("--target", type=float, default=0.92)
     p.add_argument("--threads", type=int, default=os.cpu_count())
+    p.add_argument("--train-rows", type=int, default=0)
+    p.add_argument("--test-rows", type=int, default=0)
     p.add_argument("--skip-torch", action="store_true")
     p.add_argument("--skip-lt", action="store_true")
     p.add_argument("--skip-mpi", action="store_true")

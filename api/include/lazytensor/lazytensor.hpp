@@ -819,13 +819,15 @@ class Tensor {
 // One free function per UNARY / BINARY row of lt_ops.def (neg(a), add(a, b), ...).
 #undef LT_CPP_UNARY
 #undef LT_CPP_BINARY
-#define LT_CPP_UNARY(m, fn, name)    \
-  inline Tensor m(const Tensor& a) { \
-    return a.m();                    \
+// The caller's location, as the methods take it (lt::exp(x) records the user's line).
+#define LT_CPP_UNARY(m, fn, name)                                                                \
+  inline Tensor m(const Tensor& a, std::source_location loc = std::source_location::current()) { \
+    return a.m(loc);                                                                             \
   }
-#define LT_CPP_BINARY(m, fn, name)                    \
-  inline Tensor m(const Tensor& a, const Tensor& b) { \
-    return a.m(b);                                    \
+#define LT_CPP_BINARY(m, fn, name)                                              \
+  inline Tensor m(const Tensor& a, const Tensor& b,                             \
+                  std::source_location loc = std::source_location::current()) { \
+    return a.m(b, loc);                                                         \
   }
 #define LT_OP(Camel, name, capi, cfn, cppfn, ...) LT_CPP_##capi(cppfn, cfn, name)
 #include "lazytensor/lt_ops.def"
