@@ -2,7 +2,6 @@
 // executables as one built program + kernel launches. The kit owns the C ABI: argument checks,
 // graph validation and the conversion of every exception into an lt_plugin_error.
 #include <atomic>
-#include <chrono>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -81,12 +80,9 @@ class OclExecutable : public kit::Executable {
       mem[n] = temps_[n];
     }
     cl_command_queue q = dev_.queue();
-    // While the core profiles (ABI 1.3) each launch is waited for and reported as a span named
-    // by its kernel in the source ("k3"); otherwise launches queue back to back.
-    const kit::SpanSink& spans = kit::current_spans();
     for (size_t i = 0; i < launches.size(); ++i) {
       const KernelLaunch& l = launches[i];
-      const auto t0 = std::chrono::steady_clock::now();
+      auto span = kit::current_spans().time("k" + std::to_string(l.kernel), [q] { clFinish(q); });
       for (size_t a = 0; a < l.args.size(); ++a)
         check(clSetKernelArg(kernels_[l.kernel], static_cast<cl_uint>(a), sizeof(cl_mem),
                              &mem[l.args[a]]),
@@ -100,10 +96,6 @@ class OclExecutable : public kit::Executable {
       check(clEnqueueNDRangeKernel(q, kernels_[l.kernel], l.dims, nullptr, l.global,
                                    l.local[0] ? l.local : nullptr, 0, nullptr, nullptr),
             "clEnqueueNDRangeKernel(k" + std::to_string(l.kernel) + ")");
-      if (spans) {
-        check(clFinish(q), "clFinish (kernel execution)");
-        spans(("k" + std::to_string(l.kernel)).c_str(), t0, std::chrono::steady_clock::now());
-      }
     }
     // Outputs that are graph inputs, or that repeat a node, are copies.
     for (size_t k = 0; k < out.size(); ++k) {

@@ -172,6 +172,25 @@ struct SpanSink {
                   std::chrono::steady_clock::time_point end) const {
     if (fn) fn(user, name, ns(start), ns(end));
   }
+  // A span from now until the returned guard ends (one kernel launch, say), reported only while
+  // the core profiles. `wait` (an asynchronous device's synchronisation) runs first, so that
+  // the span covers the work; it must not throw (the plugin's next checked sync reports errors).
+  template <class Wait>
+  [[nodiscard]] auto time(std::string name, Wait wait) const {
+    struct Guard {
+      const SpanSink* sink;
+      std::string name;
+      Wait wait;
+      std::chrono::steady_clock::time_point start;
+      ~Guard() {
+        if (!sink) return;
+        wait();
+        (*sink)(name.c_str(), start, std::chrono::steady_clock::now());
+      }
+    };
+    return Guard{fn ? this : nullptr, std::move(name), std::move(wait),
+                 std::chrono::steady_clock::now()};
+  }
 };
 // The sink of the execute call running on this thread.
 inline SpanSink& current_spans() {
