@@ -36,6 +36,8 @@ PKGS=(
   libdlpack-dev libgraphviz-dev
   # data: English text (fortune files) the GPT of lt-run --model gpt trains on
   fortunes
+  # data: Fashion-MNIST (60,000 + 10,000 28x28 images), lt-run --data fashion-mnist
+  dataset-fashion-mnist
 )
 
 missing=()

@@ -252,6 +252,12 @@ std::shared_ptr<Plan> compile_plan(Device* dev, const lt_graph& g, const PlanSou
   const auto t0 = Clock::now();
   Partition part = partition(g, placement(dev, live, origin));
   std::vector<PreparedRegion> regions = prepare_regions(part);
+  if (live && !dev->runtime->config.dump_dir.empty() && live->nodes.size() == g.num_nodes) {
+    PlanSource with_lines = src;  // the dump's node labels name the lines that traced them
+    with_lines.traced_at.reserve(g.num_nodes);
+    for (const Node* n : live->nodes) with_lines.traced_at.push_back(trace_location(n));
+    return compile_partition(dev, part, regions, with_lines, nullptr, nullptr, t0);
+  }
   return compile_partition(dev, part, regions, src, nullptr, nullptr, t0);
 }
 
@@ -367,6 +373,16 @@ std::shared_ptr<Plan> compile_partition(Device* dev, Partition& part,
     dot.reason = src.why;
     dot.input_names = src.input_names;
     dot.origin = part.origin;
+    if (!src.traced_at.empty()) {  // per node of the partition's input graph
+      dot.traced_at.resize(g.num_nodes);
+      for (size_t i = 0; i < g.num_nodes; ++i) {
+        const int32_t from = !part.decomposed         ? static_cast<int32_t>(i)
+                             : i < part.source.size() ? part.source[i]
+                                                      : -1;
+        if (from >= 0 && static_cast<size_t>(from) < src.traced_at.size())
+          dot.traced_at[i] = src.traced_at[static_cast<size_t>(from)];
+      }
+    }
     dump_dot(rt, dot);
   }
   const auto compile_ns = static_cast<uint64_t>(

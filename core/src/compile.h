@@ -24,6 +24,7 @@ struct PlanSource {
   uint64_t key = 0;
   std::string label, why;  // graph_label(c); why it was compiled (the dump's title)
   std::vector<std::string> input_names;
+  std::vector<std::string> traced_at;  // per node: "train.cpp:57"; filled for graph dumps only
   PlanSource(const Collected& c, std::string reason);
   // A graph the core built from c (padded to buckets): its own shape, c's identity.
   PlanSource(const lt_graph& g, const Collected& c, std::string reason);

@@ -1,12 +1,15 @@
 // device_client.cpp — every plugin entry point the core calls, marshalled once (device_client.h).
 #include "device_client.h"
 
+#include <chrono>
 #include <cstring>
 
 #include "error.h"
 #include "lazytensor/lower/decompose.hpp"
 #include "lazytensor/lower/graph.hpp"
 #include "ops.h"
+#include "profile.h"
+#include "runtime.h"
 
 namespace lt::client {
 namespace {
@@ -18,6 +21,18 @@ lt_plugin_buffer_args buffer_args(Device* dev, const lt_plugin_buffer* buffer) {
   a.device = dev->index;
   a.buffer = const_cast<lt_plugin_buffer*>(buffer);
   return a;
+}
+
+// ABI 1.3: a plugin's kernel or host step, a child span of the region's execution (called on
+// the thread of the execute call, inside it). Nothing may throw across the plugin.
+void kernel_span(void* user, const char* name, int64_t start_ns, int64_t end_ns) {
+  try {
+    using Clock = Profiler::Clock;
+    const auto at = [](int64_t ns) { return Clock::time_point(std::chrono::nanoseconds(ns)); };
+    static_cast<Profiler*>(user)->complete("kernel", name ? name : "kernel", at(start_ns),
+                                           at(end_ns));
+  } catch (...) {  // a span lost to out of memory
+  }
 }
 
 }  // namespace
@@ -69,6 +84,10 @@ void execute(Device* dev, lt_plugin_executable* exe, std::span<lt_plugin_buffer*
   a.outputs = const_cast<lt_plugin_buffer**>(outputs.data());
   a.num_symbols = symbols.size();
   a.symbol_values = symbols.empty() ? nullptr : symbols.data();
+  if (Profiler* prof = dev->runtime->profiler.get(); prof && p->abi_minor >= 3) {
+    a.span = &kernel_span;  // older plugins are profiled as whole executables
+    a.span_user = prof;
+  }
   p->call("execute", [&] { return p->api->execute(&a); });
 }
 

@@ -125,6 +125,8 @@ void dump_dot(Runtime* rt, const DotDump& d) {
       label = fmt::format("%{} {}\n{} {}", i, n.op, lt_dtype_name(n.dtype), shape);
       if (i < d.origin.size() && d.origin[i] >= 0)
         label += fmt::format("\n(from {})", op_name(static_cast<uint16_t>(d.origin[i])));
+      if (i < d.traced_at.size() && !d.traced_at[i].empty())
+        label += "\nat " + d.traced_at[i];  // the user's line that traced it (issue #28)
       label += step_note[i];
     }
     if (is_output[i]) extra += ", peripheries=2";

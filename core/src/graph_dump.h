@@ -31,6 +31,7 @@ struct DotDump {
   std::string device, reason;
   std::vector<std::string> input_names;  // of graph input k ("" when unnamed)
   std::vector<int32_t> origin;           // lowered node -> composite OpId it came from, or -1
+  std::vector<std::string> traced_at;    // lowered node -> "train.cpp:57" that traced it, or ""
   std::vector<DotRegion> regions;
 };
 // The steps a backend that compiles from the shared kernel planner (lt::lower::

@@ -64,6 +64,7 @@ std::vector<int8_t> decompose_step(const lt_graph& g, const Placement& pl, Parti
   if (!lower::decompose(g, pl.supports, &part.lowered, &report, fallback)) return answer;
   part.decomposed = true;
   part.origin = std::move(report.origin);
+  part.source = std::move(report.source);
   part.decomposed_nodes = report.decomposed.size();
   for (const std::string& op : report.decomposed) add_count(part.op_counts, "decomposed." + op);
   for (const std::string& op : report.widened) {

@@ -54,6 +54,7 @@ struct Partition {
   bool decomposed = false;
   lower::OwnedGraph lowered;    // the decomposition, when decomposed
   std::vector<int32_t> origin;  // node -> OpId of the composite it came from, or -1
+  std::vector<int32_t> source;  // when decomposed: node -> the input graph's node it came from
   std::vector<Site> site;       // per node
   std::vector<PartRegion> regions;
   std::vector<int32_t> region_of;     // per node; -1 for inputs

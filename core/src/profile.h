@@ -3,8 +3,10 @@
 // tracing between steps, each lt_sync and read, collect, the plan lookup, compiles (per
 // region and backend), each region's execution, transfers, collectives and queue waits.
 // One Profiler per runtime, owned by it; spans cost one branch when profiling is off. The file
-// is written when the runtime is destroyed. Per-kernel time inside an executable is not seen
-// (the plugin ABI reports whole executables).
+// is written when the runtime is destroyed. Inside a region's execution, a plugin of ABI 1.3
+// reports each kernel or host step through the execute call's span callback (category
+// "kernel", device_client.cpp): cpu_jit, cpu_eager and gpu_opencl do; older plugins and
+// tpu_sim show as whole executables.
 #pragma once
 
 #include <atomic>

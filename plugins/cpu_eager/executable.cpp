@@ -46,7 +46,8 @@ void Executable::run(std::span<kit::Buffer* const> inputs, std::span<kit::Buffer
   std::vector<void*> in(inputs.size()), out(outputs.size());
   for (size_t k = 0; k < inputs.size(); ++k) in[k] = inputs[k]->data;
   for (size_t k = 0; k < outputs.size(); ++k) out[k] = outputs[k]->data;
-  steps_->run(in.data(), out.data());
+  const kit::SpanSink& spans = kit::current_spans();  // per op while the core profiles
+  steps_->run(in.data(), out.data(), spans.fn, spans.user);
   executions_.fetch_add(1);
 }
 

@@ -7,6 +7,10 @@
 #include <lazytensor/lt_plugin.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -82,6 +86,27 @@ TEST(AbiCompat, OlderMinorTableWithoutTrailingEntriesLoadsAndWorks) {
   EXPECT_EQ(lt_metrics_report(rt.rt, 1, &s), nullptr);
   lt_string_free(s);
   EXPECT_EQ(rt.metric("fallback.exp"), 0) << "exp ran on the plugin";
+}
+
+// ABI 1.3 appended the execute call's span callback (per-kernel profiling). A plugin built
+// before it still runs under the profiler, profiled as whole executables (region spans, no
+// kernel spans).
+TEST(AbiCompat, OlderMinorPluginRunsUnderTheProfilerAsWholeExecutables) {
+  const std::string trace = ::testing::TempDir() + "lt_abi_profile.json";
+  std::remove(trace.c_str());
+  ::setenv("LT_PROFILE", trace.c_str(), 1);
+  {
+    Rt rt("older_minor", "abi_older_minor");
+    ::unsetenv("LT_PROFILE");
+    ASSERT_NE(rt.rt, nullptr);
+    run_formula(rt.rt);
+  }  // the trace is written when the runtime is destroyed
+  std::ifstream in(trace);
+  ASSERT_TRUE(in) << "no trace " << trace;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"name\": \"region\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("\"cat\": \"kernel\""), std::string::npos) << text;
+  std::remove(trace.c_str());
 }
 
 TEST(AbiCompat, NewerMinorTableWithUnknownTrailingFieldsWorks) {

@@ -11,6 +11,7 @@
 
 #include <lazytensor/custom_op.hpp>
 #include <lazytensor/lazytensor.hpp>
+#include <lazytensor/nn.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -212,6 +213,32 @@ TEST(GraphDump, KernelsOfTheSharedPlannerAreDrawnForCpuJit) {
   EXPECT_TRUE(std::regex_search(report, std::regex("region 0: tpu_sim: [^\\n]*\\n *backend "
                                                    "reports: simulated_ns [0-9.e+]+, ")))
       << report;
+}
+
+// Every node names the line of this file that traced it (issue #28): ops recorded here, and
+// the nodes a composite recorded inside the API's headers (a loss) was decomposed into.
+TEST(GraphDump, NodesNameTheLineThatTracedThem) {
+  fs::path dump = fresh_dir("lt_graph_dump_lines");
+  lt::RuntimeOptions o;
+  o.device = "cpu_jit";
+  o.dump_dir = dump.string();
+  lt::Runtime rt = lt::Runtime::create(o);
+  lt::Device d = rt.default_device();
+  lt::Tensor x = lt::Tensor::from(d, std::vector<float>(8 * 10, 0.25f), {8, 10});
+  lt::Tensor target = lt::Tensor::from(d, std::vector<float>(8 * 10, 0.1f), {8, 10});
+  const int relu_line = __LINE__ + 1;
+  lt::Tensor h = lt::relu(x) * 3.0;
+  const int loss_line = __LINE__ + 1;
+  lt::Tensor loss = lt::nn::cross_entropy(h, target);  // log_softmax: decomposed for cpu_jit
+  loss.item<float>();
+  std::vector<fs::path> dots = files(dump, ".dot");
+  ASSERT_EQ(dots.size(), 1u);
+  const std::string dot = read_file(dots[0]);
+  const std::string at = "\\nat GraphViewerTest.cpp:";
+  // relu (or what it was decomposed into) and the mul of the same line.
+  EXPECT_GE(count(dot, at + std::to_string(relu_line) + "\""), 2u) << dot;
+  EXPECT_NE(dot.find("(from log_softmax)" + at + std::to_string(loss_line)), std::string::npos)
+      << dot;
 }
 
 // The lt-run training step, rendered by lt-graph with Graphviz, parses as SVG and shows it.

@@ -1,7 +1,9 @@
 // ProfileTest.cpp — the profiler (config `profile` / LT_PROFILE, core/src/profile.h) over the
 // GPT training step that lt-run trains: the file is Chrome trace event JSON (as Perfetto and
 // chrome://tracing read it), holds a span for every stage, and each step's spans ("trace", the
-// host tracing between syncs, plus "lt_sync") add up to the measured step time within 10%.
+// host tracing between syncs, plus "lt_sync") add up to the measured step time within 10%;
+// with a backend of plugin ABI 1.3 (cpu_jit, cpu_eager) each kernel and host step is a child
+// span inside its region's execution.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,6 +14,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -86,6 +89,60 @@ TEST(Profile, GptTrainingTraceIsChromeTraceJsonWhoseStepSpansAddUpToTheStepTime)
       << "trace " << total_us["trace"] / 1e3 << " ms + lt_sync " << total_us["lt_sync"] / 1e3
       << " ms against " << measured_ms << " ms measured";
   fs::remove_all(dir);
+}
+
+// Per-kernel spans (plugin ABI 1.3): every backend this build made reports its kernels and host
+// steps, each inside a "region" span of the same thread, and together at most that region.
+TEST(Profile, KernelsAreChildSpansOfTheirRegionOnEveryBuiltBackend) {
+  std::string backends = LT_TEST_BACKENDS;
+  for (size_t at = 0; at < backends.size();) {
+    size_t end = backends.find(',', at);
+    if (end == std::string::npos) end = backends.size();
+    const std::string backend = backends.substr(at, end - at);
+    at = end + 1;
+    if (backend == "tpu_sim") continue;  // its executables are simulated as a whole
+    SCOPED_TRACE(backend);
+    const fs::path dir = fs::temp_directory_path() / ("lt_kprofile_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const std::string trace = (dir / "trace.json").string(), config = (dir / "lt.json").string();
+    std::ofstream(config) << "{\"profile\": \"" << trace << "\"}";
+    {
+      lt::RuntimeOptions o;
+      o.config_path = config;
+      o.device = backend;
+      lt::Runtime rt = lt::Runtime::create(o);
+      lt::Device dev = rt.default_device();
+      // A matmul and a fused elementwise tail with a reduction: several kernels or steps.
+      lt::Tensor a = lt::Tensor::from(dev, std::vector<float>(64 * 64, 0.5f), {64, 64});
+      lt::Tensor b = (a.matmul(a) * 2.0 + 1.0).exp().sum();
+      EXPECT_GT(b.item<float>(), 0.0f);
+    }
+    nlohmann::json j = nlohmann::json::parse(std::ifstream(trace));
+    struct Span {
+      double ts, dur;
+      int tid;
+    };
+    std::vector<Span> regions, kernels;
+    for (const auto& e : j["traceEvents"]) {
+      if (e["ph"] != "X") continue;
+      Span s{e["ts"].get<double>(), e["dur"].get<double>(), e["tid"].get<int>()};
+      if (e["name"] == "region") regions.push_back(s);
+      if (e["cat"] == "kernel") kernels.push_back(s);
+    }
+    ASSERT_FALSE(regions.empty());
+    ASSERT_GE(kernels.size(), 2u) << "no per-kernel spans from " << backend;
+    std::map<size_t, double> inside;  // region -> its kernels' time
+    for (const Span& k : kernels) {
+      size_t r = 0;
+      while (r < regions.size() && !(regions[r].tid == k.tid && k.ts >= regions[r].ts - 1 &&
+                                     k.ts + k.dur <= regions[r].ts + regions[r].dur + 1))
+        ++r;
+      ASSERT_LT(r, regions.size()) << "a kernel span at " << k.ts << " us outside every region";
+      inside[r] += k.dur;
+    }
+    for (auto [r, us] : inside) EXPECT_LE(us, regions[r].dur + 2) << "region " << r;
+    fs::remove_all(dir);
+  }
 }
 
 }  // namespace

@@ -57,4 +57,9 @@ fi
 run prof --epochs 1 --profile "$dir/trace.json"
 head -c 200 "$dir/trace.json" | grep -q '"traceEvents"' || fail "--profile wrote no trace" prof
 grep -q '"name": "lt_sync"' "$dir/trace.json" || fail "--profile: no lt_sync span" prof
+# Per-kernel spans from the plugin (ABI 1.3; cpu_jit and cpu_eager report them), and the table.
+grep -q '"cat": "kernel"' "$dir/trace.json" || fail "--profile: no kernel spans" prof
+grep -q "^profile: $dir/trace.json" "$dir/prof.out" || fail "--profile: no table" prof
+grep -qE '^  kernel +[^ ].* +[0-9]+ +[0-9.]+ +[0-9.]+$' "$dir/prof.out" ||
+  fail "--profile: the table lists no kernel" prof
 echo "OK: progress, compile time, restored settings, override note, sampling without training, profile"

@@ -1,10 +1,12 @@
-// lt-run — the main job: trains a classifier (an MLP, or a small CNN with --model cnn) on
-// the shipped digits set on the chosen backend, one lt_sync per step (forward + backward +
-// update as one cached graph), then reports test accuracy and the runtime's metrics.
+// lt-run — the main job: trains a classifier (an MLP, a small CNN or a ResNet) on the shipped
+// digits set or on Fashion-MNIST (--data fashion-mnist) on the chosen backend, one lt_sync per step
+// (forward + backward + update as one cached graph), then reports test accuracy and the runtime's
+// metrics.
 // --model gpt trains, saves, resumes and samples a character-level GPT (gpt.cpp).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +19,8 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "lazytensor/amp.hpp"
 #include "lazytensor/autograd.hpp"
@@ -39,6 +43,9 @@ struct Options {
   std::string precision = "f32";
   int64_t epochs = 20, batch = 32, hidden = 128;
   double lr = 0.003, test_fraction = 0.2;
+  double target_accuracy = 0;             // > 0: evaluate after every epoch, stop once reached
+  double lr_decay = 1;                    // the learning rate is multiplied by it after every epoch
+  int64_t train_rows = 0, test_rows = 0;  // > 0: the first rows only (quick runs, tests)
   uint64_t seed = 42;
   bool metrics = false;      // --metrics: the full text report at the end
   std::string loss_log;      // per-epoch training loss, one line each, full precision (tests)
@@ -73,7 +80,7 @@ void lt_run::maybe_fault(const std::string& spec, int64_t step) {
 
 namespace {
 
-// Both models map a [B, 64] batch to [B, 10] logits.
+// Every model maps a [B, side * side] batch of square images to [B, 10] logits.
 class Model : public lt::nn::Module {
  public:
   virtual lt::Tensor forward(const lt::Tensor& x) = 0;
@@ -81,8 +88,8 @@ class Model : public lt::nn::Module {
 
 class Mlp : public Model {
  public:
-  Mlp(const lt::Device& d, int64_t hidden, uint64_t seed)
-      : fc1_(d, 64, hidden, seed), fc2_(d, hidden, 10, seed + 1) {
+  Mlp(const lt::Device& d, int64_t features, int64_t hidden, uint64_t seed)
+      : fc1_(d, features, hidden, seed), fc2_(d, hidden, 10, seed + 1) {
     register_module("fc1", fc1_);
     register_module("fc2", fc2_);
   }
@@ -92,43 +99,85 @@ class Mlp : public Model {
   lt::nn::Linear fc1_, fc2_;
 };
 
-// 1x8x8 -> conv3x3(8, pad 1) -> relu -> maxpool 2 -> 8x4x4 -> linear 10.
+// 1xSxS -> conv3x3(8, pad 1) -> relu -> maxpool 2 -> 8x(S/2)x(S/2) -> linear 10.
 class Cnn : public Model {
  public:
-  Cnn(const lt::Device& d, uint64_t seed)
-      : conv_(d, 1, 8, 3, seed, 1, 1), pool_(2), fc_(d, 8 * 4 * 4, 10, seed + 1) {
+  Cnn(const lt::Device& d, int64_t side, uint64_t seed)
+      : side_(side),
+        flat_(8 * (side / 2) * (side / 2)),
+        conv_(d, 1, 8, 3, seed, 1, 1),
+        pool_(2),
+        fc_(d, flat_, 10, seed + 1) {
     register_module("conv", conv_);
     register_module("fc", fc_);
   }
   lt::Tensor forward(const lt::Tensor& x) override {
     int64_t b = x.dim(0);
-    lt::Tensor h = pool_(conv_(x.reshape({b, 1, 8, 8})).relu());
-    return fc_(h.reshape({b, 8 * 4 * 4}));
+    lt::Tensor h = pool_(conv_(x.reshape({b, 1, side_, side_})).relu());
+    return fc_(h.reshape({b, flat_}));
   }
 
  private:
+  int64_t side_, flat_;
   lt::nn::Conv2d conv_;
   lt::nn::MaxPool2d pool_;
   lt::nn::Linear fc_;
 };
 
-// The 8x8 digits through lt::models::ResNet: a 16-channel stem, a block at 8x8, two at 4x4
-// with 32 channels (group norm, residual shortcuts), global average pooling, linear 10.
-class ResNetDigits : public Model {
+// Images through lt::models::ResNet (group norm, residual shortcuts, global average pooling,
+// linear 10). The 8x8 digits: a 16-channel stem, a block at 8x8, two at 4x4 with 32 channels.
+// Fashion-MNIST's 28x28: a 16-channel stem of stride 2 and one block per stage at 14x14 (16
+// channels), 7x7 (32) and 4x4 (64); benchmarks/train/fashion_mnist_torch.py builds the same.
+class ResNetImages : public Model {
  public:
-  ResNetDigits(const lt::Device& d, uint64_t seed) : net_(d, config(seed)) {
+  ResNetImages(const lt::Device& d, int64_t side, uint64_t seed)
+      : side_(side), net_(d, config(side, seed)) {
     register_module("net", net_);
   }
-  lt::Tensor forward(const lt::Tensor& x) override { return net_(x.reshape({x.dim(0), 1, 8, 8})); }
+  lt::Tensor forward(const lt::Tensor& x) override {
+    return net_(x.reshape({x.dim(0), 1, side_, side_}));
+  }
 
  private:
-  static lt::models::ResNetConfig config(uint64_t seed) {
+  static lt::models::ResNetConfig config(int64_t side, uint64_t seed) {
     lt::models::ResNetConfig c;
     c.seed = seed;
+    if (side > 8) {
+      c.blocks = {1, 1, 1};
+      c.stem_stride = 2;
+    }
     return c;
   }
+  int64_t side_;
   lt::models::ResNet net_;
 };
+
+// Fashion-MNIST is asked for as "fashion-mnist" (Debian's dataset-fashion-mnist) or
+// "fashion-mnist:DIR" (the same four idx files elsewhere); empty when `data` names a CSV.
+std::optional<std::string> fashion_mnist_dir(const std::string& data) {
+  const std::string key = "fashion-mnist";
+  if (data == key) return std::string(lt::data::kFashionMnistDir);
+  if (data.rfind(key + ":", 0) == 0) return data.substr(key.size() + 1);
+  return std::nullopt;
+}
+
+// Test accuracy in batches of at most 1,000 rows (a 28x28 ResNet's activations for 10,000
+// images at once would take gigabytes); every batch but the last has one shape, one graph.
+double evaluate(Model& model, const lt::Device& dev, const lt::data::Dataset& test) {
+  lt::NoGradGuard no_grad;
+  const int64_t batch = std::min<int64_t>(1000, test.rows());
+  int64_t correct = 0;
+  for (int64_t first = 0; first < test.rows(); first += batch) {
+    const int64_t n = std::min(batch, test.rows() - first);
+    std::vector<float> x(test.x.begin() + first * test.features,
+                         test.x.begin() + (first + n) * test.features);
+    std::vector<int64_t> y(test.y.begin() + first, test.y.begin() + first + n);
+    auto tx = lt::Tensor::from(dev, x, {n, test.features}).set_name("x");
+    auto ty = lt::Tensor::from(dev, y, {n}).set_name("y");
+    correct += lt::nn::correct_count(model.forward(tx), ty).item<int64_t>();
+  }
+  return static_cast<double>(correct) / static_cast<double>(test.rows());
+}
 
 // The shipped digits set: installed beside the program (<prefix>/bin/../share/lazytensor), else
 // in the source tree this lt-run was built from.
@@ -140,6 +189,38 @@ std::string default_digits() {
     if (std::filesystem::exists(installed, ec)) return installed.lexically_normal().string();
   }
   return LT_RUN_SOURCE_DATA;
+}
+
+// --profile: after the runtime wrote the trace, the spans by total time (a kernel's spans are
+// inside their region's, a region's inside its step's: the rows overlap by design).
+void print_profile_table(const std::string& path) {
+  std::ifstream in(path);
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.contains("traceEvents")) {
+    std::fprintf(stderr, "lt-run: --profile: %s is not a readable trace\n", path.c_str());
+    return;
+  }
+  struct Row {
+    int64_t count = 0;
+    double us = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Row> rows;
+  for (const auto& e : j["traceEvents"]) {
+    if (e.value("ph", "") != "X") continue;
+    Row& r = rows[{e.value("cat", ""), e.value("name", "")}];
+    ++r.count;
+    r.us += e.value("dur", 0.0);
+  }
+  std::vector<std::pair<std::pair<std::string, std::string>, Row>> top(rows.begin(), rows.end());
+  std::sort(top.begin(), top.end(), [](auto& a, auto& b) { return a.second.us > b.second.us; });
+  std::printf("\nprofile: %s (Chrome trace: open it in Perfetto or chrome://tracing)\n",
+              path.c_str());
+  std::printf("  %-10s %-40s %8s %12s %10s\n", "category", "span", "count", "total ms", "mean ms");
+  for (size_t i = 0; i < top.size() && i < 20; ++i) {
+    const auto& [key, r] = top[i];
+    std::printf("  %-10s %-40.40s %8lld %12.2f %10.3f\n", key.first.c_str(), key.second.c_str(),
+                static_cast<long long>(r.count), r.us / 1e3, r.us / 1e3 / double(r.count));
+  }
 }
 
 // A counter of the metrics report, or `fallback` when this core does not report it.
@@ -207,19 +288,38 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
   }
 
   const std::string data = o.data.empty() ? default_digits() : o.data;
-  lt::data::Dataset all = lt::data::load_digits(data);
-  auto [train, test] = lt::data::train_test_split(all, o.test_fraction, o.seed);
-  auto norm = lt::data::Standardizer::fit(train);
-  norm.apply(train);
-  norm.apply(test);
+  lt::data::Dataset train, test;
+  const auto fashion = fashion_mnist_dir(data);
+  if (fashion) {  // its own test set; one mean and deviation over every pixel
+    std::tie(train, test) = lt::data::load_fashion_mnist(*fashion);
+    auto norm = lt::data::GlobalStandardizer::fit(train);
+    norm.apply(train);
+    norm.apply(test);
+  } else {
+    lt::data::Dataset all = lt::data::load_digits(data);
+    std::tie(train, test) = lt::data::train_test_split(all, o.test_fraction, o.seed);
+    auto norm = lt::data::Standardizer::fit(train);
+    norm.apply(train);
+    norm.apply(test);
+  }
+  auto first_rows = [](lt::data::Dataset& d, int64_t n) {
+    if (n <= 0 || n >= d.rows()) return;
+    d.x.resize(static_cast<size_t>(n * d.features));
+    d.y.resize(static_cast<size_t>(n));
+  };
+  first_rows(train, o.train_rows);
+  first_rows(test, o.test_rows);
+  const auto side = static_cast<int64_t>(std::lround(std::sqrt(double(train.features))));
+  // Evaluated after every epoch: the learning curve of a real data set, or a target to stop at.
+  const bool eval_each_epoch = fashion || o.target_accuracy > 0;
 
   std::unique_ptr<Model> model;
   if (o.model == "mlp") {
-    model = std::make_unique<Mlp>(dev, o.hidden, o.seed);
+    model = std::make_unique<Mlp>(dev, train.features, o.hidden, o.seed);
   } else if (o.model == "cnn") {
-    model = std::make_unique<Cnn>(dev, o.seed);
+    model = std::make_unique<Cnn>(dev, side, o.seed);
   } else if (o.model == "resnet") {
-    model = std::make_unique<ResNetDigits>(dev, o.seed);
+    model = std::make_unique<ResNetImages>(dev, side, o.seed);
   } else {
     throw lt::Error(LT_STATUS_INVALID_ARGUMENT,
                     "unknown --model '" + o.model + "' (mlp, cnn, resnet, gpt)");
@@ -273,6 +373,8 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
   auto t0 = Clock::now();
   bar.compiling();
   double last_loss = 0;
+  double eval_s = 0, target_s = -1;  // evaluation time (not training); time to the target
+  nlohmann::json curve = nlohmann::json::array();
   for (int64_t epoch = 1; epoch <= o.epochs; ++epoch) {
     auto te = Clock::now();
     batches.shuffle(epoch);
@@ -306,13 +408,34 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
       bar.step((epoch - 1) * steps + s + 1, extra);
     }
     last_loss = loss_sum / static_cast<double>(steps);
+    if (o.lr_decay != 1) opt->set_lr(opt->lr() * o.lr_decay);  // a graph parameter: no recompile
     if (loss_log) std::fprintf(loss_log, "%lld %.9g\n", static_cast<long long>(epoch), last_loss);
-    bar.line(" epoch %3lld/%lld  loss %.4f  (%.2f s)", static_cast<long long>(epoch),
-             static_cast<long long>(o.epochs), last_loss,
-             std::chrono::duration<double>(Clock::now() - te).count());
+    const double epoch_s = std::chrono::duration<double>(Clock::now() - te).count();
+    if (!eval_each_epoch) {
+      bar.line(" epoch %3lld/%lld  loss %.4f  (%.2f s)", static_cast<long long>(epoch),
+               static_cast<long long>(o.epochs), last_loss, epoch_s);
+      continue;
+    }
+    auto tv = Clock::now();
+    const double acc = evaluate(*model, dev, test);  // every rank: they stop together
+    eval_s += std::chrono::duration<double>(Clock::now() - tv).count();
+    const double trained_s = std::chrono::duration<double>(Clock::now() - t0).count() - eval_s;
+    bar.line(" epoch %3lld/%lld  loss %.4f  test accuracy %.2f%%  (%.2f s; %.1f s trained)",
+             static_cast<long long>(epoch), static_cast<long long>(o.epochs), last_loss,
+             100.0 * acc, epoch_s, trained_s);
+    curve.push_back({{"epoch", epoch},
+                     {"train_loss", last_loss},
+                     {"test_accuracy", acc},
+                     {"train_seconds", trained_s}});
+    if (o.target_accuracy > 0 && acc >= o.target_accuracy) {
+      target_s = trained_s;
+      bar.line(" reached %.2f%% test accuracy after %lld epochs, %.1f s of training",
+               100.0 * o.target_accuracy, static_cast<long long>(epoch), trained_s);
+      break;
+    }
   }
   bar.finish();
-  double train_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  double train_s = std::chrono::duration<double>(Clock::now() - t0).count() - eval_s;
   const double train_compile_s = metric_or(rt, "compile_ms", 0) / 1e3;
   if (loss_log) std::fclose(loss_log);
   // A simulated backend (tpu_sim) prices each program it runs; the delta over the training
@@ -346,13 +469,9 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
   }
 
   if (!rank0) return 0;  // rank 0 alone evaluates and reports
-  int64_t correct = 0;
-  {
-    lt::NoGradGuard no_grad;
-    auto [tx, ty] = lt::data::to_tensors(dev, test);
-    correct = lt::nn::correct_count(model->forward(tx), ty).item<int64_t>();
-  }
-  double acc = static_cast<double>(correct) / static_cast<double>(test.rows());
+  const double acc = eval_each_epoch && !curve.empty() ? curve.back()["test_accuracy"].get<double>()
+                                                       : evaluate(*model, dev, test);
+  const auto correct = std::llround(acc * static_cast<double>(test.rows()));
   // Compile time apart from step time: the first step carries the compile of the step's graph,
   // the steady rate is over the steps after it.
   const int64_t steady = bar.steady_steps();
@@ -381,6 +500,9 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
     out["train_seconds"] = train_s;
     out["first_step_seconds"] = bar.first_step_seconds();
     out["train_compile_seconds"] = train_compile_s;
+    if (!curve.empty()) out["curve"] = curve;
+    if (o.target_accuracy > 0)
+      out["seconds_to_target"] = target_s >= 0 ? nlohmann::json(target_s) : nlohmann::json();
     out["steady_ms_per_step"] =
         steady ? 1000.0 * bar.steady_seconds() / static_cast<double>(steady) : 0.0;
     out["metrics"] = nlohmann::json::parse(rt.metrics_report(true));
@@ -448,7 +570,21 @@ int main(int argc, char** argv) {
       ->check(real_above(0, false));
   app.add_option("--seed", o.seed, "seed for initialisation, data order and sampling");
   app.add_option("--data", o.data,
-                 "digits CSV (.gz or plain; default: the shipped set, <prefix>/share/lazytensor)");
+                 "digits CSV (.gz or plain; default: the shipped set, <prefix>/share/lazytensor), "
+                 "or fashion-mnist (Debian's dataset-fashion-mnist; fashion-mnist:DIR for its "
+                 "idx files elsewhere)");
+  app.add_option("--target-accuracy", o.target_accuracy,
+                 "evaluate after every epoch and stop once the test accuracy reaches this "
+                 "fraction (e.g. 0.92); reports the training time to it")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--lr-decay", o.lr_decay,
+                 "multiply the learning rate by this after every epoch (mlp, cnn, resnet)")
+      ->check(real_above(0, false));
+  app.add_option("--train-rows", o.train_rows,
+                 "train on the first N rows of the training set only (quick runs)")
+      ->check(whole_at_least(1));
+  app.add_option("--test-rows", o.test_rows, "evaluate on the first N test rows only")
+      ->check(whole_at_least(1));
   app.add_option("--metrics-json", o.metrics_json, "write accuracy and metrics as JSON here");
   app.add_option("--profile", o.profile,
                  "write a Chrome trace of every step's stages here (LT_PROFILE; open it in "
@@ -564,7 +700,9 @@ int main(int argc, char** argv) {
     if (lt::dist::rank() != 0 && !std::freopen("/dev/null", "w", stdout)) return 1;
   }
   try {
-    int rc = run(o, g);
+    int rc = run(o, g);  // the runtime, and with it the trace, ends inside
+    if (rc == 0 && !o.profile.empty() && (!o.distributed || lt::dist::rank() == 0))
+      print_profile_table(o.profile);
     if (o.distributed) lt::dist::finalize();
     return rc;
   } catch (const std::exception& e) {

@@ -106,7 +106,8 @@ class GradScaler {
 
   // opt.step() on the unscaled gradients, keeping the previous parameters and optimizer state
   // where a gradient was not finite; then updates the scale. Lazy.
-  void step(optim::Optimizer& opt) {
+  void step(optim::Optimizer& opt, std::source_location loc = std::source_location::current()) {
+    lt::detail::ApiFrame frame(loc);  // the update's ops record the caller's line
     if (!unscaled_) unscale(opt);
     unscaled_ = false;
     if (!finite_.defined()) return;  // no gradients: nothing to do

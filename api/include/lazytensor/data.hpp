@@ -1,6 +1,7 @@
-// data.hpp — header-only loader for small labelled CSV data sets (the shipped digits set:
-// 64 pixel values 0..16 then a label 0..9 per row), plain or gzip-compressed (zlib: link
-// ZLIB::ZLIB), with validation, normalisation, seeded shuffling, train/test split and
+// data.hpp — header-only loaders for labelled data sets: small CSV sets (the shipped digits
+// set: 64 pixel values 0..16 then a label 0..9 per row) and image sets in the idx format
+// (MNIST, Fashion-MNIST from Debian's dataset-fashion-mnist), plain or gzip-compressed (zlib:
+// link ZLIB::ZLIB), with validation, normalisation, seeded shuffling, train/test split and
 // static-shape batching. Owned by the train engineer.
 #ifndef LAZYTENSOR_DATA_HPP
 #define LAZYTENSOR_DATA_HPP
@@ -9,6 +10,7 @@
 #include "lazytensor/lt_random.h"
 #include "lazytensor/regular_file.hpp"
 
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lt::data {
@@ -122,6 +125,196 @@ inline Dataset load_csv(const std::string& path, int64_t features, int64_t class
 inline Dataset load_digits(const std::string& path) {
   return load_csv(path, 64, 10);
 }
+
+// ---- idx files (the MNIST format): a big-endian header, magic 0x0000 <type> <rank>, one
+// u32 per dimension, then the elements. Only unsigned bytes (type 0x08) are read here.
+namespace detail {
+
+// The bytes of an idx file, plain or gzip: the header is read first and every length it
+// declares is checked against the file (a plain file's size; a gzip member's trailer, ISIZE,
+// and deflate's maximum ratio) before the payload is allocated.
+class IdxReader {
+ public:
+  IdxReader(const std::string& path, int rank) : path_(path), rank_(rank) {
+    std::string why;
+    if (!file_.open(path, &why)) {
+      throw Error(file_.error() == ENOENT ? LT_STATUS_NOT_FOUND : LT_STATUS_IO_ERROR,
+                  path + ": cannot open (" + why + ")");
+    }
+    file_size_ = file_.size();
+    unsigned char magic[2] = {0, 0};
+    gzip_ = file_.size() >= 18 && file_.read_at(magic, 2, 0, nullptr) && magic[0] == 0x1f &&
+            magic[1] == 0x8b;
+    if (gzip_) {
+      unsigned char t[4];
+      if (!file_.read_at(t, 4, file_.size() - 4, &why)) fail("gzip trailer: " + why);
+      isize_ = uint32_t(t[0]) | uint32_t(t[1]) << 8 | uint32_t(t[2]) << 16 | uint32_t(t[3]) << 24;
+    }
+    gz_ = gzdopen(file_.fd(), "rb");
+    if (!gz_) fail("cannot open (out of memory)");
+    file_.release();  // gzclose closes it
+  }
+  IdxReader(const IdxReader&) = delete;
+  IdxReader& operator=(const IdxReader&) = delete;
+  ~IdxReader() {
+    if (gz_) gzclose(gz_);
+  }
+
+  // The header's dimensions, checked: magic, unsigned-byte type, the expected rank, no zero
+  // dimension, and header + elements equal to what the file holds.
+  std::vector<int64_t> header() {
+    unsigned char h[4];
+    read(h, 4, "header");
+    if (h[0] != 0 || h[1] != 0) fail("not an idx file (bad magic)");
+    if (h[2] != 0x08) fail("element type 0x" + hex(h[2]) + " (only unsigned bytes, 0x08)");
+    if (h[3] != rank_) {
+      fail("rank " + std::to_string(h[3]) + ", expected " + std::to_string(rank_));
+    }
+    dims_.clear();
+    uint64_t elements = 1;
+    for (int i = 0; i < rank_; ++i) {
+      unsigned char d[4];
+      read(d, 4, "header");
+      const uint64_t v =
+          uint64_t(d[0]) << 24 | uint64_t(d[1]) << 16 | uint64_t(d[2]) << 8 | uint64_t(d[3]);
+      if (v == 0) fail("dimension " + std::to_string(i) + " is 0");
+      elements *= v;  // at most 3 factors below 2^32 each would overflow: checked next
+      if (elements > (uint64_t(1) << 40)) fail("declares more than 2^40 elements");
+      dims_.push_back(static_cast<int64_t>(v));
+    }
+    const uint64_t total = 4 + 4 * uint64_t(rank_) + elements;
+    // A plain file holds exactly the declared bytes. A gzip member stores its length mod 2^32
+    // and deflate expands at most 1032:1, so a header that lies is refused before allocating.
+    const bool fits =
+        gzip_ ? (total & 0xffffffffu) == isize_ && total <= file_size_ * 1032 : total == file_size_;
+    if (!fits) {
+      fail("header declares " + std::to_string(elements) + " elements (" + std::to_string(total) +
+           " bytes) but the file " +
+           (gzip_ ? "decompresses to " + std::to_string(isize_) + " bytes (mod 2^32)"
+                  : "is " + std::to_string(file_size_) + " bytes"));
+    }
+    elements_ = elements;
+    return dims_;
+  }
+
+  // The elements, then a check that nothing follows them.
+  std::vector<uint8_t> payload() {
+    std::vector<uint8_t> out(static_cast<size_t>(elements_));
+    read(out.data(), out.size(), "data");
+    unsigned char extra;
+    if (gzread(gz_, &extra, 1) != 0) fail("data continues past the declared elements");
+    return out;
+  }
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(LT_STATUS_IO_ERROR, path_ + ": " + what);
+  }
+
+ private:
+  void read(void* dst, size_t n, const char* part) {
+    auto* p = static_cast<unsigned char*>(dst);
+    while (n > 0) {
+      const unsigned chunk = static_cast<unsigned>(std::min<size_t>(n, 1u << 30));
+      const int got = gzread(gz_, p, chunk);
+      if (got <= 0) {
+        int errnum = 0;
+        const char* msg = got < 0 ? gzerror(gz_, &errnum) : nullptr;
+        fail(std::string(part) + ": " + (msg ? msg : "truncated (end of file)"));
+      }
+      p += got;
+      n -= static_cast<size_t>(got);
+    }
+  }
+  static std::string hex(unsigned v) {
+    const char* digits = "0123456789abcdef";
+    return std::string{digits[v >> 4 & 15], digits[v & 15]};
+  }
+
+  std::string path_;
+  int rank_;
+  lt::file::RegularFile file_;
+  uint64_t file_size_ = 0;  // at open (the gzip reader takes the descriptor)
+  gzFile gz_ = nullptr;
+  bool gzip_ = false;
+  uint32_t isize_ = 0;
+  std::vector<int64_t> dims_;
+  uint64_t elements_ = 0;
+};
+
+}  // namespace detail
+
+// An image set in the idx format: `images` (rank 3: count, rows, cols) and `labels` (rank 1)
+// of unsigned bytes, plain or gzip. Pixels are scaled to [0, 1]; each row of the Dataset is
+// one image, rows * cols features. Errors (lt::Error; NOT_FOUND for a missing file, else
+// IO_ERROR) name the file and what is wrong: magic, type, rank, a length the file does not
+// hold, counts that differ, a label out of range.
+inline Dataset load_idx(const std::string& images, const std::string& labels,
+                        int64_t classes = 10) {
+  detail::IdxReader img(images, 3), lab(labels, 1);
+  const auto di = img.header();
+  const auto dl = lab.header();
+  if (di[0] != dl[0]) {
+    throw Error(LT_STATUS_IO_ERROR, images + " holds " + std::to_string(di[0]) + " images but " +
+                                        labels + " " + std::to_string(dl[0]) + " labels");
+  }
+  Dataset d;
+  d.features = di[1] * di[2];
+  d.classes = classes;
+  const std::vector<uint8_t> pixels = img.payload(), y = lab.payload();
+  d.x.resize(pixels.size());
+  for (size_t i = 0; i < pixels.size(); ++i) d.x[i] = static_cast<float>(pixels[i]) / 255.0f;
+  d.y.reserve(y.size());
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (y[i] >= classes) {
+      lab.fail("label " + std::to_string(y[i]) + " of item " + std::to_string(i) +
+               " is not in [0, " + std::to_string(classes) + ")");
+    }
+    d.y.push_back(y[i]);
+  }
+  return d;
+}
+
+// Where Debian's dataset-fashion-mnist installs Fashion-MNIST.
+inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+
+// Fashion-MNIST (60,000 training and 10,000 test images of 28x28, 10 classes) from `dir`
+// (default: the Debian package's). A missing set is a NOT_FOUND error naming the package.
+inline std::pair<Dataset, Dataset> load_fashion_mnist(const std::string& dir = kFashionMnistDir) {
+  auto file = [&](const char* name) {
+    std::string p = dir + "/" + name;
+    struct stat st {};
+    if (::stat((p + ".gz").c_str(), &st) == 0) return p + ".gz";
+    if (::stat(p.c_str(), &st) == 0) return p;
+    throw Error(LT_STATUS_NOT_FOUND,
+                "Fashion-MNIST: " + p +
+                    ".gz not found; install Debian's dataset-fashion-mnist "
+                    "(sudo apt-get install dataset-fashion-mnist, or tools/install-deps.sh)");
+  };
+  // Looked up in this order, so a missing set names its first file.
+  const std::string train_x = file("train-images-idx3-ubyte"),
+                    train_y = file("train-labels-idx1-ubyte"),
+                    test_x = file("t10k-images-idx3-ubyte"),
+                    test_y = file("t10k-labels-idx1-ubyte");
+  return {load_idx(train_x, train_y), load_idx(test_x, test_y)};
+}
+
+// One mean and standard deviation over every feature (images: per-pixel statistics would
+// erase the spatial structure a convolution learns from).
+struct GlobalStandardizer {
+  float mean = 0, inv_std = 1;
+  static GlobalStandardizer fit(const Dataset& d) {
+    double sum = 0, sq = 0;
+    for (float v : d.x) {
+      sum += v;
+      sq += static_cast<double>(v) * v;
+    }
+    const double n = static_cast<double>(d.x.size()), m = sum / n, var = sq / n - m * m;
+    return {static_cast<float>(m), static_cast<float>(var > 1e-12 ? 1.0 / std::sqrt(var) : 1.0)};
+  }
+  void apply(Dataset& d) const {
+    for (float& v : d.x) v = (v - mean) * inv_std;
+  }
+};
 
 // A seeded permutation of 0..n-1 (Fisher-Yates over lt_random_bits: the stateless generator
 // of lt_random.h, so shuffles are reproducible across standard libraries).

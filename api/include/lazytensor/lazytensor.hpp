@@ -117,6 +117,56 @@ inline DType& autocast_dtype() {
 inline bool is_half(DType d) {
   return d == LT_DTYPE_BF16 || d == LT_DTYPE_F16;
 }
+
+// Source locations through the API's own layers (issue #28). An op written inside one of
+// LazyTensor's headers (a module's forward, a loss, an optimiser's step, a model) would record
+// that header's line; instead it records the line of the user's program that called into the
+// API. Each such entry point takes a defaulted std::source_location and opens an ApiFrame; the
+// outermost frame whose caller is not one of these headers holds the user's line, and every
+// op recorded inside it from a header (and every op without a location of its own) gets it.
+// Ops the user's own code records inside a frame (a module of theirs in nn::Sequential) keep
+// their own lines. Outside a frame this costs one thread-local load per op.
+struct UserLine {
+  const char* file = nullptr;
+  uint32_t line = 0;
+};
+inline UserLine& api_frame() {
+  static thread_local UserLine frame;
+  return frame;
+}
+inline bool in_api_header(const char* file) {
+  return std::strstr(file, "/include/lazytensor/") != nullptr;
+}
+class ApiFrame {
+ public:
+  explicit ApiFrame(const std::source_location& caller)
+      : outer_(!api_frame().file && !in_api_header(caller.file_name())) {
+    if (outer_) api_frame() = {caller.file_name(), caller.line()};
+  }
+  ~ApiFrame() {
+    if (!outer_) return;
+    api_frame() = {};
+    lt_trace_location(nullptr, 0);  // a location stamped but unused stays inside the frame
+  }
+  ApiFrame(const ApiFrame&) = delete;
+  ApiFrame& operator=(const ApiFrame&) = delete;
+
+ private:
+  bool outer_;
+};
+// Stamps the next op with `loc`, or with the frame's user line when `loc` is in a header.
+inline void trace_at(const std::source_location& loc) {
+  const UserLine& f = api_frame();
+  if (f.file && in_api_header(loc.file_name()))
+    lt_trace_location(f.file, f.line);
+  else
+    lt_trace_location(loc.file_name(), loc.line());
+}
+// For ops without a location parameter (reductions, layout, ...): the frame's user line.
+inline void trace_frame() {
+  const UserLine& f = api_frame();
+  if (f.file) lt_trace_location(f.file, f.line);
+}
 }  // namespace detail
 
 // ---- IntList: shapes, axes, attribute lists -----------------------------------------------
@@ -709,8 +759,10 @@ class Tensor {
   }
 
   // Throws when null; used by every op so a null tensor gives a clear error, not a crash.
+  // Inside an API frame it also stamps the next op with the user's line (detail::trace_frame).
   lt_tensor* req(const char* what) const {
     if (!t_) throw Error(LT_STATUS_INVALID_ARGUMENT, std::string(what) + ": tensor is null");
+    detail::trace_frame();
     return t_;
   }
 
@@ -723,7 +775,7 @@ class Tensor {
   Tensor unary(UnaryFn fn, const char* name, const std::source_location& loc) const {
     lt_tensor* out = nullptr;
     lt_tensor* a = req(name);
-    lt_trace_location(loc.file_name(), loc.line());
+    detail::trace_at(loc);
     check(fn(a, &out));
     return Tensor(out);
   }
@@ -732,13 +784,13 @@ class Tensor {
     if (fn == &lt_matmul && detail::autocast_dtype() != LT_DTYPE_INVALID) {
       Tensor x = to_autocast(), y = b.to_autocast();
       lt_tensor* out = nullptr;
-      lt_trace_location(loc.file_name(), loc.line());
+      detail::trace_at(loc);
       check(fn(x.req(name), y.req(name), &out));
       return Tensor(out);
     }
     lt_tensor* out = nullptr;
     lt_tensor *x = req(name), *y = b.req(name);
-    lt_trace_location(loc.file_name(), loc.line());
+    detail::trace_at(loc);
     check(fn(x, y, &out));
     return Tensor(out);
   }
@@ -769,13 +821,15 @@ class Tensor {
 // One free function per UNARY / BINARY row of lt_ops.def (neg(a), add(a, b), ...).
 #undef LT_CPP_UNARY
 #undef LT_CPP_BINARY
-#define LT_CPP_UNARY(m, fn, name)    \
-  inline Tensor m(const Tensor& a) { \
-    return a.m();                    \
+// The caller's location, as the methods take it (lt::exp(x) records the user's line).
+#define LT_CPP_UNARY(m, fn, name)                                                                \
+  inline Tensor m(const Tensor& a, std::source_location loc = std::source_location::current()) { \
+    return a.m(loc);                                                                             \
   }
-#define LT_CPP_BINARY(m, fn, name)                    \
-  inline Tensor m(const Tensor& a, const Tensor& b) { \
-    return a.m(b);                                    \
+#define LT_CPP_BINARY(m, fn, name)                                              \
+  inline Tensor m(const Tensor& a, const Tensor& b,                             \
+                  std::source_location loc = std::source_location::current()) { \
+    return a.m(b, loc);                                                         \
   }
 #define LT_OP(Camel, name, capi, cfn, cppfn, ...) LT_CPP_##capi(cppfn, cfn, name)
 #include "lazytensor/lt_ops.def"

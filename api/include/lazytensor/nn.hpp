@@ -155,7 +155,9 @@ class Linear : public Module {
       register_parameter("bias", this->bias);
     }
   }
-  Tensor forward(const Tensor& x) const {
+  Tensor forward(const Tensor& x,
+                 std::source_location loc = std::source_location::current()) const {
+    lt::detail::ApiFrame frame(loc);
     if (x.rank() == 0 || x.dim(-1) != in_) {
       throw Error(LT_STATUS_SHAPE_MISMATCH, "Linear(" + std::to_string(in_) + " -> " +
                                                 std::to_string(out_) + "): input of shape " +
@@ -165,7 +167,10 @@ class Linear : public Module {
     Tensor y = matmul(x, weight.t());
     return bias.defined() ? y + bias : y;
   }
-  Tensor operator()(const Tensor& x) const { return forward(x); }
+  Tensor operator()(const Tensor& x,
+                    std::source_location loc = std::source_location::current()) const {
+    return forward(x, loc);
+  }
   Tensor weight, bias;
 
  private:
@@ -192,10 +197,15 @@ class Conv2d : public Module {
       register_parameter("bias", this->bias);
     }
   }
-  Tensor forward(const Tensor& x) const {
+  Tensor forward(const Tensor& x,
+                 std::source_location loc = std::source_location::current()) const {
+    lt::detail::ApiFrame frame(loc);
     return conv2d(x, weight, bias, {stride_, stride_}, {padding_, padding_}, {1, 1}, groups_);
   }
-  Tensor operator()(const Tensor& x) const { return forward(x); }
+  Tensor operator()(const Tensor& x,
+                    std::source_location loc = std::source_location::current()) const {
+    return forward(x, loc);
+  }
   Tensor weight, bias;
 
  private:
@@ -206,8 +216,15 @@ class MaxPool2d : public Module {
  public:
   explicit MaxPool2d(int64_t kernel, int64_t stride = 0, int64_t padding = 0)
       : k_(kernel), s_(stride ? stride : kernel), p_(padding) {}
-  Tensor forward(const Tensor& x) const { return max_pool2d(x, {k_, k_}, {s_, s_}, {p_, p_}); }
-  Tensor operator()(const Tensor& x) const { return forward(x); }
+  Tensor forward(const Tensor& x,
+                 std::source_location loc = std::source_location::current()) const {
+    lt::detail::ApiFrame frame(loc);
+    return max_pool2d(x, {k_, k_}, {s_, s_}, {p_, p_});
+  }
+  Tensor operator()(const Tensor& x,
+                    std::source_location loc = std::source_location::current()) const {
+    return forward(x, loc);
+  }
 
  private:
   int64_t k_, s_, p_;
@@ -224,7 +241,9 @@ class LayerNorm : public Module {
     set_torch_name(gamma, "weight");
     set_torch_name(beta, "bias");
   }
-  Tensor forward(const Tensor& x) const {
+  Tensor forward(const Tensor& x,
+                 std::source_location loc = std::source_location::current()) const {
+    lt::detail::ApiFrame frame(loc);
     if (x.rank() == 0 || x.dim(-1) != dim_) {
       throw Error(LT_STATUS_SHAPE_MISMATCH, "LayerNorm(" + std::to_string(dim_) +
                                                 "): input of shape " +
@@ -235,7 +254,10 @@ class LayerNorm : public Module {
     Tensor var = (d * d).mean({-1}, true);
     return d * (var + eps_).rsqrt() * gamma + beta;
   }
-  Tensor operator()(const Tensor& x) const { return forward(x); }
+  Tensor operator()(const Tensor& x,
+                    std::source_location loc = std::source_location::current()) const {
+    return forward(x, loc);
+  }
   Tensor gamma, beta;
 
  private:
@@ -263,7 +285,9 @@ class GroupNorm : public Module {
     set_torch_name(gamma, "weight");
     set_torch_name(beta, "bias");
   }
-  Tensor forward(const Tensor& x) const {
+  Tensor forward(const Tensor& x,
+                 std::source_location loc = std::source_location::current()) const {
+    lt::detail::ApiFrame frame(loc);
     if (x.rank() != 4 || x.dim(1) != channels_) {
       throw Error(LT_STATUS_SHAPE_MISMATCH, "GroupNorm(" + std::to_string(channels_) +
                                                 " channels): expected NCHW input, got " +
@@ -275,7 +299,10 @@ class GroupNorm : public Module {
     Tensor y = (d * ((d * d).mean({-1}, true) + eps_).rsqrt()).reshape({n, channels_, h, w});
     return y * gamma.reshape({channels_, 1, 1}) + beta.reshape({channels_, 1, 1});
   }
-  Tensor operator()(const Tensor& x) const { return forward(x); }
+  Tensor operator()(const Tensor& x,
+                    std::source_location loc = std::source_location::current()) const {
+    return forward(x, loc);
+  }
   Tensor gamma, beta;
 
  private:
@@ -290,8 +317,15 @@ class Embedding : public Module {
     weight = random_normal(device, {num, dim}, seed, 0.0, 1.0);
     register_parameter("weight", weight);
   }
-  Tensor forward(const Tensor& indices) const { return weight.gather(indices, 0); }
-  Tensor operator()(const Tensor& indices) const { return forward(indices); }
+  Tensor forward(const Tensor& indices,
+                 std::source_location loc = std::source_location::current()) const {
+    lt::detail::ApiFrame frame(loc);
+    return weight.gather(indices, 0);
+  }
+  Tensor operator()(const Tensor& indices,
+                    std::source_location loc = std::source_location::current()) const {
+    return forward(indices, loc);
+  }
   Tensor weight;
 };
 
@@ -308,7 +342,10 @@ class LSTMCell : public Module {
     register_parameter("bias", bias);
   }
   // Returns {h', c'}.
-  std::pair<Tensor, Tensor> forward(const Tensor& x, const Tensor& h, const Tensor& c) const {
+  std::pair<Tensor, Tensor> forward(
+      const Tensor& x, const Tensor& h, const Tensor& c,
+      std::source_location loc = std::source_location::current()) const {
+    lt::detail::ApiFrame frame(loc);
     Tensor gates = matmul(x, w_ih) + matmul(h, w_hh) + bias;
     auto part = [&](int64_t k) { return gates.slice(-1, k * hidden_, (k + 1) * hidden_); };
     Tensor i = part(0).sigmoid(), f = part(1).sigmoid(), g = part(2).tanh(), o = part(3).sigmoid();
@@ -331,7 +368,8 @@ class Dropout : public Module {
                   "Dropout: p must be in [0, 1), got " + std::to_string(p));
     }
   }
-  Tensor forward(const Tensor& x) {
+  Tensor forward(const Tensor& x, std::source_location loc = std::source_location::current()) {
+    lt::detail::ApiFrame frame(loc);
     if (!is_training() || p_ == 0.0) return x;
     const uint64_t seed = seed_ + calls_++;
     Tensor u;
@@ -349,7 +387,9 @@ class Dropout : public Module {
     Tensor keep = (u >= p_).cast(x.dtype());
     return x * keep * (1.0 / (1.0 - p_));
   }
-  Tensor operator()(const Tensor& x) { return forward(x); }
+  Tensor operator()(const Tensor& x, std::source_location loc = std::source_location::current()) {
+    return forward(x, loc);
+  }
   // The mask of call n is a function of (seed, n) alone: a training loop that sets n from its
   // step number draws the same masks when resumed from a checkpoint.
   void set_calls(uint64_t n) { calls_ = n; }
@@ -365,11 +405,17 @@ class Dropout : public Module {
 
 class ReLU : public Module {
  public:
-  Tensor operator()(const Tensor& x) const { return x.relu(); }
+  Tensor operator()(const Tensor& x,
+                    std::source_location loc = std::source_location::current()) const {
+    return x.relu(loc);
+  }
 };
 class GELU : public Module {
  public:
-  Tensor operator()(const Tensor& x) const { return x.gelu(); }
+  Tensor operator()(const Tensor& x,
+                    std::source_location loc = std::source_location::current()) const {
+    return x.gelu(loc);
+  }
 };
 
 // Modules applied in order, each to the previous one's output (torch::nn::Sequential). It owns
@@ -399,12 +445,15 @@ class Sequential : public Module {
     layers_.push_back({std::move(module), [m](const Tensor& x) { return (*m)(x); }});
     return *m;
   }
-  Tensor forward(const Tensor& x) {
+  Tensor forward(const Tensor& x, std::source_location loc = std::source_location::current()) {
+    lt::detail::ApiFrame frame(loc);
     Tensor y = x;
     for (auto& layer : layers_) y = layer.call(y);
     return y;
   }
-  Tensor operator()(const Tensor& x) { return forward(x); }
+  Tensor operator()(const Tensor& x, std::source_location loc = std::source_location::current()) {
+    return forward(x, loc);
+  }
   size_t size() const { return layers_.size(); }
   Module& operator[](size_t i) {
     if (i >= layers_.size()) {
@@ -429,7 +478,9 @@ class Sequential : public Module {
 // or float targets [N, K] (one-hot or probabilities). Float targets keep the whole loss in
 // float ops, which every backend runs without fallback; integer labels are turned into a
 // one-hot mask with float compares for the same reason.
-inline Tensor cross_entropy(const Tensor& logits_in, const Tensor& target) {
+inline Tensor cross_entropy(const Tensor& logits_in, const Tensor& target,
+                            std::source_location loc = std::source_location::current()) {
+  lt::detail::ApiFrame frame(loc);
   // Under autocast (lazytensor/amp.hpp) the loss is computed in f32.
   const Tensor logits =
       detail::is_half(logits_in.dtype()) && detail::autocast_dtype() != LT_DTYPE_INVALID
@@ -468,7 +519,9 @@ inline Tensor cross_entropy(const Tensor& logits_in, const Tensor& target) {
   return -(weights * logp).sum() * (1.0 / static_cast<double>(n));
 }
 
-inline Tensor mse_loss(const Tensor& pred, const Tensor& target) {
+inline Tensor mse_loss(const Tensor& pred, const Tensor& target,
+                       std::source_location loc = std::source_location::current()) {
+  lt::detail::ApiFrame frame(loc);
   if (pred.shape() != target.shape()) {
     throw Error(LT_STATUS_SHAPE_MISMATCH,
                 "mse_loss: prediction " + detail::shape_string(pred.shape_span()) + " and target " +
@@ -481,7 +534,9 @@ inline Tensor mse_loss(const Tensor& pred, const Tensor& target) {
 }
 
 // Number of rows whose argmax equals the label (computed lazily; read with item<int64_t>).
-inline Tensor correct_count(const Tensor& logits, const Tensor& labels) {
+inline Tensor correct_count(const Tensor& logits, const Tensor& labels,
+                            std::source_location loc = std::source_location::current()) {
+  lt::detail::ApiFrame frame(loc);
   return logits.argmax(1).eq(labels.cast(i64)).cast(i64).sum();
 }
 

@@ -58,7 +58,9 @@ class Optimizer {
   double lr() const { return lr_value_; }
 
   // Applies one update from the accumulated gradients (parameters without one are kept).
-  void step() {
+  // The update's ops record the caller's line (lazytensor.hpp: detail::ApiFrame).
+  void step(std::source_location loc = std::source_location::current()) {
+    lt::detail::ApiFrame frame(loc);
     NoGradGuard no_grad;
     ++steps_;
     begin_step();

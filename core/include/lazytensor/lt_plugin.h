@@ -198,6 +198,11 @@ typedef struct lt_plugin_compile_args {
 /* The 1.2 size: what a plugin of minor 2 checks compile args against. */
 #define LT_PLUGIN_COMPILE_ARGS_STRUCT_SIZE_1_2 LT_STRUCT_SIZE(lt_plugin_compile_args, dynamic)
 
+/* Receives one span of an execution (ABI 1.3): a kernel or host step the executable ran, its
+ * `name` (borrowed for the call: "matmul", "k3 add+mul+exp"), its start and end in nanoseconds
+ * of CLOCK_MONOTONIC (std::chrono::steady_clock on Linux). */
+typedef void (*lt_plugin_span_fn)(void* user, const char* name, int64_t start_ns, int64_t end_ns);
+
 /* Inputs and outputs are buffers of this plugin on the executable's device, each at least
  * as large as its graph node needs (the core's caching allocator rounds sizes up to a size
  * class; read and write only the node's numel * dtype size bytes). The core allocates
@@ -215,8 +220,17 @@ typedef struct lt_plugin_execute_args {
    * shape and attribute at these values; buffers sized for them); else 0 / NULL. */
   size_t num_symbols;
   const int64_t* symbol_values;
+  /* appended in 1.3 (optional): per-kernel profiling. The core sets `span` while it profiles
+   * (LT_PROFILE), else NULL. An executable may then call it once per kernel or host step, on
+   * the thread that called execute and before execute returns; the core shows the spans as
+   * children of the region's execution. A plugin that never calls it is profiled as a whole
+   * executable. Read only when struct_size covers the field (an older core's args do not). */
+  lt_plugin_span_fn span;
+  void* span_user; /* passed back to span */
 } lt_plugin_execute_args;
-#define LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE LT_STRUCT_SIZE(lt_plugin_execute_args, symbol_values)
+#define LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE LT_STRUCT_SIZE(lt_plugin_execute_args, span_user)
+/* The 1.2 layout (through symbol_values): the least a plugin of 1.3 accepts from a core. */
+#define LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE_1_2 LT_STRUCT_SIZE(lt_plugin_execute_args, symbol_values)
 
 /* Receives one named statistic: "kernels", "compile_ms", "simulated_ns", ... */
 typedef void (*lt_plugin_stat_fn)(void* user, const char* name, double value);

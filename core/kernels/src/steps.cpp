@@ -2,6 +2,7 @@
 #include "lazytensor/host/steps.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -66,9 +67,10 @@ void StepProgram::add_node(int32_t v) {
   }
 }
 
-void StepProgram::add_custom(std::vector<int32_t> writes, std::vector<int32_t> reads, Custom run) {
+void StepProgram::add_custom(std::vector<int32_t> writes, std::vector<int32_t> reads, Custom run,
+                             std::string name) {
   steps_.push_back({Kind::kCustom, -1, customs_.size()});
-  customs_.push_back({std::move(writes), std::move(reads), std::move(run)});
+  customs_.push_back({std::move(writes), std::move(reads), std::move(run), std::move(name)});
 }
 
 void StepProgram::finish() {
@@ -166,7 +168,8 @@ bool StepProgram::can_donate(size_t input, size_t output) const {
   return true;
 }
 
-void StepProgram::run(void* const* inputs, void* const* outputs) const {
+void StepProgram::run(void* const* inputs, void* const* outputs, SpanFn span,
+                      void* span_user) const {
   const lt_graph& g = g_;
   // The arena and the pointer table are reused when free (steady state allocates nothing and
   // maps no fresh pages); a concurrent run of the same program gets its own.
@@ -189,7 +192,36 @@ void StepProgram::run(void* const* inputs, void* const* outputs) const {
   }
   for (size_t v = 0; v < g.num_nodes; ++v)
     if (temp_offset_[v] >= 0) ptr[v] = arena + temp_offset_[v];
-  std::vector<TensorArg> args;
+  const auto now_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  std::vector<TensorArg> args;  // reused by every host step
+  for (const Step& s : steps_) {
+    if (!span) {
+      run_step(s, ptr, arena, args);
+      continue;
+    }
+    const int64_t t0 = now_ns();
+    run_step(s, ptr, arena, args);
+    if (s.kind == Kind::kReshape) continue;  // an alias or a copy: not a kernel
+    const char* name = s.kind == Kind::kCustom ? customs_[s.index].name.c_str()
+                       : s.kind == Kind::kGemm ? "matmul (gemm)"
+                                               : g.nodes[s.node].op;
+    span(span_user, name, t0, now_ns());
+  }
+  for (size_t k = 0; k < g.num_outputs; ++k) {
+    int32_t v = g.outputs[k];
+    if (ptr[v] != outputs[k] && numel_[v] > 0)  // memmove: a donated output may be its source
+      std::memmove(outputs[k], ptr[v], numel_[v] * lt_dtype_size(g.nodes[v].dtype));
+  }
+}
+
+// One step of run(): `ptr` holds every node's buffer, `arena` the temporaries.
+void StepProgram::run_step(const Step& s, std::vector<void*>& ptr, char* arena,
+                           std::vector<TensorArg>& args) const {
+  const lt_graph& g = g_;
   auto arg = [&](int32_t v) -> TensorArg {
     const lt_graph_node& n = g.nodes[v];
     return {static_cast<char*>(ptr[v]), n.dtype, static_cast<int>(n.rank), n.shape, numel_[v]};
@@ -201,11 +233,11 @@ void StepProgram::run(void* const* inputs, void* const* outputs) const {
     else
       f(static_cast<double*>(nullptr));
   };
-  for (const Step& s : steps_) {
+  {
     const lt_graph_node* n = s.node >= 0 ? &g.nodes[s.node] : nullptr;
     // Nothing to compute into an empty output, and its kernels would do pointer arithmetic on
     // the NULL buffers of empty operands (softmax over [2, 0] did).
-    if (n && s.kind != Kind::kCustom && s.kind != Kind::kReshape && numel_[s.node] == 0) continue;
+    if (n && s.kind != Kind::kCustom && s.kind != Kind::kReshape && numel_[s.node] == 0) return;
     if (s.kind == Kind::kCustom) {
       customs_[s.index].run(ptr.data());
     } else if (s.kind == Kind::kReshape) {
@@ -242,11 +274,6 @@ void StepProgram::run(void* const* inputs, void* const* outputs) const {
       for (size_t k = 0; k < n->num_operands; ++k) args.push_back(arg(n->operands[k]));
       s.fn({arg(s.node), args.data(), args.size(), params_.data() + s.params, s.num_params});
     }
-  }
-  for (size_t k = 0; k < g.num_outputs; ++k) {
-    int32_t v = g.outputs[k];
-    if (ptr[v] != outputs[k] && numel_[v] > 0)  // memmove: a donated output may be its source
-      std::memmove(outputs[k], ptr[v], numel_[v] * lt_dtype_size(g.nodes[v].dtype));
   }
 }
 

@@ -196,6 +196,8 @@ bool decompose(const lt_graph& g, const Supported& supported, OwnedGraph* out,
     rep.supported[v] = -1;
     rep.origin[v] = -1;
     map[i] = std::string_view(n.op) == "input" ? v : pass.settle(v);
+    // Nodes made for node i all come after those of earlier nodes (a rewrite pops only its own).
+    rep.source.resize(og.size(), static_cast<int32_t>(i));
   }
   if (!pass.changed()) return false;
   std::vector<int32_t> ins(g.num_inputs), outs(g.num_outputs);
@@ -206,6 +208,7 @@ bool decompose(const lt_graph& g, const Supported& supported, OwnedGraph* out,
   og.set_hash(g.hash);
   rep.supported.resize(og.size(), -1);
   rep.origin.resize(og.size(), -1);
+  rep.source.resize(og.size(), -1);
   *out = std::move(og);
   return true;
 }

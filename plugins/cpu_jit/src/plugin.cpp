@@ -15,7 +15,8 @@ using lt::cpujit::Program;
 struct Executable final : lt::kit::Executable {
   Executable(std::shared_ptr<const Program> p, bool hit) : program_(std::move(p)), hit_(hit) {}
   void run(std::span<lt::kit::Buffer* const> in, std::span<lt::kit::Buffer* const> out) override {
-    program_->run(lt::kit::data_of(in).data(), lt::kit::data_of(out).data());
+    const lt::kit::SpanSink& spans = lt::kit::current_spans();  // set while the core profiles
+    program_->run(lt::kit::data_of(in).data(), lt::kit::data_of(out).data(), spans.fn, spans.user);
   }
   void stats(const lt::kit::Stats& emit) const override {
     emit("kernels", static_cast<double>(program_->num_kernels()));

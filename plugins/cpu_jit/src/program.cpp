@@ -85,6 +85,20 @@ Program::Program(const lt_graph& at, std::shared_ptr<const Program> dynamic)
   add_steps();
 }
 
+// A generated kernel's name in profiles: its index and the ops it fuses, "k3 mul+add+exp".
+static std::string kernel_label(const lt_graph& g, const KernelDesc& k, size_t index) {
+  std::vector<std::string_view> ops;
+  std::string label = "k" + std::to_string(index);
+  for (int32_t v : k.nodes) {
+    const std::string_view op = g.nodes[v].op;
+    if (op == "input" || std::find(ops.begin(), ops.end(), op) != ops.end()) continue;
+    ops.push_back(op);
+    label += (ops.size() == 1 ? " " : "+") + std::string(ops.size() > 4 ? "..." : op);
+    if (ops.size() > 4) break;
+  }
+  return label;
+}
+
 void Program::add_steps() {
   // A generated kernel writes its outputs and reads its slots (both filled by codegen).
   steps_ = std::make_unique<host::StepProgram>(*g_);
@@ -94,15 +108,18 @@ void Program::add_steps() {
       continue;
     }
     const KernelDesc& k = kernels_[~a];
-    steps_->add_custom(k.outputs, k.slots, [this, i = size_t(~a)](void* const* ptr) {
-      const KernelDesc& k = kernels_[i];
-      if (k.parallel_extent == 0) return;
-      std::vector<void*> bufs;
-      for (int32_t v : k.slots) bufs.push_back(ptr[v]);
-      // The same threading rule as the host kernels: one thread below 32K elements of work.
-      host::parallel_for(k.parallel_extent, k.work_per_index,
-                         [&](int64_t b, int64_t e) { fns_[i](bufs.data(), b, e); });
-    });
+    steps_->add_custom(
+        k.outputs, k.slots,
+        [this, i = size_t(~a)](void* const* ptr) {
+          const KernelDesc& k = kernels_[i];
+          if (k.parallel_extent == 0) return;
+          std::vector<void*> bufs;
+          for (int32_t v : k.slots) bufs.push_back(ptr[v]);
+          // The same threading rule as the host kernels: one thread below 32K elements of work.
+          host::parallel_for(k.parallel_extent, k.work_per_index,
+                             [&](int64_t b, int64_t e) { fns_[i](bufs.data(), b, e); });
+        },
+        kernel_label(*g_, k, size_t(~a)));
   }
   steps_->finish();
 }

@@ -83,6 +83,7 @@ class OclExecutable : public kit::Executable {
     cl_command_queue q = dev_.queue();
     for (size_t i = 0; i < launches.size(); ++i) {
       const KernelLaunch& l = launches[i];
+      auto span = kit::current_spans().time("k" + std::to_string(l.kernel), [q] { clFinish(q); });
       for (size_t a = 0; a < l.args.size(); ++a)
         check(clSetKernelArg(kernels_[l.kernel], static_cast<cl_uint>(a), sizeof(cl_mem),
                              &mem[l.args[a]]),

@@ -23,6 +23,7 @@ struct ResNetConfig {
   int64_t width = 16;                 // channels of the first stage
   std::vector<int64_t> blocks{1, 2};  // basic blocks per stage
   int64_t groups = 4;                 // group norm groups (each stage's width must divide)
+  int64_t stem_stride = 1;            // 2: the stem halves the resolution (28x28 images)
   uint64_t seed = 7;
 };
 
@@ -47,12 +48,17 @@ class BasicBlock : public nn::Module {
       register_module("proj_norm", *proj_norm_);
     }
   }
-  Tensor forward(const Tensor& x) const {
+  Tensor forward(const Tensor& x,
+                 std::source_location loc = std::source_location::current()) const {
+    lt::detail::ApiFrame frame(loc);
     Tensor h = norm1_(conv1_(x)).relu();
     h = norm2_(conv2_(h));
     return (h + (proj_ ? (*proj_norm_)((*proj_)(x)) : x)).relu();
   }
-  Tensor operator()(const Tensor& x) const { return forward(x); }
+  Tensor operator()(const Tensor& x,
+                    std::source_location loc = std::source_location::current()) const {
+    return forward(x, loc);
+  }
 
  private:
   nn::Conv2d conv1_;
@@ -67,7 +73,7 @@ class BasicBlock : public nn::Module {
 class ResNet : public nn::Module {
  public:
   ResNet(const Device& d, const ResNetConfig& c)
-      : stem_(d, c.in_channels, c.width, 3, c.seed, 1, 1, 1, false),
+      : stem_(d, c.in_channels, c.width, 3, c.seed, c.stem_stride, 1, 1, false),
         stem_norm_(d, c.groups, c.width),
         fc_(d, c.width << (c.blocks.empty() ? 0 : c.blocks.size() - 1), c.classes, c.seed + 1) {
     register_module("stem", stem_);
@@ -86,12 +92,17 @@ class ResNet : public nn::Module {
     }
     register_module("fc", fc_);
   }
-  Tensor forward(const Tensor& x) const {
+  Tensor forward(const Tensor& x,
+                 std::source_location loc = std::source_location::current()) const {
+    lt::detail::ApiFrame frame(loc);
     Tensor h = stem_norm_(stem_(x)).relu();
     for (const auto& b : blocks_) h = (*b)(h);
     return fc_(h.mean({2, 3}));  // global average pooling
   }
-  Tensor operator()(const Tensor& x) const { return forward(x); }
+  Tensor operator()(const Tensor& x,
+                    std::source_location loc = std::source_location::current()) const {
+    return forward(x, loc);
+  }
 
  private:
   nn::Conv2d stem_;

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -156,6 +157,47 @@ struct Device {
   uint64_t memory_bytes = 0;
   bool host_addressable = true;  // buffer data is host memory the core may read and write
 };
+
+// Per-kernel profiling (plugin ABI 1.3): while the core profiles, its execute call carries a
+// span callback, which the kit makes the current SpanSink of the thread for the length of the
+// call. An executable reports each kernel or host step it runs through it; when the core does
+// not profile (or is older than 1.3) the sink is empty and reporting costs one branch.
+struct SpanSink {
+  lt_plugin_span_fn fn = nullptr;
+  void* user = nullptr;
+  explicit operator bool() const { return fn != nullptr; }
+  static int64_t ns(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  }
+  void operator()(const char* name, std::chrono::steady_clock::time_point start,
+                  std::chrono::steady_clock::time_point end) const {
+    if (fn) fn(user, name, ns(start), ns(end));
+  }
+  // A span from now until the returned guard ends (one kernel launch, say), reported only while
+  // the core profiles. `wait` (an asynchronous device's synchronisation) runs first, so that
+  // the span covers the work; it must not throw (the plugin's next checked sync reports errors).
+  template <class Wait>
+  [[nodiscard]] auto time(std::string name, Wait wait) const {
+    struct Guard {
+      const SpanSink* sink;
+      std::string name;
+      Wait wait;
+      std::chrono::steady_clock::time_point start;
+      ~Guard() {
+        if (!sink) return;
+        wait();
+        (*sink)(name.c_str(), start, std::chrono::steady_clock::now());
+      }
+    };
+    return Guard{fn ? this : nullptr, std::move(name), std::move(wait),
+                 std::chrono::steady_clock::now()};
+  }
+};
+// The sink of the execute call running on this thread.
+inline SpanSink& current_spans() {
+  static thread_local SpanSink sink;
+  return sink;
+}
 
 // A compiled region. run() gets the region's input and output buffers in graph order, already
 // checked to be non-NULL and at least as large as their nodes.

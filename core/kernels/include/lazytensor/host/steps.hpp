@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "lazytensor/host/kernels.hpp"
@@ -28,14 +29,20 @@ class StepProgram {
   void add_node(int32_t v);
   // A step the backend runs: it writes `writes`, reads `reads`, and gets every node's buffer
   // (indexed by node; null where a node has none).
+  // `name` labels the step in profiles ("k3 add+mul").
   using Custom = std::function<void(void* const* node_buffers)>;
-  void add_custom(std::vector<int32_t> writes, std::vector<int32_t> reads, Custom run);
+  void add_custom(std::vector<int32_t> writes, std::vector<int32_t> reads, Custom run,
+                  std::string name = "kernel");
   // Plans the arena; call once, after the last step.
   void finish();
 
   // Host pointers of the graph's input/output buffers, in graph order. Concurrent runs are
-  // safe (a run that finds the arena busy allocates its own).
-  void run(void* const* inputs, void* const* outputs) const;
+  // safe (a run that finds the arena busy allocates its own). With `span` (the plugin ABI's
+  // lt_plugin_span_fn: a profiling core's callback), each step is timed and reported by name
+  // (its op, or a custom step's name) with its steady-clock start and end in nanoseconds.
+  using SpanFn = void (*)(void* user, const char* name, int64_t start_ns, int64_t end_ns);
+  void run(void* const* inputs, void* const* outputs, SpanFn span = nullptr,
+           void* span_user = nullptr) const;
   size_t arena_bytes() const { return arena_bytes_; }
   // Buffer donation (plugin ABI 1.3): true when run() stays right with outputs[output] being the
   // very buffer of inputs[input]: the step that writes that output comes after every step that
@@ -59,7 +66,10 @@ class StepProgram {
   struct CustomStep {
     std::vector<int32_t> writes, reads;
     Custom run;
+    std::string name;
   };
+  void run_step(const Step& s, std::vector<void*>& ptr, char* arena,
+                std::vector<TensorArg>& args) const;
   int32_t source(int32_t v) const { return transposed_[v] ? g_.nodes[v].operands[0] : v; }
   // The node whose buffer holds v's data (through GEMM-folded transposes and unbound reshapes).
   int32_t holder(int32_t v) const;

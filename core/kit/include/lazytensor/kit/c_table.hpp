@@ -295,12 +295,21 @@ struct Table {
   }
   static lt_plugin_error* execute(lt_plugin_execute_args* a) {
     return guard([&] {
-      check(a, LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE, "execute");
+      check(a, LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE_1_2, "execute");
       ctx(a->context, "execute");
       if (!a->executable) fail(LT_STATUS_INVALID_ARGUMENT, "execute: executable is NULL");
+      // ABI 1.3: the core's span callback, current on this thread until execute returns.
+      struct SpanScope {
+        SpanSink saved = current_spans();
+        explicit SpanScope(const lt_plugin_execute_args* a) {
+          const bool covered = a->struct_size >= LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE;
+          current_spans() = covered ? SpanSink{a->span, a->span_user} : SpanSink{};
+        }
+        ~SpanScope() { current_spans() = saved; }
+      } span_scope(a);
       const Compiled& c = a->executable->compiled;
       std::span<const int64_t> values;
-      if (a->struct_size >= LT_PLUGIN_EXECUTE_ARGS_STRUCT_SIZE && a->num_symbols) {
+      if (a->num_symbols) {
         if (c.symbols.size() != a->num_symbols || !a->symbol_values)
           fail(LT_STATUS_INVALID_ARGUMENT,
                "execute: " + std::to_string(a->num_symbols) + " symbol values for an executable " +

@@ -310,6 +310,8 @@ struct DecomposeReport {
   std::vector<int8_t> supported;        // per node of the result: 1 runs natively, 0 does not
   std::vector<int32_t> origin;          // per node of the result: the OpId of the original node
                                         // it was created to replace, -1 if it is an original
+  std::vector<int32_t> source;          // per node of the result: the input graph's node it
+                                        // copies or was created to replace (source lines)
 };
 
 // Rewrites region `g` for a backend: each node it does not support is replaced, if it is a
