@@ -8,6 +8,7 @@
 
 #include <iostream>
 #include <limits>
+#include <source_location>
 
 namespace ltc {
 namespace {
@@ -43,7 +44,8 @@ double sigmoid_ref(double x) {
 
 struct UnaryCase {
   const char* name;
-  Tensor (*op)(const Tensor&);
+  // The API's free functions take the caller's std::source_location (defaulted).
+  Tensor (*op)(const Tensor&, std::source_location);
   std::vector<DType> dtypes;
   Fill fill;
   OpClass cls;
@@ -114,14 +116,17 @@ TEST_P(Elementwise, UnaryOpsMatchReferenceForEveryDtypeAndShape) {
       for (const Shape& shape : unary_shapes()) {
         Host a = make(dt, shape, c.fill, 1);
         std::string what = std::string(c.name) + " " + lt::dtype_name(dt) + str(shape);
-        expect_close(c.op(upload(dev(), a)), ref_unary(a, dt, c.ref), case_tol(c, dt), what);
+        expect_close(c.op(upload(dev(), a), std::source_location::current()),
+                     ref_unary(a, dt, c.ref), case_tol(c, dt), what);
       }
       // Non-contiguous inputs: a permuted view and a negative-step slice.
       Host p = make(dt, {3, 4, 2}, c.fill, 2);
-      expect_close(c.op(upload_permuted(dev(), p)), ref_unary(p, dt, c.ref), case_tol(c, dt),
+      expect_close(c.op(upload_permuted(dev(), p), std::source_location::current()),
+                   ref_unary(p, dt, c.ref), case_tol(c, dt),
                    std::string(c.name) + " permuted " + lt::dtype_name(dt));
       Host r = make(dt, {4, 3}, c.fill, 3);
-      expect_close(c.op(upload_reversed(dev(), r)), ref_unary(r, dt, c.ref), case_tol(c, dt),
+      expect_close(c.op(upload_reversed(dev(), r), std::source_location::current()),
+                   ref_unary(r, dt, c.ref), case_tol(c, dt),
                    std::string(c.name) + " reversed slice " + lt::dtype_name(dt));
     }
   }
@@ -136,7 +141,7 @@ TEST_P(Elementwise, UnaryGradientsMatchTheDerivative) {
       Host a = make(dt, {2, 3, 4}, c.fill, 4);
       Tensor x = upload(dev(), a);
       lt::set_requires_grad(x);
-      lt::backward(c.op(x).sum());
+      lt::backward(c.op(x, std::source_location::current()).sum());
       expect_close(lt::grad(x), ref_unary(a, dt, c.grad), case_tol(c, dt),
                    std::string("d/dx ") + c.name + " " + lt::dtype_name(dt));
     }
@@ -162,7 +167,7 @@ TEST_P(Elementwise, UnaryIntegerAndNaNCorners) {
 
 struct BinaryCase {
   const char* name;
-  Tensor (*op)(const Tensor&, const Tensor&);
+  Tensor (*op)(const Tensor&, const Tensor&, std::source_location);
   std::vector<DType> dtypes;
   bool bool_out;
   Fill fill_a, fill_b;
@@ -242,12 +247,13 @@ TEST_P(Elementwise, BinaryOpsBroadcastLikeNumPy) {
         Host a = make(dt, sa, c.fill_a, 4), b = make(dt, sb, c.fill_b, 5);
         std::string what =
             std::string(c.name) + " " + lt::dtype_name(dt) + " " + str(sa) + " x " + str(sb);
-        expect_close(c.op(upload(dev(), a), upload(dev(), b)), ref_binary(a, b, out, c.ref),
-                     tol(c.cls, dt), what);
+        expect_close(c.op(upload(dev(), a), upload(dev(), b), std::source_location::current()),
+                     ref_binary(a, b, out, c.ref), tol(c.cls, dt), what);
       }
       // Non-contiguous operands: a permuted [4,3] view with a reversed [3] slice.
       Host a = make(dt, {4, 3}, c.fill_a, 6), b = make(dt, {3}, c.fill_b, 7);
-      expect_close(c.op(upload_permuted(dev(), a), upload_reversed(dev(), b)),
+      expect_close(c.op(upload_permuted(dev(), a), upload_reversed(dev(), b),
+                        std::source_location::current()),
                    ref_binary(a, b, out, c.ref), tol(c.cls, dt),
                    std::string(c.name) + " non-contiguous " + lt::dtype_name(dt));
     }
