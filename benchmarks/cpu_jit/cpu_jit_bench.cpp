@@ -60,20 +60,8 @@ const char* kDev[] = {"cpu_eager", "cpu_jit"};
 // cache; kChainFloats-sized arrays (what the chain touches) partly stay in a large L3.
 constexpr size_t kChainFloats = size_t{4} << 20;
 
-// Largest cache of cpu0 from sysfs (glibc's sysconf reported a 320 MB L3 on a 32 MB VM);
-// 32 MB if sysfs says nothing.
-size_t last_level_cache_bytes() {
-  size_t best = 0;
-  for (int i = 0; i < 8; ++i) {
-    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
-    size_t kb = 0;
-    if (f >> kb) best = std::max(best, kb << 10);
-  }
-  return best ? best : size_t{32} << 20;
-}
-
 size_t stream_floats() {  // 4·LLC bytes per array, in floats
-  return std::max(kChainFloats, last_level_cache_bytes());
+  return std::max(kChainFloats, lt::bench::last_level_cache_bytes());
 }
 
 struct Triad {
