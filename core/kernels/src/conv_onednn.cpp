@@ -5,7 +5,6 @@
 // tasks, so no second thread pool ever spins beside TBB's. Primitives are created once per
 // geometry (at prepare time when a step program is built) and cached for every later run.
 // Measured against im2col + GEMM and the old autograd lowering in benchmarks/conv (README).
-#include <omp.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
@@ -18,6 +17,13 @@
 #include <vector>
 
 #include "kernels.h"
+
+// The two OpenMP runtime calls this file makes, declared here rather than through <omp.h>, which
+// clang ships only with libomp-dev (CMakeLists.txt links GNU libgomp, oneDNN's runtime).
+extern "C" {
+int omp_get_max_threads(void);
+void omp_set_num_threads(int);
+}
 
 namespace lt::host {
 namespace {
@@ -137,8 +143,26 @@ Prim create(ConvPass pass, const ConvGeom& g, int64_t n, bool bias) {
   return r;
 }
 
+// This thread's OpenMP setting, restored after: oneDNN runs on this thread alone, also while it
+// creates primitives (which may reorder in parallel regions); an OpenMP team started there
+// would stay alive to the end of the process beside oneTBB's pool.
+struct OneOmpThread {
+  int prev = omp_get_max_threads();
+  OneOmpThread() { omp_set_num_threads(1); }
+  ~OneOmpThread() { omp_set_num_threads(prev); }
+};
+
+std::shared_ptr<const ConvPrimitives> primitives_unguarded(ConvPass pass, const ConvGeom& g,
+                                                           bool bias);
+
 // The cached primitives of (pass, geometry, bias); null when oneDNN has no implementation.
 std::shared_ptr<const ConvPrimitives> primitives(ConvPass pass, const ConvGeom& g, bool bias) {
+  OneOmpThread one;
+  return primitives_unguarded(pass, g, bias);
+}
+
+std::shared_ptr<const ConvPrimitives> primitives_unguarded(ConvPass pass, const ConvGeom& g,
+                                                           bool bias) {
   static std::mutex mu;
   static std::map<Key, std::shared_ptr<const ConvPrimitives>> cache;
   const int64_t threads = tbb::this_task_arena::max_concurrency();
@@ -204,12 +228,7 @@ bool onednn_conv(ConvPass pass, const ConvGeom& g, const float* a, const float* 
   // Backward-weights: each chunk but the first writes a partial sum, added up at the end.
   std::vector<float> partial(pass == ConvPass::kWeights ? (p->chunks - 1) * wn : 0);
   auto run_chunk = [&](int64_t c) {
-    // This thread's OpenMP setting, restored after: oneDNN runs on this thread alone.
-    struct OneOmpThread {
-      int prev = omp_get_max_threads();
-      OneOmpThread() { omp_set_num_threads(1); }
-      ~OneOmpThread() { omp_set_num_threads(prev); }
-    } one;
+    OneOmpThread one;
     const int64_t n0 = c * p->chunk, n = std::min(p->chunk, g.N - n0);
     const bool last = n != p->chunk;
     const Prim& pr = last ? p->tail : p->full;
