@@ -108,7 +108,9 @@ Prim create(ConvPass pass, const ConvGeom& g, int64_t n, bool bias) {
   if (pass == ConvPass::kForward) {
     r.p = convolution_forward(fpd);
     r.scratch = fpd.scratchpad_desc().get_size();
-    r.x = fpd.src_desc(), r.w = fpd.weights_desc(), r.y = fpd.dst_desc();
+    r.x = fpd.src_desc();
+    r.w = fpd.weights_desc();
+    r.y = fpd.dst_desc();
   } else if (pass == ConvPass::kData) {
     convolution_backward_data::primitive_desc pd(
         convolution_backward_data::desc(algorithm::convolution_direct, x, w, y, strides, dil, pl,
@@ -116,7 +118,9 @@ Prim create(ConvPass pass, const ConvGeom& g, int64_t n, bool bias) {
         attr, engine(), fpd);
     r.p = convolution_backward_data(pd);
     r.scratch = pd.scratchpad_desc().get_size();
-    r.x = pd.diff_src_desc(), r.w = pd.weights_desc(), r.y = pd.diff_dst_desc();
+    r.x = pd.diff_src_desc();
+    r.w = pd.weights_desc();
+    r.y = pd.diff_dst_desc();
   } else {
     convolution_backward_weights::primitive_desc pd(
         convolution_backward_weights::desc(algorithm::convolution_direct, x, w, y, strides, dil, pl,
@@ -124,7 +128,9 @@ Prim create(ConvPass pass, const ConvGeom& g, int64_t n, bool bias) {
         attr, engine(), fpd);
     r.p = convolution_backward_weights(pd);
     r.scratch = pd.scratchpad_desc().get_size();
-    r.x = pd.src_desc(), r.w = pd.diff_weights_desc(), r.y = pd.diff_dst_desc();
+    r.x = pd.src_desc();
+    r.w = pd.diff_weights_desc();
+    r.y = pd.diff_dst_desc();
   }
   // The output is reordered from the primitive's layout, the inputs into it.
   const bool out_x = pass == ConvPass::kData, out_w = pass == ConvPass::kWeights,
@@ -152,17 +158,9 @@ struct OneOmpThread {
   ~OneOmpThread() { omp_set_num_threads(prev); }
 };
 
-std::shared_ptr<const ConvPrimitives> primitives_unguarded(ConvPass pass, const ConvGeom& g,
-                                                           bool bias);
-
 // The cached primitives of (pass, geometry, bias); null when oneDNN has no implementation.
 std::shared_ptr<const ConvPrimitives> primitives(ConvPass pass, const ConvGeom& g, bool bias) {
   OneOmpThread one;
-  return primitives_unguarded(pass, g, bias);
-}
-
-std::shared_ptr<const ConvPrimitives> primitives_unguarded(ConvPass pass, const ConvGeom& g,
-                                                           bool bias) {
   static std::mutex mu;
   static std::map<Key, std::shared_ptr<const ConvPrimitives>> cache;
   const int64_t threads = tbb::this_task_arena::max_concurrency();
