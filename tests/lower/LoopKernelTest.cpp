@@ -64,6 +64,60 @@ TEST(LoopKernel, SoftmaxRunsMaxThenSumAsTwoPhasesAndStoresTheQuotientOverTheRow)
   EXPECT_EQ(k.position(x), -1);
 }
 
+// softmax's exp(x - max) over rows of `width` floats, as the core decomposes it.
+struct Softmax {
+  OwnedGraph g;
+  int32_t x, m, e, z, d;
+  explicit Softmax(int64_t width) {
+    int64_t ax = 1;
+    lt_attr at[2] = {axes_attr(&ax, 1), keepdims_attr(1)};
+    x = g.add("input", LT_DTYPE_F32, {8, width}, {});
+    m = g.add("max", LT_DTYPE_F32, {8, 1}, {x}, at, 2);
+    int32_t bm = g.add("broadcast_to", LT_DTYPE_F32, {8, width}, {m});
+    int32_t s = g.add("sub", LT_DTYPE_F32, {8, width}, {x, bm});
+    e = g.add("exp", LT_DTYPE_F32, {8, width}, {s});
+    z = g.add("sum", LT_DTYPE_F32, {8, 1}, {e}, at, 2);
+    int32_t bz = g.add("broadcast_to", LT_DTYPE_F32, {8, width}, {z});
+    d = g.add("div", LT_DTYPE_F32, {8, width}, {e, bz});
+    g.set_inputs({x});
+    g.set_outputs({d});
+  }
+};
+
+TEST(LoopKernel, SoftmaxKeepsItsExponentialInTheOutputWhenARowFitsTheBudget) {
+  Softmax sm(1024);
+  LoopKernel k = schedule_loops(sm.g.view(), only_kernel(sm.g), {.stash_row_bytes = 4096});
+  ASSERT_EQ(k.stashes.size(), 1u);
+  EXPECT_EQ(k.stashes[0].output, sm.d);
+  EXPECT_EQ(k.stashes[0].value, sm.e);
+  // A row of 4 KB over a 2 KB budget, or no budget: computed again in the output pass.
+  EXPECT_TRUE(
+      schedule_loops(sm.g.view(), only_kernel(sm.g), {.stash_row_bytes = 2048}).stashes.empty());
+  EXPECT_TRUE(schedule_loops(sm.g.view(), only_kernel(sm.g)).stashes.empty());
+}
+
+TEST(LoopKernel, CheapOrUnreadLastPhaseValuesAreNotStashed) {
+  OwnedGraph g;
+  int64_t ax = 1;
+  lt_attr at[2] = {axes_attr(&ax, 1), keepdims_attr(1)};
+  int32_t x = g.add("input", LT_DTYPE_F32, {8, 64}, {});
+  int32_t sq = g.add("mul", LT_DTYPE_F32, {8, 64}, {x, x});  // no transcendental: cheap
+  int32_t q = g.add("sum", LT_DTYPE_F32, {8, 1}, {sq}, at, 2);
+  int32_t bq = g.add("broadcast_to", LT_DTYPE_F32, {8, 64}, {q});
+  int32_t y = g.add("div", LT_DTYPE_F32, {8, 64}, {sq, bq});
+  int32_t e = g.add("exp", LT_DTYPE_F32, {8, 64}, {x});
+  int32_t s = g.add("sum", LT_DTYPE_F32, {8, 1}, {e}, at, 2);
+  int32_t bs = g.add("broadcast_to", LT_DTYPE_F32, {8, 64}, {s});
+  int32_t w = g.add("mul", LT_DTYPE_F32, {8, 64}, {x, bs});  // reads the sum, not exp(x)
+  g.set_inputs({x});
+  g.set_outputs({y, w});
+  const std::vector<int64_t> domain{8, 64}, axes{1};
+  LoopKernel k = schedule_loops(g.view(), V{sq, q, bq, y, e, s, bs, w}, V{y, w}, domain, axes,
+                                {.stash_row_bytes = 1 << 16});
+  ASSERT_EQ(k.phases.size(), 1u);
+  EXPECT_TRUE(k.stashes.empty());
+}
+
 TEST(LoopKernel, IndependentReductionsShareOnePhaseAndReducedDropOutputsArePerRow) {
   OwnedGraph g;
   int64_t ax[2] = {0, 2};

@@ -2,6 +2,7 @@
 #include "lazytensor/lower/loop_kernel.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 namespace lt::lower {
 
@@ -32,9 +33,72 @@ int64_t LoopKernel::row_length() const {
   return n;
 }
 
+namespace {
+
+// Ops worth evaluating once rather than twice per element (a load and a store cost less).
+bool transcendental(std::string_view op) {
+  for (std::string_view t : {"exp", "log", "tanh", "sigmoid", "gelu", "sin", "cos", "pow", "erf"})
+    if (op == t) return true;
+  return false;
+}
+
+// Ops whose operands are read at the op's own index (a stashed value is read back at one index).
+bool same_index(std::string_view op) {
+  return fusion::is_elementwise_op(op) || fusion::is_reduction_op(op) || op.starts_with("random_");
+}
+
+// Whether `pred` holds for `from` or a node it reads inside the kernel, transitively: what the
+// output pass evaluates for `from` (a reduction is known per row: its operands are not walked).
+template <class Pred>
+bool in_cone(const lt_graph& g, const LoopKernel& k, int32_t from, Pred pred) {
+  std::vector<char> seen(k.nodes.size(), 0);
+  std::vector<int32_t> stack{from};
+  while (!stack.empty()) {
+    const int32_t v = stack.back();
+    stack.pop_back();
+    if (pred(v)) return true;
+    const lt_graph_node& n = g.nodes[v];
+    if (v != from && fusion::is_reduction_op(n.op)) continue;
+    for (size_t o = 0; o < n.num_operands; ++o)
+      if (int p = k.position(n.operands[o]); p >= 0 && !seen[p]) {
+        seen[p] = 1;
+        stack.push_back(n.operands[o]);
+      }
+  }
+  return false;
+}
+
+// The stashes of the last phase (see LoopKernel::Stash).
+void plan_stashes(const lt_graph& g, LoopKernel& k, size_t row_bytes) {
+  if (k.phases.empty() || !row_bytes) return;
+  std::vector<int32_t> values;  // full-role, non-output sources of the last phase
+  for (int32_t r : k.phases.back()) {
+    const int32_t c = g.nodes[r].operands[0];
+    const int p = k.position(c);
+    if (p >= 0 && k.roles[p] == fusion::Role::kFull && !fusion::is_reduction_op(g.nodes[c].op) &&
+        std::find(k.outputs.begin(), k.outputs.end(), c) == k.outputs.end() &&
+        in_cone(g, k, c, [&](int32_t v) { return transcendental(g.nodes[v].op); }))
+      values.push_back(c);
+  }
+  for (int32_t o : k.full_outputs) {
+    const lt_graph_node& n = g.nodes[o];
+    if (!std::equal(n.shape, n.shape + n.rank, k.domain.begin(), k.domain.end()) ||
+        static_cast<size_t>(k.row_length()) * lt_dtype_size(n.dtype) > row_bytes ||
+        in_cone(g, k, o, [&](int32_t v) { return !same_index(g.nodes[v].op); }))
+      continue;
+    for (int32_t c : values)
+      if (g.nodes[c].dtype == n.dtype && in_cone(g, k, o, [c](int32_t v) { return v == c; })) {
+        k.stashes.push_back({o, c});
+        break;
+      }
+  }
+}
+
+}  // namespace
+
 LoopKernel schedule_loops(const lt_graph& graph, std::span<const int32_t> nodes,
                           std::span<const int32_t> outputs, std::span<const int64_t> domain,
-                          std::span<const int64_t> reduce_axes) {
+                          std::span<const int64_t> reduce_axes, const LoopOptions& options) {
   LoopKernel k;
   k.nodes.assign(nodes.begin(), nodes.end());
   k.outputs.assign(outputs.begin(), outputs.end());
@@ -74,6 +138,7 @@ LoopKernel schedule_loops(const lt_graph& graph, std::span<const int32_t> nodes,
     const int p = k.position(o);
     if (p >= 0) (k.roles[p] == fusion::Role::kFull ? k.full_outputs : k.row_outputs).push_back(o);
   }
+  plan_stashes(graph, k, options.stash_row_bytes);
   return k;
 }
 

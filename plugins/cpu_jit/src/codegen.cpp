@@ -23,6 +23,9 @@ using lower::is_float;
 
 namespace {
 
+// Stashes pay while a row of the stashed value stays in L2 with the row it is computed from.
+constexpr lower::LoopOptions kLoops{.stash_row_bytes = 64 << 10};
+
 struct Access {
   int slot;                      // -1: a node's own flat index (arange, random_*), no buffer
   std::vector<int64_t> strides;  // per loop dim (after reorder + coalescing)
@@ -38,7 +41,7 @@ class Emitter {
         b_(ctx_),
         k_(k),
         g_(*k.graph),
-        lk_(lower::schedule_loops(g_, k.nodes, k.outputs, k.domain, k.reduce_axes)),
+        lk_(lower::schedule_loops(g_, k.nodes, k.outputs, k.domain, k.reduce_axes, kLoops)),
         name_(name),
         math_(math) {
     // a·b + c may become one FMA (docs/ops.md): e.g. 0.5·x + 1 and s·t + x in the chain.
@@ -605,6 +608,9 @@ void Emitter::emit_reductions(Offsets& offs) {
           llvm::Value* x = in_kernel(src) ? memo.at(src) : load(acc_of_.at({src, r}), io, n.dtype);
           b_.CreateStore(combine(n, b_.CreateLoad(reg_type(n.dtype), accs[r]), x), accs[r]);
         }
+        if (p == lk_.phases.size())
+          for (const lower::LoopKernel::Stash& s : lk_.stashes)
+            store(s.output, io, memo.at(s.value));
       });
       for (int32_t r : rs) {
         llvm::Value* v = b_.CreateLoad(reg_type(g_.nodes[r].dtype), accs[r]);
@@ -620,6 +626,8 @@ void Emitter::emit_reductions(Offsets& offs) {
     if (full_out.empty()) return;
     nest(n_outer_, loop_dims_.size(), o, true, [&](Offsets& io) {
       std::map<int32_t, llvm::Value*> memo = outer;
+      for (const lower::LoopKernel::Stash& s : lk_.stashes)  // stored by the last phase
+        memo[s.value] = load(acc_of_.at({s.output, s.output}), io, g_.nodes[s.output].dtype);
       eval(full_out, memo, io);
       for (int32_t v : full_out) store(v, io, memo.at(v));
     });

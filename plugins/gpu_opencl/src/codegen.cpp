@@ -104,8 +104,9 @@ class Emitter {
         loads_(loads),
         vw_(width) {}
 
-  void preset(int32_t node, const Idx& idx, const std::string& var) {
+  void preset(int32_t node, const Idx& idx, const std::string& var, bool vector = false) {
     presets_[node] = {key(node, normalize(node, idx)), var};
+    if (vector) vecs_.insert(var);
   }
   bool is_vector(const std::string& var) const { return vecs_.count(var) != 0; }
 
@@ -391,7 +392,9 @@ class Generator {
     const std::vector<int32_t>& outs = st.outputs;
     if (st.group_kind == fusion::GroupKind::kRowReduction ||
         st.group_kind == fusion::GroupKind::kReduction)
-      return row_kernel(member_, lower::schedule_loops(g_, st));
+      // On CPU devices the last phase keeps softmax's exp(x - max) in the output (stashes).
+      return row_kernel(
+          member_, lower::schedule_loops(g_, st, {caps_.cpu && !caps_.dynamic ? 64u << 10 : 0}));
     const std::string_view aop = st.anchor >= 0 ? g_.nodes[st.anchor].op : "";
     if (st.group_kind == fusion::GroupKind::kElementwise || is_inline_primitive(aop))
       return map_kernel(member_, outs);
@@ -525,6 +528,17 @@ class Generator {
         idx[d] = is_axis[d] ? ridx[r++] : kidx[k++];
       return idx;
     };
+    // Stores `v` (of o's dtype) into full-shape output o at idx.
+    auto store_full = [&](Emitter& em, int32_t o, const Idx& idx, std::string v) {
+      const std::string off = cx::offset(View::dense(domain), idx);
+      if (!vec) {
+        body << "    p" << o << "[" << off << "] = " << v << ";\n";
+        return;
+      }
+      if (!em.is_vector(v))
+        v = "((" + ctype(g_.nodes[o].dtype) + std::to_string(W) + ")(" + v + "))";
+      body << "    vstore" << W << "(" << v << ", 0, p" << o << " + " << off << ");\n";
+    };
     for (int32_t rn : lk.reductions_by_phase()) {
       const lt_graph_node& n = g_.nodes[rn];
       const std::string_view op = n.op;
@@ -542,6 +556,8 @@ class Generator {
       {
         auto em = emitter("    ", W);
         std::string v = em->value(n.operands[0], idx);
+        for (const lower::LoopKernel::Stash& s : lk.stashes)
+          if (s.value == n.operands[0]) store_full(*em, s.output, idx, v);
         if (vec && !em->is_vector(v)) v = "((" + V + ")(" + v + "))";
         body << "    " << acc << " = " << combine(acc, v) << ";\n  }\n";
       }
@@ -572,16 +588,17 @@ class Generator {
     if (!full.empty()) {
       Idx idx = loop_head("  ");
       auto em = emitter("    ", W);
-      for (int32_t o : full) {
-        std::string v = em->value(o, idx), off = cx::offset(View::dense(domain), idx);
-        if (!vec) {
-          body << "    p" << o << "[" << off << "] = " << v << ";\n";
-          continue;
-        }
-        if (!em->is_vector(v))
-          v = "((" + ctype(g_.nodes[o].dtype) + std::to_string(W) + ")(" + v + "))";
-        body << "    vstore" << W << "(" << v << ", 0, p" << o << " + " << off << ");\n";
+      for (const lower::LoopKernel::Stash& s : lk.stashes) {  // stored by the last phase
+        const std::string p = "p" + std::to_string(s.output), v = "st" + std::to_string(s.output);
+        const std::string off = cx::offset(View::dense(domain), idx);
+        body << "    const " << ctype(g_.nodes[s.output].dtype) << (vec ? std::to_string(W) : "")
+             << " " << v << " = "
+             << (vec ? "vload" + std::to_string(W) + "(0, " + p + " + " + off + ")"
+                     : p + "[" + off + "]")
+             << ";\n";
+        em->preset(s.value, idx, v, vec);
       }
+      for (int32_t o : full) store_full(*em, o, idx, em->value(o, idx));
       body << "  }\n";
     }
     if (!per_row.empty()) {

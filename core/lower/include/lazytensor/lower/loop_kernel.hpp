@@ -35,6 +35,14 @@ struct LoopKernel {
   // over the domain splits the group), stored in a last pass over each row; outputs of a
   // reduced role, stored once per row.
   std::vector<int32_t> full_outputs, row_outputs;
+  // A value the last phase computes for its reduction that a full output would compute again
+  // in the output pass (softmax's exp(x - max), summed by the last phase and divided by the sum
+  // in the output pass): the last phase stores it into that output's own buffer and the output
+  // pass reads it back, so a transcendental is evaluated once per element.
+  struct Stash {
+    int32_t output, value;
+  };
+  std::vector<Stash> stashes;
 
   std::vector<int32_t> reductions_by_phase() const;  // phases[0], then phases[1], ...
   bool in_kernel(int32_t node) const;
@@ -45,14 +53,23 @@ struct LoopKernel {
   int64_t row_length() const;  // product of `reduced`
 };
 
+// What a generator tells the schedule.
+struct LoopOptions {
+  // The most bytes of one row of a stashed value (0: no stashes). A stash pays where the row
+  // stays in cache between the last phase and the output pass; beyond, it adds a write and a
+  // read of the output to the traffic.
+  size_t stash_row_bytes = 0;
+};
+
 // The schedule of the kernel over `nodes` (ascending, operands before users) storing `outputs`,
 // over `domain` with `reduce_axes` (ascending; empty: an elementwise kernel, whose nodes are all
 // kFull and level 0).
 LoopKernel schedule_loops(const lt_graph& graph, std::span<const int32_t> nodes,
                           std::span<const int32_t> outputs, std::span<const int64_t> domain,
-                          std::span<const int64_t> reduce_axes);
-inline LoopKernel schedule_loops(const lt_graph& graph, const Step& step) {
-  return schedule_loops(graph, step.nodes, step.outputs, step.domain, step.reduce_axes);
+                          std::span<const int64_t> reduce_axes, const LoopOptions& options = {});
+inline LoopKernel schedule_loops(const lt_graph& graph, const Step& step,
+                                 const LoopOptions& options = {}) {
+  return schedule_loops(graph, step.nodes, step.outputs, step.domain, step.reduce_axes, options);
 }
 
 }  // namespace lt::lower
