@@ -337,7 +337,8 @@ class LruCache {
 //   extents lower::fit_build fitted, host steps prepared again; gpu_opencl: the launches,
 //   arguments and arena layout lower::template_source gives), or nullptr where `at` needs code
 //   of its own, which `own(at)` then compiles static (a dim reaching 1 or 0; stat
-//   `dynamic_static_sizes`). `own` may be empty where `instance` never declines.
+//   `dynamic_static_sizes`). `own` may be empty where `instance` never declines (a declined size
+//   is then an error).
 // Stats: `dynamic_sizes` (sizes prepared so far) and `dynamic_static_sizes`.
 class PerValue : public Executable {
  public:
@@ -350,7 +351,9 @@ class PerValue : public Executable {
     build_ = std::move(build);
     compile_ = [this, instance = std::move(instance), own = std::move(own)](const lt_graph& at) {
       std::unique_ptr<Executable> exe = instance(at);
-      if (exe || !own) return exe;
+      if (exe) return exe;
+      if (!own)
+        fail(LT_STATUS_INTERNAL, "the dynamic build declined a size and has no static compile");
       ++static_sizes_;
       return own(at);
     };
