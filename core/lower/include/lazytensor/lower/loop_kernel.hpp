@@ -47,8 +47,15 @@ struct LoopKernel {
   std::vector<int32_t> reductions_by_phase() const;  // phases[0], then phases[1], ...
   bool in_kernel(int32_t node) const;
   int position(int32_t node) const;  // in `nodes`; -1 outside the kernel
-  fusion::Role role(int32_t node) const { return roles[position(node)]; }
-  int level(int32_t node) const { return levels[position(node)]; }
+  // Of a kernel node (outside the kernel: kFull and 0).
+  fusion::Role role(int32_t node) const {
+    const int p = position(node);
+    return p < 0 ? fusion::Role::kFull : roles[p];
+  }
+  int level(int32_t node) const {
+    const int p = position(node);
+    return p < 0 ? 0 : levels[p];
+  }
   int64_t rows() const;        // product of `kept`
   int64_t row_length() const;  // product of `reduced`
 };
