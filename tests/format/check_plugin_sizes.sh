@@ -3,10 +3,13 @@
 # directory holds at most 1,600 lines of C/C++ (what a backend must say about its hardware;
 # validation, attributes, decompositions and reference kernels live in core), and the
 # example out-of-tree plugin written with the plugin kit stays at most 120 lines.
-# 1,600 since dynamic shapes (plugin ABI 1.2): a code generator must itself say how its code
-# runs every size (cpu_jit: ~70 lines, the per-size instance of a program and the check that no
-# size changes its IR); what that needs in common (instantiate, fit_build, kit::PerValue) is in
-# lazytensor/lower/dynamic.hpp and the kit.
+# 1,600 since dynamic shapes (plugin ABI 1.2). What the code generators share lives in core: the
+# kernel planner (lower/kernel_plan.hpp), the loop schedule of a fused kernel (lower/loop_kernel.hpp:
+# rows, reduction phases, per-row nodes, output roles, stashes), the dynamic-size mechanism
+# (kit::PerValue around one build; lower/dynamic.hpp's instantiate, fit_build, template_source).
+# Issue #24 asks for 1,300 per plugin and this check at 1,500 or below: lower the limit when both
+# compiling plugins get there by sharing more (the scalar formulas both emitters encode, the
+# operand accesses as strides), never by packing lines.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 status=0

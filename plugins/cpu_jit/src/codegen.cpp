@@ -13,6 +13,7 @@
 
 #include "codegen.h"
 #include "lazytensor/lower/fusion.hpp"
+#include "lazytensor/lower/loop_kernel.hpp"
 #include "lazytensor/lower/view.hpp"
 
 namespace lt::cpujit {
@@ -21,6 +22,9 @@ using fusion::Role;
 using lower::is_float;
 
 namespace {
+
+// Stashes pay while a row of the stashed value stays in L2 with the row it is computed from.
+constexpr lower::LoopOptions kLoops{.stash_row_bytes = 64 << 10};
 
 struct Access {
   int slot;                      // -1: a node's own flat index (arange, random_*), no buffer
@@ -32,7 +36,14 @@ using Offsets = std::vector<llvm::Value*>;  // per access: the element offset at
 class Emitter {
  public:
   Emitter(llvm::Module& m, KernelDesc& k, const std::string& name, const MathTarget& math)
-      : m_(m), ctx_(m.getContext()), b_(ctx_), k_(k), g_(*k.graph), name_(name), math_(math) {
+      : m_(m),
+        ctx_(m.getContext()),
+        b_(ctx_),
+        k_(k),
+        g_(*k.graph),
+        lk_(lower::schedule_loops(g_, k.nodes, k.outputs, k.domain, k.reduce_axes, kLoops)),
+        name_(name),
+        math_(math) {
     // a·b + c may become one FMA (docs/ops.md): e.g. 0.5·x + 1 and s·t + x in the chain.
     llvm::FastMathFlags fmf;
     fmf.setAllowContract(true);
@@ -59,16 +70,8 @@ class Emitter {
                                      : intrinsic(llvm::Intrinsic::exp, {x});
   }
 
-  bool in_kernel(int32_t v) const { return member_.count(v) != 0; }
-  Role role(int32_t v) const {
-    Role r = Role::kFull;
-    const lt_graph_node& n = g_.nodes[v];
-    if (!k_.reduce_axes.empty()) fusion::role_of(n.shape, n.rank, k_.domain, k_.reduce_axes, &r);
-    return r;
-  }
-  bool reduced(size_t dim) const {
-    return std::binary_search(k_.reduce_axes.begin(), k_.reduce_axes.end(), int64_t(dim));
-  }
+  bool in_kernel(int32_t v) const { return lk_.in_kernel(v); }
+  Role role(int32_t v) const { return lk_.role(v); }
 
   // How `user` reads `buf` (index: the flat index of node `buf` itself, no buffer), as strides
   // over the kernel's domain.
@@ -91,7 +94,7 @@ class Emitter {
     }
     Access acc{-1, std::vector<int64_t>(k_.domain.size(), 0), v.offset};
     for (size_t j = 0, d = 0; d < k_.domain.size() && j < v.shape.size(); ++d) {
-      if (r == Role::kReducedDrop && reduced(d)) continue;
+      if (r == Role::kReducedDrop && lk_.is_reduced[d]) continue;
       if (v.shape[j] != 1) acc.strides[d] = v.strides[j];  // size-1 dims: index 0 everywhere
       ++j;
     }
@@ -195,12 +198,12 @@ class Emitter {
   void eval(const std::vector<int32_t>& targets, std::map<int32_t, llvm::Value*>& memo,
             const Offsets& offs) {
     std::vector<char> need(k_.nodes.size(), 0);  // by position; operands come first
-    for (int32_t t : targets) need[member_.at(t)] = 1;
+    for (int32_t t : targets) need[lk_.position(t)] = 1;
     for (size_t p = need.size(); p-- > 0;) {
       const lt_graph_node& n = g_.nodes[k_.nodes[p]];
       if (need[p] && (need[p] = !memo.count(k_.nodes[p])))
         for (size_t k = 0; k < n.num_operands; ++k)
-          if (in_kernel(n.operands[k])) need[member_.at(n.operands[k])] = 1;
+          if (in_kernel(n.operands[k])) need[lk_.position(n.operands[k])] = 1;
     }
     for (size_t p = 0; p < need.size(); ++p) {
       if (!need[p]) continue;
@@ -377,18 +380,18 @@ class Emitter {
     if (is_float(r.dtype)) llvm::cast<llvm::Instruction>(v)->setHasAllowReassoc(true);
     return v;
   }
-  void emit_reductions(const std::vector<int32_t>& reductions, Offsets& offs);
-  bool emit_column_reductions(const std::vector<int32_t>& reductions, Offsets& offs);
+  void emit_reductions(Offsets& offs);
+  bool emit_column_reductions(Offsets& offs);
 
   llvm::Module& m_;
   llvm::LLVMContext& ctx_;
   llvm::IRBuilder<> b_;
   KernelDesc& k_;
   const lt_graph& g_;
+  const lower::LoopKernel lk_;  // roles, reduction phases, per-row nodes, output roles
   std::string name_;
   const MathTarget& math_;
-  std::map<int32_t, int> member_;  // node -> position
-  std::map<int32_t, int> slot_;    // node -> slot
+  std::map<int32_t, int> slot_;  // node -> slot
   std::vector<Access> acc_;
   std::map<std::pair<int32_t, int32_t>, int> acc_of_;  // (buf or ~node, user) -> access
   std::vector<int64_t> loop_dims_;                     // coalesced loop extents
@@ -404,12 +407,9 @@ class Emitter {
 };
 
 llvm::Error Emitter::run() {
-  for (size_t i = 0; i < k_.nodes.size(); ++i) member_[k_.nodes[i]] = static_cast<int>(i);
-  std::vector<int32_t> reductions;
   for (int32_t v : k_.nodes) {
     const lt_graph_node& n = g_.nodes[v];
     std::string_view op = n.op;
-    if (fusion::is_reduction_op(op)) reductions.push_back(v);
     for (size_t k = 0; k < n.num_operands; ++k)
       if (!in_kernel(n.operands[k])) access_of(n.operands[k], v);
     if (op == "arange" || op.starts_with("random_")) access_of(v, v, true);
@@ -421,7 +421,7 @@ llvm::Error Emitter::run() {
   for (int32_t v : k_.nodes) narrowest = std::min(narrowest, lt_dtype_size(g_.nodes[v].dtype));
   for (int32_t v : k_.slots) narrowest = std::min(narrowest, lt_dtype_size(g_.nodes[v].dtype));
   lanes_ = std::max<int64_t>(1, math_.vector_bits / (8 * std::max<size_t>(1, narrowest)));
-  if (!reductions.empty() && k_.reduce_axes.empty())
+  if (!lk_.reductions.empty() && k_.reduce_axes.empty())
     return llvm::createStringError("reduction in a kernel without reduce axes");
 
   // Loop order: kept dims, then reduced dims; lower::coalesce merges neighbours within each.
@@ -429,7 +429,7 @@ llvm::Error Emitter::run() {
     std::vector<lower::View> views(acc_.size());
     for (size_t a = 0; a < acc_.size(); ++a)
       for (size_t d = 0; d < k_.domain.size(); ++d)
-        if (reduced(d) == red) {
+        if (bool(lk_.is_reduced[d]) == red) {
           views[a].shape.push_back(k_.domain[d]);
           views[a].strides.push_back(acc_[a].strides[d]);
         }
@@ -483,14 +483,14 @@ llvm::Error Emitter::run() {
   }
   Offsets offs;
   for (const Access& a : acc_) offs.push_back(b_.getInt64(a.offset));
-  if (reductions.empty()) {
+  if (lk_.reductions.empty()) {
     nest(0, loop_dims_.size(), offs, true, [&](Offsets& o) {
       std::map<int32_t, llvm::Value*> memo;
       eval(k_.outputs, memo, o);
       for (int32_t v : k_.outputs) store(v, o, memo.at(v));
     });
   } else {
-    emit_reductions(reductions, offs);
+    emit_reductions(offs);
   }
   b_.CreateRetVoid();
   return llvm::Error::success();
@@ -504,8 +504,9 @@ llvm::Error Emitter::run() {
 // Taken when the kept dims coalesce to one, every source is read with kept stride 0 or 1, and
 // the kernel is one phase: its reductions (sum, mean, max, min) are outputs nothing in it
 // reads; its other outputs are full-size, stored as the inner loop visits them.
-bool Emitter::emit_column_reductions(const std::vector<int32_t>& reductions, Offsets& offs) {
-  if (n_outer_ != 1 || loop_dims_.size() < 2) return false;
+bool Emitter::emit_column_reductions(Offsets& offs) {
+  const std::vector<int32_t>& reductions = lk_.reductions;
+  if (n_outer_ != 1 || loop_dims_.size() < 2 || lk_.phases.size() != 1) return false;
   std::vector<int32_t> full_out;  // full-size outputs, stored as the inner loop visits them
   for (int32_t v : k_.outputs)
     if (!fusion::is_reduction_op(g_.nodes[v].op)) full_out.push_back(v);
@@ -513,12 +514,10 @@ bool Emitter::emit_column_reductions(const std::vector<int32_t>& reductions, Off
     const lt_graph_node& n = g_.nodes[r];
     if (n.dtype == LT_DTYPE_BOOL || !std::count(k_.outputs.begin(), k_.outputs.end(), r))
       return false;
-    for (int32_t v : k_.nodes)  // nothing in the kernel consumes a reduction
-      for (size_t k = 0; k < g_.nodes[v].num_operands; ++k)
-        if (g_.nodes[v].operands[k] == r) return false;
   }
-  for (int32_t v : k_.nodes)
-    if (!fusion::is_reduction_op(g_.nodes[v].op) && role(v) != Role::kFull) return false;
+  for (int32_t v : k_.nodes)  // nothing reads a reduction, nothing else is per row
+    if (!fusion::is_reduction_op(g_.nodes[v].op) && (lk_.level(v) || role(v) != Role::kFull))
+      return false;
   bool contiguous = false;
   for (size_t a = 0; a < acc_.size(); ++a) {
     int64_t s = acc_[a].strides[0];
@@ -582,40 +581,21 @@ bool Emitter::emit_column_reductions(const std::vector<int32_t>& reductions, Off
 // Per outer index (row): phase p accumulates the reductions with p in-kernel reductions below
 // them (max, then the sum of exp(x − max), ...), the reduced-role nodes that need them follow,
 // then one pass writes the full-role outputs.
-void Emitter::emit_reductions(const std::vector<int32_t>& reductions, Offsets& offs) {
-  if (emit_column_reductions(reductions, offs)) return;
-  std::map<int32_t, int> level;
-  int phases = 0;
-  for (int32_t v : k_.nodes) {
-    const lt_graph_node& n = g_.nodes[v];
-    int lv = 0;
-    for (size_t k = 0; k < n.num_operands; ++k)
-      if (in_kernel(n.operands[k])) lv = std::max(lv, level[n.operands[k]]);
-    level[v] = lv + fusion::is_reduction_op(n.op);
-    phases = std::max(phases, level[v]);
-  }
+void Emitter::emit_reductions(Offsets& offs) {
+  if (emit_column_reductions(offs)) return;
   int64_t reduce_count = 1;
   for (int64_t ax : k_.reduce_axes) reduce_count *= k_.domain[ax];
   // Accumulators live in allocas in the entry block (SROA turns them into registers).
   std::map<int32_t, llvm::AllocaInst*> accs;
-  for (int32_t r : reductions) accs[r] = b_.CreateAlloca(reg_type(g_.nodes[r].dtype));
+  for (int32_t r : lk_.reductions) accs[r] = b_.CreateAlloca(reg_type(g_.nodes[r].dtype));
 
   nest(0, n_outer_, offs, false, [&](Offsets& o) {
-    std::map<int32_t, llvm::Value*> outer;
-    auto emit_ready = [&](int upto) {
-      std::vector<int32_t> ready;
-      for (int32_t v : k_.nodes)
-        if (role(v) != Role::kFull && !fusion::is_reduction_op(g_.nodes[v].op) &&
-            level[v] <= upto && !outer.count(v))
-          ready.push_back(v);
-      eval(ready, outer, o);
-    };
-    emit_ready(0);
-    for (int p = 1; p <= phases; ++p) {
-      std::vector<int32_t> rs, srcs;
-      for (int32_t r : reductions) {
-        if (level[r] != p) continue;
-        rs.push_back(r);
+    std::map<int32_t, llvm::Value*> outer;  // per-row values
+    eval(lk_.row_nodes[0], outer, o);
+    for (size_t p = 1; p <= lk_.phases.size(); ++p) {
+      const std::vector<int32_t>& rs = lk_.phases[p - 1];
+      std::vector<int32_t> srcs;
+      for (int32_t r : rs) {
         if (in_kernel(g_.nodes[r].operands[0])) srcs.push_back(g_.nodes[r].operands[0]);
         b_.CreateStore(identity(g_.nodes[r]), accs[r]);
       }
@@ -628,6 +608,9 @@ void Emitter::emit_reductions(const std::vector<int32_t>& reductions, Offsets& o
           llvm::Value* x = in_kernel(src) ? memo.at(src) : load(acc_of_.at({src, r}), io, n.dtype);
           b_.CreateStore(combine(n, b_.CreateLoad(reg_type(n.dtype), accs[r]), x), accs[r]);
         }
+        if (p == lk_.phases.size())
+          for (const lower::LoopKernel::Stash& s : lk_.stashes)
+            store(s.output, io, memo.at(s.value));
       });
       for (int32_t r : rs) {
         llvm::Value* v = b_.CreateLoad(reg_type(g_.nodes[r].dtype), accs[r]);
@@ -635,18 +618,16 @@ void Emitter::emit_reductions(const std::vector<int32_t>& reductions, Offsets& o
           v = b_.CreateFDiv(v, fconst(v->getType(), static_cast<double>(reduce_count)));
         outer[r] = v;
       }
-      emit_ready(p);
+      eval(lk_.row_nodes[p], outer, o);
     }
     // Reduced-role outputs once per row, full-role outputs in a final pass.
-    std::vector<int32_t> full_out;
-    for (int32_t v : k_.outputs)
-      if (role(v) == Role::kFull)
-        full_out.push_back(v);
-      else
-        store(v, o, outer.at(v));
+    for (int32_t v : lk_.row_outputs) store(v, o, outer.at(v));
+    const std::vector<int32_t>& full_out = lk_.full_outputs;
     if (full_out.empty()) return;
     nest(n_outer_, loop_dims_.size(), o, true, [&](Offsets& io) {
       std::map<int32_t, llvm::Value*> memo = outer;
+      for (const lower::LoopKernel::Stash& s : lk_.stashes)  // stored by the last phase
+        memo[s.value] = load(acc_of_.at({s.output, s.output}), io, g_.nodes[s.output].dtype);
       eval(full_out, memo, io);
       for (int32_t v : full_out) store(v, io, memo.at(v));
     });

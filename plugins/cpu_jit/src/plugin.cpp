@@ -58,11 +58,12 @@ class CpuJit final : public lt::kit::Backend {
     std::lock_guard<std::mutex> lock(mu_);
     if (hit) ++cache_hits_;
     if (!hit) kernels_ += double(p->num_kernels()), compile_ms_ += p->compile_ms(), ++compiles_;
-    if (p->dynamic())  // its kernels at every size; host steps prepared per size
-      return std::make_unique<lt::kit::PerValue>(g, [p](const lt_graph& at) {
-        return std::make_unique<Executable>(std::make_shared<const Program>(at, p), true);
-      });
-    return std::make_unique<Executable>(std::move(p), hit);
+    auto exe = std::make_unique<Executable>(p, hit);
+    if (!p->dynamic()) return exe;
+    auto instance = [p](const lt_graph& at) {  // its kernels; host steps prepared per size
+      return std::make_unique<Executable>(std::make_shared<const Program>(at, p), true);
+    };
+    return std::make_unique<lt::kit::PerValue>(g, std::move(exe), instance, nullptr);
   }
 
   void stats(const lt::kit::Stats& emit) const override {

@@ -21,6 +21,7 @@
 #include "lazytensor/lower/c_expr.hpp"
 #include "lazytensor/lower/dynamic.hpp"
 #include "lazytensor/lower/kernel_plan.hpp"
+#include "lazytensor/lower/loop_kernel.hpp"
 #include "lazytensor/lower/view.hpp"
 
 namespace lt::ocl {
@@ -103,8 +104,9 @@ class Emitter {
         loads_(loads),
         vw_(width) {}
 
-  void preset(int32_t node, const Idx& idx, const std::string& var) {
+  void preset(int32_t node, const Idx& idx, const std::string& var, bool vector = false) {
     presets_[node] = {key(node, normalize(node, idx)), var};
+    if (vector) vecs_.insert(var);
   }
   bool is_vector(const std::string& var) const { return vecs_.count(var) != 0; }
 
@@ -389,12 +391,10 @@ class Generator {
   void lower_step(const lower::Step& st) {
     const std::vector<int32_t>& outs = st.outputs;
     if (st.group_kind == fusion::GroupKind::kRowReduction ||
-        st.group_kind == fusion::GroupKind::kReduction) {
-      std::vector<int32_t> reds;
-      for (int32_t n : st.nodes)
-        if (is_reduce_primitive(g_.nodes[n].op)) reds.push_back(n);
-      return row_kernel(member_, reds, outs, st.domain, st.reduce_axes);
-    }
+        st.group_kind == fusion::GroupKind::kReduction)
+      // On CPU devices the last phase keeps softmax's exp(x - max) in the output (stashes).
+      return row_kernel(
+          member_, lower::schedule_loops(g_, st, {caps_.cpu && !caps_.dynamic ? 64u << 10 : 0}));
     const std::string_view aop = st.anchor >= 0 ? g_.nodes[st.anchor].op : "";
     if (st.group_kind == fusion::GroupKind::kElementwise || is_inline_primitive(aop))
       return map_kernel(member_, outs);
@@ -456,20 +456,18 @@ class Generator {
   // CPU devices, for trailing float reductions, one work-item per row with the row loop in
   // vectors of W lanes (PoCL vectorises neither a loop inside a work-item nor a work-group
   // around one), then a horizontal step in lane order; anything else takes the scalar form.
-  void row_kernel(const std::vector<char>& member, const std::vector<int32_t>& reds,
-                  const std::vector<int32_t>& outs, const Shape& domain, const Shape& axes) {
-    std::vector<char> is_axis(domain.size(), 0);
-    for (int64_t a : axes) is_axis[a] = 1;
-    Shape kept, reduced;
-    for (size_t d = 0; d < domain.size(); ++d) (is_axis[d] ? reduced : kept).push_back(domain[d]);
-    if (numel(kept) == 0) return;
-    bool trailing = !axes.empty() && (caps_.dynamic || numel(kept) >= 16) && numel(reduced) > 0;
+  void row_kernel(const std::vector<char>& member, const lower::LoopKernel& lk) {
+    const Shape& domain = lk.domain;
+    const std::vector<int32_t>& reds = lk.reductions;
+    if (lk.rows() == 0) return;
+    bool trailing =
+        !lk.reduced.empty() && (caps_.dynamic || lk.rows() >= 16) && lk.row_length() > 0;
     // Dynamic: vectors need the row a multiple of W at every size (not when its last dim moves).
     if (caps_.dynamic && !reds.empty())
       trailing =
           trailing && lower::shape_forms(g_, g_.nodes[reds[0]].operands[0]).back().symbol < 0;
-    for (size_t i = 0; i < axes.size(); ++i)
-      trailing = trailing && axes[i] == static_cast<int64_t>(domain.size() - axes.size() + i);
+    for (size_t d = lk.kept.size(); d < domain.size(); ++d)  // the reduced dims are the last
+      trailing = trailing && lk.is_reduced[d];
     for (int32_t r : reds) trailing = trailing && lower::is_float(g_.nodes[r].dtype);
     int W = 4;
     while (W < 16 && W < static_cast<int>(caps_.vec_width)) W *= 2;
@@ -477,20 +475,19 @@ class Generator {
     if (caps_.cpu && trailing && domain.back() % W == 0) {
       const int mark = counter_;
       try {
-        return row_kernel(member, reds, outs, domain, is_axis, kept, reduced, W);
+        return row_kernel(member, lk, W);
       } catch (const VecError&) {
       } catch (const PlanError&) {
       }
       counter_ = mark;
     }
-    row_kernel(member, reds, outs, domain, is_axis, kept, reduced, 0);
+    row_kernel(member, lk, 0);
   }
 
-  void row_kernel(const std::vector<char>& member, const std::vector<int32_t>& reds,
-                  const std::vector<int32_t>& outs, const Shape& domain,
-                  const std::vector<char>& is_axis, const Shape& kept, const Shape& reduced,
-                  int W) {
-    const int64_t rows = numel(kept), count = numel(reduced);
+  void row_kernel(const std::vector<char>& member, const lower::LoopKernel& lk, int W) {
+    const Shape &domain = lk.domain, &kept = lk.kept, &reduced = lk.reduced;
+    const std::vector<char>& is_axis = lk.is_reduced;
+    const int64_t rows = lk.rows(), count = lk.row_length();
     const bool vec = W > 0;
     const size_t L = vec ? 1 : row_local_size(rows, count);
     std::ostringstream body;
@@ -531,7 +528,18 @@ class Generator {
         idx[d] = is_axis[d] ? ridx[r++] : kidx[k++];
       return idx;
     };
-    for (int32_t rn : reds) {
+    // Stores `v` (of o's dtype) into full-shape output o at idx.
+    auto store_full = [&](Emitter& em, int32_t o, const Idx& idx, std::string v) {
+      const std::string off = cx::offset(View::dense(domain), idx);
+      if (!vec) {
+        body << "    p" << o << "[" << off << "] = " << v << ";\n";
+        return;
+      }
+      if (!em.is_vector(v))
+        v = "((" + ctype(g_.nodes[o].dtype) + std::to_string(W) + ")(" + v + "))";
+      body << "    vstore" << W << "(" << v << ", 0, p" << o << " + " << off << ");\n";
+    };
+    for (int32_t rn : lk.reductions_by_phase()) {
       const lt_graph_node& n = g_.nodes[rn];
       const std::string_view op = n.op;
       const lt_dtype dt = n.dtype;
@@ -548,6 +556,8 @@ class Generator {
       {
         auto em = emitter("    ", W);
         std::string v = em->value(n.operands[0], idx);
+        for (const lower::LoopKernel::Stash& s : lk.stashes)
+          if (s.value == n.operands[0]) store_full(*em, s.output, idx, v);
         if (vec && !em->is_vector(v)) v = "((" + V + ")(" + v + "))";
         body << "    " << acc << " = " << combine(acc, v) << ";\n  }\n";
       }
@@ -569,27 +579,26 @@ class Generator {
       results.emplace_back(rn, "res" + id);
     }
     // Full-shape outputs in a second pass over the row, then the per-row outputs.
-    std::vector<int32_t> full, per_row;
-    for (int32_t o : outs) {
-      const Shape s = shape_of(g_.nodes[o]);
-      if (s == domain && vec && !vec_float(g_.nodes[o].dtype)) throw VecError{};
-      if (s != domain && numel(s) != rows)
+    const std::vector<int32_t>&full = lk.full_outputs, &per_row = lk.row_outputs;
+    for (int32_t o : full) {
+      if (shape_of(g_.nodes[o]) != domain)
         throw PlanError{"output of a shape that is neither the domain nor a row"};
-      (s == domain ? full : per_row).push_back(o);
+      if (vec && !vec_float(g_.nodes[o].dtype)) throw VecError{};
     }
     if (!full.empty()) {
       Idx idx = loop_head("  ");
       auto em = emitter("    ", W);
-      for (int32_t o : full) {
-        std::string v = em->value(o, idx), off = cx::offset(View::dense(domain), idx);
-        if (!vec) {
-          body << "    p" << o << "[" << off << "] = " << v << ";\n";
-          continue;
-        }
-        if (!em->is_vector(v))
-          v = "((" + ctype(g_.nodes[o].dtype) + std::to_string(W) + ")(" + v + "))";
-        body << "    vstore" << W << "(" << v << ", 0, p" << o << " + " << off << ");\n";
+      for (const lower::LoopKernel::Stash& s : lk.stashes) {  // stored by the last phase
+        const std::string p = "p" + std::to_string(s.output), v = "st" + std::to_string(s.output);
+        const std::string off = cx::offset(View::dense(domain), idx);
+        body << "    const " << ctype(g_.nodes[s.output].dtype) << (vec ? std::to_string(W) : "")
+             << " " << v << " = "
+             << (vec ? "vload" + std::to_string(W) + "(0, " + p + " + " + off + ")"
+                     : p + "[" + off + "]")
+             << ";\n";
+        em->preset(s.value, idx, v, vec);
       }
+      for (int32_t o : full) store_full(*em, o, idx, em->value(o, idx));
       body << "  }\n";
     }
     if (!per_row.empty()) {
@@ -606,7 +615,7 @@ class Generator {
     l.local[0] = vec ? 0 : L;
     emit_kernel(
         vec ? "" : "__attribute__((reqd_work_group_size(" + std::to_string(L) + ", 1, 1))) ",
-        body.str(), loads, outs, l);
+        body.str(), loads, lk.outputs, l);
   }
 
   size_t row_local_size(int64_t rows, int64_t count) const {

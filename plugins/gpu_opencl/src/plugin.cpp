@@ -163,97 +163,49 @@ class OclExecutable : public kit::Executable {
   Layout bound_;
 };
 
-// A dynamic graph's program: its `long` literals that move with a size are kernel arguments
-// (lower::template_source), so one build runs every size. The kit's PerValue keeps the last
-// sizes; a new size is generated again (text only, no build) for its launches, node sizes,
-// arena layout and arguments; a size whose text differs otherwise (a dim reaching 1 or 0) runs
-// a static build of its own.
-class DynamicExecutable : public kit::PerValue {
- public:
-  // nullptr when a size changes more than those numbers: the caller compiles `g` static.
-  static std::unique_ptr<DynamicExecutable> create(Device& dev, const lt_graph& g,
-                                                   const DeviceCaps& caps, const kit::Log& log) {
-    auto tmpl = std::make_shared<lower::SourceTemplate>();
-    std::string why;
-    auto text_of = [&](const lt_graph& at) { return text(generate(at, caps)); };
-    if (!lower::template_source(g, text_of, "\n__kernel ", "const long", tmpl.get(), &why)) {
-      log(1, "gpu_opencl: dynamic graph compiled static: " + why);
-      return nullptr;
-    }
-    GeneratedProgram gen = generate(g, caps);
-    gen.source = tmpl->source;
-    log(0, "gpu_opencl: generated dynamic program:\n" + gen.source);
-    auto base = std::make_shared<OclExecutable>(dev, g, std::move(gen));
-    base->build();
-    return std::unique_ptr<DynamicExecutable>(new DynamicExecutable(dev, g, caps, tmpl, base));
+// A size of a dynamic graph's one build: its launches, node sizes, arena layout and size
+// arguments (lower::template_source makes the `long` literals that move with a size kernel
+// arguments); nullptr when the size's text differs otherwise (a dim reaching 1 or 0): the kit's
+// PerValue then builds that size static.
+struct Size final : kit::Executable {
+  std::shared_ptr<OclExecutable> base;
+  std::vector<KernelLaunch> launches;
+  std::vector<size_t> bytes;
+  Layout layout;
+  std::vector<std::vector<int64_t>> args;  // per kernel
+  void run(std::span<kit::Buffer* const> in, std::span<kit::Buffer* const> out) override {
+    base->run(in, out, launches, bytes, layout, args);
   }
-  void stats(const kit::Stats& emit) const override {
-    base_->stats(emit);
-    emit("dynamic_sizes", static_cast<double>(instances()));
-    emit("dynamic_static_sizes", static_cast<double>(static_sizes_.load()));
-  }
-
- private:
-  // A size of the one build: its launches, node sizes, arena layout and size arguments.
-  struct Size final : kit::Executable {
-    std::shared_ptr<OclExecutable> base;
-    std::vector<KernelLaunch> launches;
-    std::vector<size_t> bytes;
-    Layout layout;
-    std::vector<std::vector<int64_t>> args;  // per kernel
-    void run(std::span<kit::Buffer* const> in, std::span<kit::Buffer* const> out) override {
-      base->run(in, out, launches, bytes, layout, args);
-    }
-  };
-  DynamicExecutable(Device& dev, const lt_graph& g, const DeviceCaps& caps,
-                    std::shared_ptr<const lower::SourceTemplate> tmpl,
-                    std::shared_ptr<OclExecutable> base)
-      : PerValue(
-            g, [this](const lt_graph& at) { return at_size(at); }, 16),
-        dev_(dev),
-        caps_(caps),
-        tmpl_(std::move(tmpl)),
-        base_(std::move(base)) {}
-  // The text compared across sizes: the source and the nodes given buffers.
-  static std::string text(const GeneratedProgram& gen) {
-    std::string s = gen.source + "\n// stored";
-    for (int32_t n : gen.stored) s += " " + std::to_string(n);
-    return s;
-  }
-
-  std::unique_ptr<kit::Executable> at_size(const lt_graph& at) {
-    GeneratedProgram gen = generate(at, caps_);
-    auto s = std::make_unique<Size>();
-    if (tmpl_->arguments(text(gen), &s->args)) {
-      s->base = base_;
-      s->layout = OclExecutable::layout(dev_, at, gen);
-      s->launches = std::move(gen.kernels);
-      s->bytes = lower::value_bytes(at);
-      // A work-group the runtime would choose by size is fixed (64 items where the global size
-      // is a multiple, as map kernels' always is, else 8 or 1): PoCL compiles a kernel once
-      // per work-group size.
-      for (KernelLaunch& l : s->launches)
-        if (!l.local[0]) {
-          const size_t g0 = l.global[0];
-          l.local[0] = l.dims > 1 ? 1 : g0 % 64 == 0 ? 64 : g0 % 8 == 0 ? 8 : 1;
-          l.local[1] = l.local[2] = 1;
-        }
-      return s;
-    }
-    DeviceCaps caps = caps_;
-    caps.dynamic = false;
-    auto exe = std::make_unique<OclExecutable>(dev_, at, generate(at, caps));
-    exe->build();
-    ++static_sizes_;
-    return exe;
-  }
-
-  Device& dev_;
-  DeviceCaps caps_;
-  std::shared_ptr<const lower::SourceTemplate> tmpl_;
-  std::shared_ptr<OclExecutable> base_;
-  std::atomic<uint64_t> static_sizes_{0};
 };
+
+// The text compared across sizes: the source and the nodes given buffers.
+std::string text(const GeneratedProgram& gen) {
+  std::string s = gen.source + "\n// stored";
+  for (int32_t n : gen.stored) s += " " + std::to_string(n);
+  return s;
+}
+
+std::unique_ptr<Size> at_size(const Device& dev, const lt_graph& at, const DeviceCaps& caps,
+                              const lower::SourceTemplate& tmpl,
+                              std::shared_ptr<OclExecutable> base) {
+  GeneratedProgram gen = generate(at, caps);
+  auto s = std::make_unique<Size>();
+  if (!tmpl.arguments(text(gen), &s->args)) return nullptr;
+  s->base = std::move(base);
+  s->layout = OclExecutable::layout(dev, at, gen);
+  s->launches = std::move(gen.kernels);
+  s->bytes = lower::value_bytes(at);
+  // A work-group the runtime would choose by size is fixed (64 items where the global size
+  // is a multiple, as map kernels' always is, else 8 or 1): PoCL compiles a kernel once
+  // per work-group size.
+  for (KernelLaunch& l : s->launches)
+    if (!l.local[0]) {
+      const size_t g0 = l.global[0];
+      l.local[0] = l.dims > 1 ? 1 : g0 % 64 == 0 ? 64 : g0 % 8 == 0 ? 8 : 1;
+      l.local[1] = l.local[2] = 1;
+    }
+  return s;
+}
 
 class OpenclBackend : public kit::Backend {
  public:
@@ -298,20 +250,9 @@ class OpenclBackend : public kit::Backend {
     lower::OwnedGraph lowered;  // composites of a region from a direct caller, decomposed
     auto ok = [&](const lt_graph& g, size_t i) { return node_supported(g, i, caps_); };
     const lt_graph& g = lower::decompose_declined(region, ok, &lowered) ? lowered.view() : region;
-    if (!lower::dynamic_of(g).empty()) {  // one build for every size, if no size changes it
-      DeviceCaps caps = caps_;
-      caps.dynamic = true;
-      if (auto exe = DynamicExecutable::create(*dev_, g, caps, log_)) {
-        ++executables_;
-        return exe;
-      }
-    }
-    GeneratedProgram gen = generate(g, caps_);
-    if (g.num_nodes <= 4096) log_(0, "gpu_opencl: generated program:\n" + gen.source);
-    auto exe = std::make_unique<OclExecutable>(*dev_, g, std::move(gen));
-    exe->build();
-    ++executables_;
-    return exe;
+    if (!lower::dynamic_of(g).empty())  // one build for every size, if no size changes it
+      if (auto exe = compile_dynamic(g)) return exe;
+    return compile_static(g, caps_);
   }
 
   void stats(const kit::Stats& emit) const override {
@@ -320,6 +261,42 @@ class OpenclBackend : public kit::Backend {
   }
 
  private:
+  std::unique_ptr<kit::Executable> compile_static(const lt_graph& g, const DeviceCaps& caps) {
+    GeneratedProgram gen = generate(g, caps);
+    if (g.num_nodes <= 4096) log_(0, "gpu_opencl: generated program:\n" + gen.source);
+    auto exe = std::make_unique<OclExecutable>(*dev_, g, std::move(gen));
+    exe->build();
+    ++executables_;
+    return exe;
+  }
+  // nullptr when a size changes more than the numbers: the caller compiles `g` static.
+  std::unique_ptr<kit::Executable> compile_dynamic(const lt_graph& g) {
+    DeviceCaps caps = caps_;
+    caps.dynamic = true;
+    auto tmpl = std::make_shared<lower::SourceTemplate>();
+    std::string why;
+    auto text_of = [&](const lt_graph& at) { return text(generate(at, caps)); };
+    if (!lower::template_source(g, text_of, "\n__kernel ", "const long", tmpl.get(), &why)) {
+      log_(1, "gpu_opencl: dynamic graph compiled static: " + why);
+      return nullptr;
+    }
+    GeneratedProgram gen = generate(g, caps);
+    gen.source = tmpl->source;
+    log_(0, "gpu_opencl: generated dynamic program:\n" + gen.source);
+    auto base = std::make_shared<OclExecutable>(*dev_, g, std::move(gen));
+    base->build();
+    ++executables_;
+    auto instance = [&dev = *dev_, caps, tmpl, base](const lt_graph& at) {
+      return std::unique_ptr<kit::Executable>(at_size(dev, at, caps, *tmpl, base));
+    };
+    auto own = [&dev = *dev_, caps = caps_](const lt_graph& at) {
+      auto exe = std::make_unique<OclExecutable>(dev, at, generate(at, caps));
+      exe->build();
+      return std::unique_ptr<kit::Executable>(std::move(exe));
+    };
+    return std::make_unique<kit::PerValue>(g, base, instance, own, 16);
+  }
+
   kit::Log log_;
   std::unique_ptr<Device> dev_;
   DeviceCaps caps_;

@@ -329,15 +329,35 @@ class LruCache {
 };
 
 // The one dynamic-size mechanism of the kit's backends: a dynamic executable that prepares the
-// graph at each run's values with `compile` (lower::instantiate), keeping the last `keep`. What
-// `compile` makes per size is the backend's: cpu_eager prepares its host steps, cpu_jit its
-// host steps around kernels proved size-independent (lower::fit_build), gpu_opencl the
-// launches, arguments and arena layout of its one build (lower::template_source).
+// graph at each run's values (lower::instantiate), keeping the last `keep`.
+// - `PerValue(g, compile)`: `compile` makes each size's executable (cpu_eager: its host steps).
+// - `PerValue(g, build, instance, own)`: one build serves every size that does not change its
+//   code. `build` is the executable of `g` at its own values (its stats are reported);
+//   `instance(at)` is that build at the values of `at` (cpu_jit: its kernels with the outer
+//   extents lower::fit_build fitted, host steps prepared again; gpu_opencl: the launches,
+//   arguments and arena layout lower::template_source gives), or nullptr where `at` needs code
+//   of its own, which `own(at)` then compiles static (a dim reaching 1 or 0; stat
+//   `dynamic_static_sizes`). `own` may be empty where `instance` never declines (a declined size
+//   is then an error).
+// Stats: `dynamic_sizes` (sizes prepared so far) and `dynamic_static_sizes`.
 class PerValue : public Executable {
  public:
   using Compile = std::function<std::unique_ptr<Executable>(const lt_graph&)>;
   PerValue(const lt_graph& g, Compile compile, size_t keep = 8)
       : graph_(lower::copy_graph(g)), compile_(std::move(compile)), keep_(keep) {}
+  PerValue(const lt_graph& g, std::shared_ptr<const Executable> build, Compile instance,
+           Compile own, size_t keep = 8)
+      : PerValue(g, nullptr, keep) {
+    build_ = std::move(build);
+    compile_ = [this, instance = std::move(instance), own = std::move(own)](const lt_graph& at) {
+      std::unique_ptr<Executable> exe = instance(at);
+      if (exe) return exe;
+      if (!own)
+        fail(LT_STATUS_INTERNAL, "the dynamic build declined a size and has no static compile");
+      ++static_sizes_;
+      return own(at);
+    };
+  }
   bool dynamic() const override { return true; }
   void run(std::span<Buffer* const> in, std::span<Buffer* const> out) override {
     const lt_graph& g = graph_.view();
@@ -367,19 +387,19 @@ class PerValue : public Executable {
     exe->run(in, out);
   }
   void stats(const Stats& emit) const override {
-    emit("instances", static_cast<double>(instances()));
+    if (build_) build_->stats(emit);
+    emit("dynamic_sizes", static_cast<double>(instances_.load()));
+    emit("dynamic_static_sizes", static_cast<double>(static_sizes_.load()));
   }
-
- protected:
-  size_t instances() const { return instances_.load(); }  // sizes prepared so far
 
  private:
   lower::OwnedGraph graph_;
   Compile compile_;
   size_t keep_;
+  std::shared_ptr<const Executable> build_;  // the one build, if any
   std::mutex mu_;
   std::list<std::pair<std::vector<int64_t>, std::shared_ptr<Executable>>> cache_;
-  std::atomic<size_t> instances_{0};
+  std::atomic<size_t> instances_{0}, static_sizes_{0};
 };
 
 // The host pointers of `buffers` (for backends whose buffers are host memory).

@@ -1,0 +1,82 @@
+// loop_kernel.hpp — the loop-level schedule of one fused kernel (a kernel step of the kernel
+// planner), decided once here and rendered by each code generator (cpu_jit as LLVM IR,
+// gpu_opencl as OpenCL C), in the manner of tinygrad's linearizer and its renderers: the domain
+// split into kept dims (one row per kept index) and reduced dims, each node's role, the
+// reduction phases (a reduction reading another runs in a later pass over the row: max, then the
+// sum of exp(x - max), ...), which nodes are evaluated once per row after each phase, and which
+// outputs are stored once per row and which over the full domain.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "lazytensor/lower/fusion.hpp"
+#include "lazytensor/lower/kernel_plan.hpp"
+
+namespace lt::lower {
+
+struct LoopKernel {
+  std::vector<int32_t> nodes;       // the kernel's nodes, ascending
+  std::vector<int32_t> outputs;     // the nodes it stores, as given
+  std::vector<int64_t> domain;      // loop domain
+  std::vector<char> is_reduced;     // per domain dim: one of the reduce axes
+  std::vector<int64_t> kept;        // extents of the kept dims, in order (the rows)
+  std::vector<int64_t> reduced;     // extents of the reduced dims, in order (a row)
+  std::vector<fusion::Role> roles;  // per node (by position in `nodes`); no role: kFull
+  std::vector<int> levels;          // per node: reductions on its longest in-kernel path
+  std::vector<int32_t> reductions;  // the reduction nodes (sum, mean, max, min), ascending
+  // phases[p]: the reductions that pass p + 1 over a row accumulates (those of level p + 1).
+  std::vector<std::vector<int32_t>> phases;
+  // row_nodes[p]: the nodes of a reduced role, reductions aside, of level p: evaluated once
+  // per row before the first pass (p = 0) or after pass p, when what they read is known.
+  std::vector<std::vector<int32_t>> row_nodes;
+  // Outputs of a full role (and any of no role: a generator that cannot store such a shape
+  // over the domain splits the group), stored in a last pass over each row; outputs of a
+  // reduced role, stored once per row.
+  std::vector<int32_t> full_outputs, row_outputs;
+  // A value the last phase computes for its reduction that a full output would compute again
+  // in the output pass (softmax's exp(x - max), summed by the last phase and divided by the sum
+  // in the output pass): the last phase stores it into that output's own buffer and the output
+  // pass reads it back, so a transcendental is evaluated once per element.
+  struct Stash {
+    int32_t output, value;
+  };
+  std::vector<Stash> stashes;
+
+  std::vector<int32_t> reductions_by_phase() const;  // phases[0], then phases[1], ...
+  bool in_kernel(int32_t node) const;
+  int position(int32_t node) const;  // in `nodes`; -1 outside the kernel
+  // Of a kernel node (outside the kernel: kFull and 0).
+  fusion::Role role(int32_t node) const {
+    const int p = position(node);
+    return p < 0 ? fusion::Role::kFull : roles[p];
+  }
+  int level(int32_t node) const {
+    const int p = position(node);
+    return p < 0 ? 0 : levels[p];
+  }
+  int64_t rows() const;        // product of `kept`
+  int64_t row_length() const;  // product of `reduced`
+};
+
+// What a generator tells the schedule.
+struct LoopOptions {
+  // The most bytes of one row of a stashed value (0: no stashes). A stash pays where the row
+  // stays in cache between the last phase and the output pass; beyond, it adds a write and a
+  // read of the output to the traffic.
+  size_t stash_row_bytes = 0;
+};
+
+// The schedule of the kernel over `nodes` (ascending, operands before users) storing `outputs`,
+// over `domain` with `reduce_axes` (ascending; empty: an elementwise kernel, whose nodes are all
+// kFull and level 0).
+LoopKernel schedule_loops(const lt_graph& graph, std::span<const int32_t> nodes,
+                          std::span<const int32_t> outputs, std::span<const int64_t> domain,
+                          std::span<const int64_t> reduce_axes, const LoopOptions& options = {});
+inline LoopKernel schedule_loops(const lt_graph& graph, const Step& step,
+                                 const LoopOptions& options = {}) {
+  return schedule_loops(graph, step.nodes, step.outputs, step.domain, step.reduce_axes, options);
+}
+
+}  // namespace lt::lower
