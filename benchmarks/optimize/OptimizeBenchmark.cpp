@@ -92,8 +92,7 @@ OwnedGraph parse(const std::string& path) {
       if (a.kind == LT_ATTR_STRING) a.s = strs.back().c_str();
       attrs.push_back(a);
     }
-    const int32_t id = g.add(op, dtype_of(dt), dims_of(dims), operands, attrs.data(),
-                             attrs.size());
+    const int32_t id = g.add(op, dtype_of(dt), dims_of(dims), operands, attrs.data(), attrs.size());
     if (op == "input") inputs.push_back(id);
   }
   g.set_inputs(inputs);
@@ -118,8 +117,7 @@ std::vector<std::vector<unsigned char>> eval_on_host(const lt_graph& g) {
   return out;
 }
 
-void BM_Optimize(benchmark::State& state, std::string model, lt::lower::OptLevel level,
-                 bool fold) {
+void BM_Optimize(benchmark::State& state, std::string model, lt::lower::OptLevel level, bool fold) {
   OwnedGraph g = parse(std::string(LT_OPT_BENCH_GRAPHS) + "/" + model + ".txt");
   const lt_graph& view = g.view();
   lt::lower::OptimizeOptions opt;
@@ -145,8 +143,8 @@ void register_all() {
                                  L::kExact, true)
         ->Unit(benchmark::kMicrosecond);
     // Without the host-kernel evaluation: the passes' own bookkeeping.
-    benchmark::RegisterBenchmark((std::string("optimize/exact_nofold/") + m).c_str(),
-                                 BM_Optimize, m, L::kExact, false)
+    benchmark::RegisterBenchmark((std::string("optimize/exact_nofold/") + m).c_str(), BM_Optimize,
+                                 m, L::kExact, false)
         ->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark((std::string("optimize/fast/") + m).c_str(), BM_Optimize, m,
                                  L::kFast, true)

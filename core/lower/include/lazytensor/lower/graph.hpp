@@ -150,6 +150,28 @@ std::vector<size_t> value_bytes(const lt_graph& g);
 // Attribute lookup by name; nullptr if absent.
 const lt_attr* find_attr(const lt_graph_node& node, std::string_view name);
 
+// One attribute that owns its storage: the one owned form of an lt_attr, kept on the core's IR
+// nodes (core/src/ir.h AttrSet) and written by the optimiser's rewrites (issue #24 item 4).
+struct OwnedAttr {
+  std::string name;
+  lt_attr_kind kind = LT_ATTR_INT;
+  int64_t i = 0;
+  double f = 0;
+  std::vector<int64_t> ints;
+  std::string s;
+
+  // A copy of `a` (a NULL name or string reads as "").
+  static OwnedAttr copy(const lt_attr& a);
+  // The lt_attr form, pointing into this attribute (valid while it lives unchanged).
+  lt_attr view() const;
+  // Same name, kind and value; floats compared bitwise (0.0 and -0.0 differ).
+  bool operator==(const OwnedAttr& o) const;
+};
+
+// Two borrowed attributes with the same name, kind and value (floats bitwise; ints and
+// strings by content).
+bool same_attr(const lt_attr& a, const lt_attr& b);
+
 // Structural hash of a region (ops, dtypes, shapes, operands, attributes, inputs, outputs);
 // independent of lt_graph::hash, so a plugin can cache across graphs.
 uint64_t structural_hash(const lt_graph& graph);
