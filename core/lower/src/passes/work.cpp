@@ -113,7 +113,13 @@ bool Work::opaque(const WNode& n) const {
   if (n.is_input()) return false;
   if (!n.info) return true;  // a custom op: effects the graph does not show
   if (n.info->category == Category::kCollective) return true;
-  return opt && opt->is_opaque && opt->is_opaque(n.op);
+  if (!opt || !opt->is_opaque) return false;
+  // The caller's answer per built-in op, asked once (the core looks the name up in its
+  // custom-op registry, a string map: once a node per sweep was a quarter of the optimiser).
+  const size_t id = static_cast<size_t>(n.info->id);
+  if (id >= opaque_op_.size()) opaque_op_.resize(id + 1, -1);
+  if (opaque_op_[id] < 0) opaque_op_[id] = opt->is_opaque(n.op) ? 1 : 0;
+  return opaque_op_[id] == 1;
 }
 
 Work Work::from_graph(const lt_graph& g, const OptimizeOptions& opt) {

@@ -87,6 +87,7 @@ struct Work {
 
  private:
   void release(int32_t v);  // one use of v went; v dies with its last one
+  mutable std::vector<int8_t> opaque_op_;  // per built-in OpId: -1 not asked yet, 0, 1
   std::vector<int32_t> operand_store;
 };
 
