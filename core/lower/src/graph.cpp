@@ -219,6 +219,16 @@ int32_t OwnedGraph::add(std::string_view op, lt_dtype dtype, Shape shape,
   return static_cast<int32_t>(impl_->nodes.size() - 1);
 }
 
+int32_t OwnedGraph::add_borrowed(const char* op, lt_dtype dtype, std::span<const int64_t> shape,
+                                 std::vector<int32_t> operands, std::span<const lt_attr> attrs) {
+  Impl::Node& n = impl_->nodes.emplace_back();  // op, shape, attrs left empty: borrowed
+  n.dtype = dtype;
+  n.operands = std::move(operands);
+  impl_->views.push_back(lt_graph_node{op, dtype, shape.size(), shape.data(), n.operands.size(),
+                                       n.operands.data(), attrs.size(), attrs.data()});
+  return static_cast<int32_t>(impl_->nodes.size() - 1);
+}
+
 int32_t OwnedGraph::copy(const lt_graph_node& node, std::vector<int32_t> operands) {
   return add(node.op, node.dtype, Shape(node.shape, node.shape + node.rank), std::move(operands),
              node.attrs, node.num_attrs);

@@ -112,8 +112,7 @@ size_t fold(Work& w, PassStats& s) {
     const WNode& node = w.nodes[i];
     std::vector<int32_t> ops;
     for (int32_t o : node.operands) ops.push_back(index[static_cast<size_t>(w.resolve(o))]);
-    index[i] = cone.add(node.op, node.dtype, Shape(node.shape.begin(), node.shape.end()), ops,
-                        node.attrs.data(), node.attrs.size());
+    index[i] = cone.add_borrowed(node.op, node.dtype, node.shape, ops, node.attrs);
   };
   for (size_t i = 0; i < n; ++i)  // leaves first (made ones come after their readers)
     if (in_cone[i] && w.nodes[i].operands.empty()) add_to_cone(i);

@@ -42,6 +42,7 @@ WNode make_full(Work& w, lt_dtype d, std::span<const int64_t> shape, double v) {
   a.kind = LT_ATTR_FLOAT;
   a.f = v;
   n.attrs = w.attr_views.emplace_back(1, a);
+  n.own_attrs = true;
   return n;
 }
 
@@ -107,6 +108,7 @@ void Work::set_attrs(int32_t v, std::vector<OwnedAttr> attrs) {
   std::vector<lt_attr>& view = attr_views.emplace_back();
   for (const OwnedAttr& a : kept) view.push_back(a.view());
   nodes[static_cast<size_t>(v)].attrs = view;
+  nodes[static_cast<size_t>(v)].own_attrs = true;
 }
 
 bool Work::opaque(const WNode& n) const {
@@ -212,8 +214,12 @@ OwnedGraph Work::to_graph(std::vector<int32_t>* origin,
     const WNode& n = nodes[static_cast<size_t>(v)];
     ops.clear();
     for (int32_t o : n.operands) ops.push_back(index[static_cast<size_t>(resolve(o))]);
-    index[static_cast<size_t>(v)] = g.add(n.op, n.dtype, Shape(n.shape.begin(), n.shape.end()), ops,
-                                          n.attrs.data(), n.attrs.size());
+    // Names and shapes come from the input graph or the op table; attributes too unless a
+    // rewrite made them (Work's storage dies with it: those few are copied).
+    index[static_cast<size_t>(v)] =
+        n.own_attrs ? g.add(n.op, n.dtype, Shape(n.shape.begin(), n.shape.end()), ops,
+                            n.attrs.data(), n.attrs.size())
+                    : g.add_borrowed(n.op, n.dtype, n.shape, ops, n.attrs);
     if (n.constant >= 0) {
       const_inputs.push_back(index[static_cast<size_t>(v)]);
       if (take_constants)

@@ -24,11 +24,12 @@ struct WNode {
   std::span<const int64_t> shape;
   std::span<int32_t> operands;  // Work::operand_store; may name replaced nodes (resolve them)
   std::span<const lt_attr> attrs;
-  uint32_t tag = 0;       // rematerialisation tag (CSE merges equal tags only)
-  int32_t input = -1;     // graph input k, or -1
-  int32_t constant = -1;  // index into Work::constants for a folded constant, or -1
-  int32_t origin = -1;    // the input graph's node this one computes (messages), or -1
-  bool dead = false;      // no output reads it any more (dropped by to_graph)
+  uint32_t tag = 0;        // rematerialisation tag (CSE merges equal tags only)
+  int32_t input = -1;      // graph input k, or -1
+  int32_t constant = -1;   // index into Work::constants for a folded constant, or -1
+  int32_t origin = -1;     // the input graph's node this one computes (messages), or -1
+  bool dead = false;       // no output reads it any more (dropped by to_graph)
+  bool own_attrs = false;  // attrs live in Work's storage (made or rewritten), not the input
 
   bool is(OpId id) const { return info && info->id == id; }
   // A graph input or a folded constant (a leaf no pass rewrites; only inputs never die).
@@ -86,7 +87,7 @@ struct Work {
   std::deque<std::vector<OwnedAttr>> attr_store;
 
  private:
-  void release(int32_t v);  // one use of v went; v dies with its last one
+  void release(int32_t v);                 // one use of v went; v dies with its last one
   mutable std::vector<int8_t> opaque_op_;  // per built-in OpId: -1 not asked yet, 0, 1
   std::vector<int32_t> operand_store;
 };
