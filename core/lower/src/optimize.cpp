@@ -108,15 +108,21 @@ Optimized optimize(const lt_graph& g, const OptimizeOptions& options) {
   }
   opt::Work w = opt::Work::from_graph(g, options);
   size_t k = 0;
+  bool folded = false;
   for (const PassEntry& p : kPasses) {
     PassStats s;
     s.pass = p.name;
     s.nodes_before = w.live;
-    p.run(w, s);
+    // Simplify again only what folding exposed: without a folded constant the graph is the one
+    // the first simplify left, and a sweep would find nothing.
+    const bool skip = p.run == opt::simplify && k > 0 && !folded;
+    if (!skip) p.run(w, s);
+    folded = folded || s.folded;
     s.nodes_after = w.live;
+    ++k;
     if (options.after_pass) {
       OwnedGraph snap = w.to_graph();
-      options.after_pass(std::to_string(++k) + "_" + p.name, snap.view());
+      options.after_pass(std::to_string(k) + "_" + p.name, snap.view());
     }
     out.stats.push_back(std::move(s));
   }

@@ -54,23 +54,35 @@ class Simplifier {
 
   // One sweep in index order (topological but for made nodes, which have no operands); returns
   // the rewrites made. Dead and replaced nodes are skipped; nodes made during the sweep are
-  // already simple.
-  size_t sweep() {
+  // already simple. `only` (if given) restricts the sweep to those nodes: in index order a
+  // node's operands are final when it is visited, so what a later sweep can still rewrite is a
+  // node rewritten in place (its new form may match again), listed in `again`.
+  size_t sweep(const std::vector<int32_t>* only, std::vector<int32_t>* again) {
     size_t count = 0;
     const size_t n = w_.nodes.size();
-    gemm_read_.assign(n, 0);  // what a live matmul reads (permute chains under exact)
-    if (!fast())
-      for (size_t i = 0; i < n; ++i)
-        if (live(i) && w_.nodes[i].is(kOpMatmul))
-          for (size_t k = 0; k < w_.nodes[i].operands.size(); ++k)
-            gemm_read_[static_cast<size_t>(w_.operand(static_cast<int32_t>(i), k))] = 1;
-    for (size_t i = 0; i < n; ++i) {
-      if (!live(i)) continue;
-      const WNode& node = w_.nodes[i];
-      if (node.is_input() || !node.info || w_.opaque(node)) continue;
-      for (size_t k = 0; k < node.operands.size(); ++k) w_.operand(static_cast<int32_t>(i), k);
-      if (rewrite(static_cast<int32_t>(i))) ++count;
+    if (!only) {
+      gemm_read_.assign(n, 0);  // what a live matmul reads (permute chains under exact)
+      if (!fast())
+        for (size_t i = 0; i < n; ++i)
+          if (live(i) && w_.nodes[i].is(kOpMatmul))
+            for (size_t k = 0; k < w_.nodes[i].operands.size(); ++k)
+              gemm_read_[static_cast<size_t>(w_.operand(static_cast<int32_t>(i), k))] = 1;
     }
+    gemm_read_.resize(n, 0);
+    again->clear();
+    auto visit = [&](size_t i) {
+      if (!live(i)) return;
+      const WNode& node = w_.nodes[i];
+      if (node.is_input() || !node.info || w_.opaque(node)) return;
+      for (size_t k = 0; k < node.operands.size(); ++k) w_.operand(static_cast<int32_t>(i), k);
+      if (!rewrite(static_cast<int32_t>(i))) return;
+      ++count;
+      if (live(i)) again->push_back(static_cast<int32_t>(i));
+    };
+    if (only)
+      for (int32_t v : *only) visit(static_cast<size_t>(v));
+    else
+      for (size_t i = 0; i < n; ++i) visit(i);
     return count;
   }
 
@@ -286,10 +298,12 @@ class Simplifier {
 size_t simplify(Work& w, PassStats& s) {
   Simplifier simp(w);
   size_t total = 0;
-  for (int round = 0; round < 8; ++round) {  // rewrites enable rewrites: x*1 inside neg(neg(.))
-    const size_t n = simp.sweep();
-    if (!n) break;
+  std::vector<int32_t> again, next;
+  for (int round = 0; round < 8; ++round) {  // in-place rewrites may match again
+    const size_t n = simp.sweep(round ? &again : nullptr, &next);
     total += n;
+    if (!n || next.empty()) break;
+    again.swap(next);
   }
   s.rewritten += total;
   return total;

@@ -125,6 +125,19 @@ bool Work::opaque(const WNode& n) const {
 }
 
 Work Work::from_graph(const lt_graph& g, const OptimizeOptions& opt) {
+  // The core names every node of one op with the same interned string, so the op table is
+  // searched once per name pointer (a hash of the name per node was a tenth of the optimiser).
+  constexpr size_t kCache = 64;
+  const char* names[kCache] = {};
+  const OpInfo* infos[kCache] = {};
+  auto lookup = [&](const char* op) {
+    const size_t h = (reinterpret_cast<uintptr_t>(op) >> 3) % kCache;
+    if (names[h] != op) {
+      names[h] = op;
+      infos[h] = find_op(op);
+    }
+    return infos[h];
+  };
   Work w;
   w.level = opt.level;
   w.opt = &opt;
@@ -139,7 +152,7 @@ Work Work::from_graph(const lt_graph& g, const OptimizeOptions& opt) {
     const lt_graph_node& gn = g.nodes[i];
     WNode& n = w.nodes[i];
     n.op = gn.op;
-    if (std::strcmp(gn.op, "input") != 0) n.info = find_op(gn.op);
+    if (std::strcmp(gn.op, "input") != 0) n.info = lookup(gn.op);
     n.dtype = gn.dtype;
     n.shape = {gn.shape, gn.rank};
     n.operands = {w.operand_store.data() + at, gn.num_operands};
