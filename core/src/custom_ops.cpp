@@ -76,7 +76,7 @@ NodeRef build_custom(const OpCall& c) {
     attrs = std::make_unique<AttrSet>();
     for (size_t i = 0; i < c.num_attrs; ++i) {
       const lt_attr& in = c.attrs[i];
-      StoredAttr& s = attrs->items.emplace_back();
+      lower::OwnedAttr& s = attrs->items.emplace_back();
       s.name = in.name;
       s.kind = in.kind;
       if (in.kind == LT_ATTR_INT) s.i = in.i;

@@ -100,7 +100,7 @@ const char* reduce_name(int64_t r) {
 
 int64_t attr_or(const HostNode& h, const char* name, int64_t dflt) {
   if (h.attrs)
-    for (const StoredAttr& a : h.attrs->items)
+    for (const lower::OwnedAttr& a : h.attrs->items)
       if (a.name == name) return a.i;
   return dflt;
 }

@@ -36,7 +36,7 @@ uint64_t hash_bytes(const void* p, size_t n, uint64_t seed) {
   return h;
 }
 
-const StoredAttr* AttrSet::find(const char* name) const {
+const lower::OwnedAttr* AttrSet::find(const char* name) const {
   for (const auto& a : items)
     if (a.name == name) return &a;
   return nullptr;
@@ -47,11 +47,7 @@ AttrSet AttrSet::copy(const lt_attr* attrs, size_t num_attrs) {
   out.items.reserve(num_attrs);
   for (size_t k = 0; k < num_attrs; ++k) {
     const lt_attr& a = attrs[k];
-    StoredAttr& st = out.items.emplace_back();
-    st.name = a.name ? a.name : "";
-    st.kind = a.kind, st.i = a.i, st.f = a.f;
-    if (a.kind == LT_ATTR_INTS && a.ints) st.ints.assign(a.ints, a.ints + a.ints_len);
-    if (a.kind == LT_ATTR_STRING && a.s) st.s = a.s;
+    out.items.push_back(lower::OwnedAttr::copy(a));
   }
   out.finish();
   return out;
@@ -79,15 +75,7 @@ void AttrSet::finish() {
       default:  // never stored: kinds are checked against the op's row first
         break;
     }
-    lt_attr v{};
-    v.name = a.name.c_str();
-    v.kind = a.kind;
-    v.i = a.i;
-    v.f = a.f;
-    v.ints = a.ints.data();
-    v.ints_len = a.ints.size();
-    v.s = a.s.c_str();
-    view.push_back(v);
+    view.push_back(a.view());
   }
   hash = h;
 }

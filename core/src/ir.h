@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "lazytensor/lower/graph.hpp"
 #include "lazytensor/lt.h"
 #include "lazytensor/lt_plugin.h"
 
@@ -97,23 +98,13 @@ inline uint64_t hash_combine(uint64_t h, uint64_t v) {
 }
 uint64_t hash_bytes(const void* p, size_t n, uint64_t seed = 0);
 
-// One canonical attribute as stored on a node (owned copy of the user's lt_attr).
-struct StoredAttr {
-  std::string name;
-  lt_attr_kind kind = LT_ATTR_INT;
-  int64_t i = 0;
-  double f = 0;
-  std::vector<int64_t> ints;
-  std::string s;
-};
-
 // Immutable attribute set of a node; `hash` covers every name, kind and value.
 struct AttrSet {
-  std::vector<StoredAttr> items;
+  std::vector<lower::OwnedAttr> items;  // owned copies of the user's lt_attrs
   uint64_t hash = 0;
   std::vector<lt_attr> view;  // lt_attr form pointing into items (for lt_graph)
 
-  const StoredAttr* find(const char* name) const;
+  const lower::OwnedAttr* find(const char* name) const;
   void finish();  // computes hash and view; call once after filling items
   // An owned, finished copy of borrowed attributes (a NULL name or string reads as "").
   static AttrSet copy(const lt_attr* attrs, size_t num_attrs);

@@ -196,6 +196,57 @@ TEST(OptimizerDce, KeepsEveryInputInOrderAndDropsUnreadNodes) {
   (void)unused;
 }
 
+// The working graph counts uses: a node dies with its last use in the pass that removes it
+// (no compaction between passes), so every pass's counts are the live graph's, and the dce
+// step reports what the caller's graph held unread.
+TEST(OptimizerDce, CountsTheLiveGraphPerPassWithoutCompacting) {
+  G t;
+  const Value x = t.input(LT_DTYPE_F32, {3});
+  t.b.exp(x);                                                // unread from the start
+  const Value twice = t.b.neg(t.b.neg(x));                   // simplify: both negs die
+  const Value a = t.b.add(x, twice), b = t.b.add(twice, x);  // cse: one add dies
+  auto o = run(t.done({t.b.mul(a, b)}));
+  ASSERT_EQ(o.stats.size(), 5u);
+  EXPECT_EQ(o.stats[0].nodes_before, 6u);  // x, 2 neg, 2 add, mul; exp was never live
+  EXPECT_EQ(o.stats[0].nodes_after, 4u);   // x, 2 add, mul
+  EXPECT_EQ(o.stats[3].pass, "cse");
+  EXPECT_EQ(o.stats[3].nodes_after, 3u);
+  EXPECT_EQ(o.stats[4].removed, 1u);  // the exp
+  EXPECT_EQ(o.graph.view().num_nodes, 3u);
+  EXPECT_EQ(count_op(o, "neg"), 0u);
+  EXPECT_EQ(count_op(o, "add"), 1u);
+}
+
+// One owned attribute type for the core's IR and the optimiser (OwnedAttr): copies compare
+// equal, floats compare bitwise (0.0 and -0.0 are different attributes, so CSE keeps them
+// apart), and a view reads back what was copied.
+TEST(OptimizerCse, OwnedAttributesCompareBitwise) {
+  const int64_t perm[] = {1, 0};
+  lt_attr p{};
+  p.name = "perm";
+  p.kind = LT_ATTR_INTS;
+  p.ints = perm;
+  p.ints_len = 2;
+  const lt::lower::OwnedAttr owned = lt::lower::OwnedAttr::copy(p);
+  const lt_attr back = owned.view();
+  EXPECT_TRUE(lt::lower::same_attr(p, back));
+  EXPECT_NE(back.ints, p.ints);  // its own storage
+  lt_attr zero{}, minus_zero{};
+  zero.name = minus_zero.name = "value";
+  zero.kind = minus_zero.kind = LT_ATTR_FLOAT;
+  minus_zero.f = -0.0;
+  EXPECT_FALSE(lt::lower::same_attr(zero, minus_zero));
+  EXPECT_FALSE(lt::lower::OwnedAttr::copy(zero) == lt::lower::OwnedAttr::copy(minus_zero));
+  EXPECT_FALSE(lt::lower::same_attr(zero, p));
+  G t;
+  const Value x = t.input(LT_DTYPE_F32, {3});
+  const Value plus = t.b.add(x, t.b.full({3}, 0.0, LT_DTYPE_F32));
+  const Value minus = t.b.add(x, t.b.full({3}, -0.0, LT_DTYPE_F32));
+  auto o = run(t.done({t.b.mul(plus, minus)}));
+  EXPECT_EQ(count_op(o, "full"), 1u);  // x + (-0) is x; x + (+0) stays under exact
+  EXPECT_EQ(count_op(o, "add"), 1u);
+}
+
 // Constant folding with the shared host kernels as the evaluator (as the core passes them).
 std::vector<std::vector<unsigned char>> host_eval(const lt_graph& g) {
   lt::host::StepProgram prog(g);

@@ -172,9 +172,8 @@ struct OwnedGraph::Impl {
   // Attribute storage, only for nodes that have attributes: a backend's copy of a
   // 2,000,000-node chain holds no empty vectors (88 bytes a node).
   struct AttrStore {
-    std::vector<std::string> names, strings;
-    std::vector<std::vector<int64_t>> ints;
-    std::vector<lt_attr> attrs;
+    std::vector<OwnedAttr> items;
+    std::vector<lt_attr> attrs;  // views of items
   };
   struct Node {
     std::string op;
@@ -207,25 +206,26 @@ int32_t OwnedGraph::add(std::string_view op, lt_dtype dtype, Shape shape,
   if (num_attrs) {
     n.attrs = std::make_unique<Impl::AttrStore>();
     Impl::AttrStore& s = *n.attrs;
-    s.names.reserve(num_attrs);
-    s.strings.reserve(num_attrs);
-    s.ints.reserve(num_attrs);
+    s.items.reserve(num_attrs);
+    s.attrs.reserve(num_attrs);
     for (size_t i = 0; i < num_attrs; ++i) {
-      lt_attr a = attrs[i];
-      s.names.emplace_back(a.name ? a.name : "");
-      s.strings.emplace_back(a.s ? a.s : "");
-      s.ints.emplace_back(a.ints ? std::vector<int64_t>(a.ints, a.ints + a.ints_len)
-                                 : std::vector<int64_t>{});
-      a.name = s.names.back().c_str();
-      a.s = a.kind == LT_ATTR_STRING ? s.strings.back().c_str() : nullptr;
-      a.ints = s.ints.back().data();
-      a.ints_len = s.ints.back().size();
-      s.attrs.push_back(a);
+      s.items.push_back(OwnedAttr::copy(attrs[i]));
+      s.attrs.push_back(s.items.back().view());
     }
   }
   impl_->views.push_back(lt_graph_node{
       n.op.c_str(), n.dtype, n.shape.size(), n.shape.data(), n.operands.size(), n.operands.data(),
       n.attrs ? n.attrs->attrs.size() : 0, n.attrs ? n.attrs->attrs.data() : nullptr});
+  return static_cast<int32_t>(impl_->nodes.size() - 1);
+}
+
+int32_t OwnedGraph::add_borrowed(const char* op, lt_dtype dtype, std::span<const int64_t> shape,
+                                 std::vector<int32_t> operands, std::span<const lt_attr> attrs) {
+  Impl::Node& n = impl_->nodes.emplace_back();  // op, shape, attrs left empty: borrowed
+  n.dtype = dtype;
+  n.operands = std::move(operands);
+  impl_->views.push_back(lt_graph_node{op, dtype, shape.size(), shape.data(), n.operands.size(),
+                                       n.operands.data(), attrs.size(), attrs.data()});
   return static_cast<int32_t>(impl_->nodes.size() - 1);
 }
 
@@ -304,6 +304,52 @@ const lt_attr* find_attr(const lt_graph_node& node, std::string_view name) {
   for (size_t i = 0; i < node.num_attrs; ++i)
     if (node.attrs[i].name && name == node.attrs[i].name) return &node.attrs[i];
   return nullptr;
+}
+
+OwnedAttr OwnedAttr::copy(const lt_attr& a) {
+  OwnedAttr o;
+  o.name = a.name ? a.name : "";
+  o.kind = a.kind;
+  o.i = a.i;
+  o.f = a.f;
+  if (a.kind == LT_ATTR_INTS && a.ints) o.ints.assign(a.ints, a.ints + a.ints_len);
+  if (a.kind == LT_ATTR_STRING && a.s) o.s = a.s;
+  return o;
+}
+
+lt_attr OwnedAttr::view() const {
+  lt_attr v{};
+  v.name = name.c_str();
+  v.kind = kind;
+  v.i = i;
+  v.f = f;
+  v.ints = ints.data();
+  v.ints_len = ints.size();
+  v.s = kind == LT_ATTR_STRING ? s.c_str() : nullptr;
+  return v;
+}
+
+bool OwnedAttr::operator==(const OwnedAttr& o) const {
+  const lt_attr a = view(), b = o.view();
+  return same_attr(a, b);
+}
+
+bool same_attr(const lt_attr& a, const lt_attr& b) {
+  const std::string_view an = a.name ? a.name : "", bn = b.name ? b.name : "";
+  if (an != bn || a.kind != b.kind) return false;
+  switch (a.kind) {
+    case LT_ATTR_INT:
+      return a.i == b.i;
+    case LT_ATTR_FLOAT:  // bitwise: 0.0 and -0.0 are different attributes
+      return std::memcmp(&a.f, &b.f, sizeof a.f) == 0;
+    case LT_ATTR_INTS:
+      return a.ints_len == b.ints_len &&
+             (!a.ints_len || std::memcmp(a.ints, b.ints, a.ints_len * sizeof(int64_t)) == 0);
+    case LT_ATTR_STRING:
+      return std::string_view(a.s ? a.s : "") == std::string_view(b.s ? b.s : "");
+    default:
+      return false;
+  }
 }
 
 // ---- structural hash --------------------------------------------------------------------

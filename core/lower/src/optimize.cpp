@@ -2,6 +2,8 @@
 // counts, and the after-pass hook.
 #include "lazytensor/lower/optimize.hpp"
 
+#include <cstring>
+
 #include "passes/work.hpp"
 
 namespace lt::lower {
@@ -26,33 +28,45 @@ constexpr PassEntry kPasses[] = {{"simplify", opt::simplify},
 // OpenBLAS's transposed and plain kernels round differently (even the sign of a zero). So every
 // permute a surviving matmul reads must keep whether it has readers other than matmuls; when a
 // rewrite changed that (a concat reading it became dead, a slice of a concat now reads it), the
-// graph is compiled unoptimised. Returns false in that case.
+// graph is compiled unoptimised. Returns false in that case. Linear, and nothing is allocated
+// for a graph in which no matmul reads a permute.
 bool gemm_layouts_kept(const lt_graph& g, const opt::Work& w) {
-  auto is = [](const char* op, const char* name) { return std::string_view(op) == name; };
-  std::vector<std::vector<int32_t>> users(g.num_nodes);
-  for (size_t i = 0; i < g.num_nodes; ++i)
-    for (size_t k = 0; k < g.nodes[i].num_operands; ++k)
-      users[static_cast<size_t>(g.nodes[i].operands[k])].push_back(static_cast<int32_t>(i));
-  std::vector<int32_t> now(g.num_nodes, -1);  // original node -> its node in w, if kept
-  for (size_t i = 0; i < w.nodes.size(); ++i)
-    if (w.nodes[i].origin >= 0 && now[static_cast<size_t>(w.nodes[i].origin)] < 0)
-      now[static_cast<size_t>(w.nodes[i].origin)] = static_cast<int32_t>(i);
-  const auto new_users = w.users();
-  for (size_t p = 0; p < g.num_nodes; ++p) {
-    if (!is(g.nodes[p].op, "permute")) continue;
-    bool read_by_live_gemm = false, gemm_only = true;
-    for (int32_t u : users[p]) {
-      const bool mm = is(g.nodes[u].op, "matmul");
-      gemm_only = gemm_only && mm;
-      read_by_live_gemm = read_by_live_gemm || (mm && now[static_cast<size_t>(u)] >= 0);
+  auto is = [](const char* op, const char* name) { return std::strcmp(op, name) == 0; };
+  bool any = false;
+  for (size_t i = 0; i < g.num_nodes && !any; ++i)
+    if (is(g.nodes[i].op, "matmul"))
+      for (size_t k = 0; k < g.nodes[i].num_operands; ++k)
+        any = any || is(g.nodes[static_cast<size_t>(g.nodes[i].operands[k])].op, "permute");
+  if (!any) return true;
+  std::vector<int32_t> now(g.num_nodes, -1);  // original node -> its live node in w, if kept
+  for (size_t i = 0; i < w.nodes.size(); ++i) {
+    const opt::WNode& n = w.nodes[i];
+    if (!n.dead && w.repl[i] == static_cast<int32_t>(i) && n.origin >= 0 &&
+        now[static_cast<size_t>(n.origin)] < 0)
+      now[static_cast<size_t>(n.origin)] = static_cast<int32_t>(i);
+  }
+  // Per original node: read by a matmul that survives; read by anything but a matmul.
+  std::vector<uint8_t> live_gemm(g.num_nodes, 0), other(g.num_nodes, 0);
+  for (size_t u = 0; u < g.num_nodes; ++u) {
+    const bool mm = is(g.nodes[u].op, "matmul");
+    for (size_t k = 0; k < g.nodes[u].num_operands; ++k) {
+      const size_t p = static_cast<size_t>(g.nodes[u].operands[k]);
+      if (!mm) other[p] = 1;
+      if (mm && now[u] >= 0) live_gemm[p] = 1;
     }
-    if (!read_by_live_gemm) continue;
+  }
+  // The same "read by anything but a matmul" in the optimised graph.
+  std::vector<uint8_t> w_other(w.nodes.size(), 0);
+  for (size_t u = 0; u < w.nodes.size(); ++u) {
+    const opt::WNode& n = w.nodes[u];
+    if (n.dead || w.repl[u] != static_cast<int32_t>(u) || n.is(kOpMatmul)) continue;
+    for (int32_t o : n.operands) w_other[static_cast<size_t>(w.resolve(o))] = 1;
+  }
+  for (size_t p = 0; p < g.num_nodes; ++p) {
+    if (!live_gemm[p] || !is(g.nodes[p].op, "permute")) continue;
     const int32_t q = now[p];
     if (q < 0 || !w.nodes[static_cast<size_t>(q)].is(kOpPermute)) return false;
-    bool q_gemm_only = true;
-    for (int32_t u : new_users[static_cast<size_t>(q)])
-      q_gemm_only = q_gemm_only && w.nodes[static_cast<size_t>(u)].is(kOpMatmul);
-    if (q_gemm_only != gemm_only) return false;
+    if (!w_other[static_cast<size_t>(q)] != !other[p]) return false;
   }
   return true;
 }
@@ -93,17 +107,22 @@ Optimized optimize(const lt_graph& g, const OptimizeOptions& options) {
     return out;
   }
   opt::Work w = opt::Work::from_graph(g, options);
-  w.compact();  // the caller's order may hold nodes no output reads
   size_t k = 0;
+  bool folded = false;
   for (const PassEntry& p : kPasses) {
     PassStats s;
     s.pass = p.name;
-    s.nodes_before = w.nodes.size();
-    p.run(w, s);
-    s.nodes_after = w.nodes.size();
+    s.nodes_before = w.live;
+    // Simplify again only what folding exposed: without a folded constant the graph is the one
+    // the first simplify left, and a sweep would find nothing.
+    const bool skip = p.run == opt::simplify && k > 0 && !folded;
+    if (!skip) p.run(w, s);
+    folded = folded || s.folded;
+    s.nodes_after = w.live;
+    ++k;
     if (options.after_pass) {
       OwnedGraph snap = w.to_graph();
-      options.after_pass(std::to_string(++k) + "_" + p.name, snap.view());
+      options.after_pass(std::to_string(k) + "_" + p.name, snap.view());
     }
     out.stats.push_back(std::move(s));
   }
@@ -114,12 +133,10 @@ Optimized optimize(const lt_graph& g, const OptimizeOptions& options) {
   }
   out.changed = false;
   for (const PassStats& s : out.stats) out.changed |= s.removed || s.rewritten || s.folded;
-  out.changed |= w.nodes.size() != g.num_nodes;
+  out.changed |= w.live != g.num_nodes;
   if (!out.changed) return out;  // the caller compiles `g` itself: no copy
-  out.graph = w.to_graph();
+  out.graph = w.to_graph(&out.origin, &out.constants);
   out.graph.set_hash(g.hash);
-  out.constants = std::move(w.constants);
-  for (const opt::WNode& n : w.nodes) out.origin.push_back(n.origin);
   return out;
 }
 

@@ -36,16 +36,20 @@ uint64_t mix(uint64_t h, uint64_t v) {
   return h;
 }
 
-uint64_t attr_hash(const OwnedAttr& a) {
-  uint64_t h = std::hash<std::string>()(a.name) ^ static_cast<uint64_t>(a.kind);
+uint64_t attr_hash(const lt_attr& a) {
+  uint64_t h = static_cast<uint64_t>(a.kind);
+  for (const char* c = a.name; c && *c; ++c) h = h * 131 + static_cast<unsigned char>(*c);
   uint64_t fb = 0;
   std::memcpy(&fb, &a.f, sizeof fb);
   h = mix(mix(h, static_cast<uint64_t>(a.i)), fb);
-  for (int64_t v : a.ints) h = mix(h, static_cast<uint64_t>(v));
-  return mix(h, std::hash<std::string>()(a.s));
+  if (a.kind == LT_ATTR_INTS)
+    for (size_t k = 0; k < a.ints_len; ++k) h = mix(h, static_cast<uint64_t>(a.ints[k]));
+  if (a.kind == LT_ATTR_STRING)
+    for (const char* c = a.s; c && *c; ++c) h = h * 131 + static_cast<unsigned char>(*c);
+  return h;
 }
 
-// Operand k in canonical order (a commutative op's two operands sorted).
+// Operand k in canonical order (a commutative op's two operands sorted; resolved already).
 int32_t key_operand(const WNode& n, size_t k) {
   if (n.operands.size() == 2 && commutative(n)) {
     const int32_t lo = std::min(n.operands[0], n.operands[1]);
@@ -56,52 +60,68 @@ int32_t key_operand(const WNode& n, size_t k) {
 }
 
 bool equal(const WNode& a, const WNode& b) {
-  if (a.info != b.info || a.op != b.op || a.dtype != b.dtype || a.tag != b.tag ||
-      a.shape != b.shape || a.operands.size() != b.operands.size() || !(a.attrs == b.attrs))
+  if (a.info != b.info || a.dtype != b.dtype || a.tag != b.tag ||
+      a.operands.size() != b.operands.size() || a.attrs.size() != b.attrs.size() ||
+      !same_shape(a.shape, b.shape) || (!a.info && std::strcmp(a.op, b.op) != 0))
     return false;
   for (size_t k = 0; k < a.operands.size(); ++k)
     if (key_operand(a, k) != key_operand(b, k)) return false;
+  for (size_t k = 0; k < a.attrs.size(); ++k)
+    if (!same_attr(a.attrs[k], b.attrs[k])) return false;
   return true;
 }
 
 }  // namespace
 
 size_t cse(Work& w, PassStats& s) {
+  const size_t n = w.nodes.size();
   // Under `exact`, permutes a matmul reads stay apart: merged with one that something else
   // reads, the transpose is materialised and the GEMM reads another layout, rounding otherwise
   // (see simplify.cpp).
-  std::vector<uint8_t> gemm_operand(w.nodes.size(), 0);
+  std::vector<uint8_t> gemm_operand(n, 0);
   if (w.level != OptLevel::kFast)
-    for (const WNode& n : w.nodes)
-      if (n.is(kOpMatmul))
-        for (int32_t o : n.operands) gemm_operand[static_cast<size_t>(o)] = 1;
-  std::unordered_multimap<uint64_t, int32_t> seen;
-  seen.reserve(w.nodes.size());
+    for (size_t i = 0; i < n; ++i)
+      if (!w.nodes[i].dead && w.nodes[i].is(kOpMatmul))
+        for (size_t k = 0; k < w.nodes[i].operands.size(); ++k)
+          gemm_operand[static_cast<size_t>(w.operand(static_cast<int32_t>(i), k))] = 1;
+  // Open addressing over node ids, sized for every node at most half full.
+  size_t cap = 16;
+  while (cap < 2 * n) cap *= 2;
+  std::vector<int32_t> slot(cap, -1);
+  std::vector<uint64_t> slot_hash(cap, 0);
   size_t merged = 0;
-  for (size_t i = 0; i < w.nodes.size(); ++i) {
-    WNode& n = w.nodes[i];
-    for (int32_t& o : n.operands) o = w.resolve(o);  // nodes are in topological order
-    if (n.op == "input" || w.opaque(n)) continue;
-    if (n.is(kOpPermute) && gemm_operand[i]) continue;
-    uint64_t h = n.info ? static_cast<uint64_t>(n.info->id) : std::hash<std::string>()(n.op);
-    h = mix(mix(h, static_cast<uint64_t>(n.dtype)), n.tag);
-    for (int64_t d : n.shape) h = mix(h, static_cast<uint64_t>(d));
-    for (size_t k = 0; k < n.operands.size(); ++k)
-      h = mix(h, static_cast<uint64_t>(key_operand(n, k)));
-    for (const OwnedAttr& a : n.attrs) h = mix(h, attr_hash(a));
-    bool found = false;
-    auto [lo, hi] = seen.equal_range(h);
-    for (auto it = lo; it != hi; ++it)
-      if (equal(w.nodes[static_cast<size_t>(it->second)], n)) {
-        w.replace(static_cast<int32_t>(i), it->second);
-        ++merged;
-        found = true;
-        break;
+  auto visit = [&](size_t i) {
+    WNode& node = w.nodes[i];
+    if (node.dead || w.repl[i] != static_cast<int32_t>(i)) return;
+    if (node.is_input() || w.opaque(node)) return;
+    for (size_t k = 0; k < node.operands.size(); ++k) w.operand(static_cast<int32_t>(i), k);
+    if (node.is(kOpPermute) && gemm_operand[i]) return;
+    uint64_t h = node.info ? static_cast<uint64_t>(node.info->id) : 0x5bd1e995u;
+    h = mix(mix(h, static_cast<uint64_t>(node.dtype)), node.tag);
+    for (int64_t d : node.shape) h = mix(h, static_cast<uint64_t>(d));
+    for (size_t k = 0; k < node.operands.size(); ++k)
+      h = mix(h, static_cast<uint64_t>(key_operand(node, k)));
+    for (const lt_attr& a : node.attrs) h = mix(h, attr_hash(a));
+    for (size_t p = h & (cap - 1);; p = (p + 1) & (cap - 1)) {
+      if (slot[p] < 0) {
+        slot[p] = static_cast<int32_t>(i);
+        slot_hash[p] = h;
+        return;
       }
-    if (!found) seen.emplace(h, static_cast<int32_t>(i));
-  }
+      if (slot_hash[p] == h && equal(w.nodes[static_cast<size_t>(slot[p])], node)) {
+        w.replace(static_cast<int32_t>(i), slot[p]);
+        ++merged;
+        return;
+      }
+    }
+  };
+  // Leaves a rewrite made (no operands, appended after their readers) first, then the rest in
+  // index order: every node's operands are then merged before the node is looked up.
+  for (size_t i = 0; i < n; ++i)
+    if (w.nodes[i].operands.empty()) visit(i);
+  for (size_t i = 0; i < n; ++i)
+    if (!w.nodes[i].operands.empty()) visit(i);
   s.removed += merged;
-  if (merged) w.compact();
   return merged;
 }
 

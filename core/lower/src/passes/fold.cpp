@@ -56,27 +56,44 @@ bool splat_value(const std::vector<unsigned char>& bytes, lt_dtype d, double* v)
 size_t fold(Work& w, PassStats& s) {
   if (!w.opt || !w.opt->eval) return 0;
   const size_t n = w.nodes.size();
+  auto live = [&](size_t i) { return !w.nodes[i].dead && w.repl[i] == static_cast<int32_t>(i); };
+  // Constant: a built-in op whose operands are all constant (full and arange have none). Made
+  // leaves come after their readers, so they are marked first.
   std::vector<uint8_t> is_const(n, 0);
+  bool any_source = false;
   for (size_t i = 0; i < n; ++i) {
     const WNode& node = w.nodes[i];
-    if (node.op == "input" || w.opaque(node) || !node.info) continue;
-    bool c = true;
-    for (int32_t o : node.operands) c = c && is_const[static_cast<size_t>(o)];
-    is_const[i] = c;
+    if (live(i) && node.operands.empty() && node.info && !w.opaque(node)) {
+      is_const[i] = 1;
+      any_source = true;
+    }
   }
-  // Candidates: constant nodes with operands (a lone full or arange is as cheap as its copy),
-  // read by a non-constant node or an output, and not already a splat.
-  const auto users = w.users();
-  std::vector<uint8_t> is_output(n, 0);
-  for (int32_t o : w.outputs) is_output[static_cast<size_t>(o)] = 1;
+  if (!any_source) return 0;  // nothing to fold without a full or arange
+  bool any_op = false;
+  for (size_t i = 0; i < n; ++i) {
+    const WNode& node = w.nodes[i];
+    if (!live(i) || node.operands.empty() || node.is_input() || !node.info || w.opaque(node))
+      continue;
+    bool c = true;
+    for (size_t k = 0; k < node.operands.size() && c; ++k)
+      c = is_const[static_cast<size_t>(w.operand(static_cast<int32_t>(i), k))];
+    is_const[i] = c;
+    any_op = any_op || c;
+  }
+  if (!any_op) return 0;  // only lone leaves: as cheap as their copies
+  // Candidates: constant nodes with operands, read by a non-constant node or an output, and
+  // not already a splat.
+  std::vector<uint8_t> edge(n, 0);
+  for (int32_t o : w.outputs) edge[static_cast<size_t>(w.resolve(o))] = 1;
+  for (size_t i = 0; i < n; ++i)
+    if (live(i) && !is_const[i])
+      for (size_t k = 0; k < w.nodes[i].operands.size(); ++k)
+        edge[static_cast<size_t>(w.operand(static_cast<int32_t>(i), k))] = 1;
   std::vector<int32_t> cand;
   for (size_t i = 0; i < n; ++i) {
-    if (!is_const[i] || w.nodes[i].operands.empty()) continue;
+    if (!is_const[i] || w.nodes[i].operands.empty() || !edge[i]) continue;
     const size_t bytes = static_cast<size_t>(w.nodes[i].numel()) * lt_dtype_size(w.nodes[i].dtype);
-    if (bytes > w.opt->max_fold_bytes) continue;
-    bool edge = is_output[i];
-    for (int32_t u : users[i]) edge = edge || !is_const[static_cast<size_t>(u)];
-    if (edge) cand.push_back(static_cast<int32_t>(i));
+    if (bytes <= w.opt->max_fold_bytes) cand.push_back(static_cast<int32_t>(i));
   }
   if (cand.empty()) return 0;
   // One graph of every candidate's cone, candidates as its outputs.
@@ -87,21 +104,27 @@ size_t fold(Work& w, PassStats& s) {
     stack.pop_back();
     if (in_cone[static_cast<size_t>(v)]) continue;
     in_cone[static_cast<size_t>(v)] = 1;
-    for (int32_t o : w.nodes[static_cast<size_t>(v)].operands) stack.push_back(o);
+    for (int32_t o : w.nodes[static_cast<size_t>(v)].operands) stack.push_back(w.resolve(o));
   }
-  Work cone;
+  OwnedGraph cone;
   std::vector<int32_t> index(n, -1);
-  for (size_t i = 0; i < n; ++i) {
-    if (!in_cone[i]) continue;
-    WNode copy = w.nodes[i];
-    for (int32_t& o : copy.operands) o = index[static_cast<size_t>(o)];
-    index[i] = cone.add(std::move(copy));
-  }
-  for (int32_t c : cand) cone.outputs.push_back(index[static_cast<size_t>(c)]);
+  auto add_to_cone = [&](size_t i) {
+    const WNode& node = w.nodes[i];
+    std::vector<int32_t> ops;
+    for (int32_t o : node.operands) ops.push_back(index[static_cast<size_t>(w.resolve(o))]);
+    index[i] = cone.add_borrowed(node.op, node.dtype, node.shape, ops, node.attrs);
+  };
+  for (size_t i = 0; i < n; ++i)  // leaves first (made ones come after their readers)
+    if (in_cone[i] && w.nodes[i].operands.empty()) add_to_cone(i);
+  for (size_t i = 0; i < n; ++i)
+    if (in_cone[i] && !w.nodes[i].operands.empty()) add_to_cone(i);
+  std::vector<int32_t> outs;
+  for (int32_t c : cand) outs.push_back(index[static_cast<size_t>(c)]);
+  cone.set_inputs({});
+  cone.set_outputs(outs);
   std::vector<std::vector<unsigned char>> values;
   try {
-    OwnedGraph g = cone.to_graph();
-    values = w.opt->eval(g.view());
+    values = w.opt->eval(cone.view());
   } catch (...) {
     return 0;  // the evaluator lacks an op: nothing is folded
   }
@@ -113,7 +136,7 @@ size_t fold(Work& w, PassStats& s) {
     double v = 0;
     WNode f;
     if (splat_value(values[k], c.dtype, &v)) {
-      f = make_full(c.dtype, c.shape, v);
+      f = make_full(w, c.dtype, c.shape, v);
     } else {
       f.op = "input";
       f.dtype = c.dtype;
@@ -123,12 +146,11 @@ size_t fold(Work& w, PassStats& s) {
     }
     f.tag = c.tag;
     f.origin = c.origin;
-    const int32_t nf = w.add(std::move(f));
+    const int32_t nf = w.add(f);
     w.replace(cand[k], nf);
     ++folded;
   }
   s.folded += folded;
-  w.compact();
   return folded;
 }
 

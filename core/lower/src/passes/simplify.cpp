@@ -52,59 +52,81 @@ class Simplifier {
  public:
   explicit Simplifier(Work& w) : w_(w) {}
 
-  // One sweep in topological order; returns the rewrites made.
-  size_t sweep() {
+  // One sweep in index order (topological but for made nodes, which have no operands); returns
+  // the rewrites made. Dead and replaced nodes are skipped; nodes made during the sweep are
+  // already simple. `only` (if given) restricts the sweep to those nodes: in index order a
+  // node's operands are final when it is visited, so what a later sweep can still rewrite is a
+  // node rewritten in place (its new form may match again), listed in `again`.
+  size_t sweep(const std::vector<int32_t>* only, std::vector<int32_t>* again) {
     size_t count = 0;
-    const size_t n = w_.nodes.size();  // nodes appended by a rewrite are already simple
-    users_.clear();                    // computed on first need (permute chains)
-    for (size_t i = 0; i < n; ++i) {
-      for (int32_t& o : w_.nodes[i].operands) o = w_.resolve(o);
-      if (w_.nodes[i].op == "input" || w_.opaque(w_.nodes[i]) || !w_.nodes[i].info) continue;
-      if (rewrite(static_cast<int32_t>(i))) ++count;
+    const size_t n = w_.nodes.size();
+    if (!only) {
+      gemm_read_.assign(n, 0);  // what a live matmul reads (permute chains under exact)
+      if (!fast())
+        for (size_t i = 0; i < n; ++i)
+          if (live(i) && w_.nodes[i].is(kOpMatmul))
+            for (size_t k = 0; k < w_.nodes[i].operands.size(); ++k)
+              gemm_read_[static_cast<size_t>(w_.operand(static_cast<int32_t>(i), k))] = 1;
     }
+    gemm_read_.resize(n, 0);
+    again->clear();
+    auto visit = [&](size_t i) {
+      if (!live(i)) return;
+      const WNode& node = w_.nodes[i];
+      if (node.is_input() || !node.info || w_.opaque(node)) return;
+      for (size_t k = 0; k < node.operands.size(); ++k) w_.operand(static_cast<int32_t>(i), k);
+      if (!rewrite(static_cast<int32_t>(i))) return;
+      ++count;
+      if (live(i)) again->push_back(static_cast<int32_t>(i));
+    };
+    if (only)
+      for (int32_t v : *only) visit(static_cast<size_t>(v));
+    else
+      for (size_t i = 0; i < n; ++i) visit(i);
     return count;
   }
 
  private:
   WNode& at(int32_t v) { return w_.nodes[static_cast<size_t>(v)]; }
+  bool live(size_t i) const { return !w_.nodes[i].dead && w_.repl[i] == static_cast<int32_t>(i); }
   bool fast() const { return w_.level == OptLevel::kFast; }
+  int32_t in(int32_t v, size_t k) { return w_.operand(v, k); }
 
   // `v` is replaced by `by` when both have one dtype and shape (always true by construction;
   // checked so that a wrong rule can never change a graph's types).
   bool use(int32_t v, int32_t by) {
-    if (at(v).dtype != at(by).dtype || at(v).shape != at(by).shape) return false;
+    if (at(v).dtype != at(by).dtype || !same_shape(at(v).shape, at(by).shape)) return false;
+    if (static_cast<size_t>(v) < gemm_read_.size() && gemm_read_[static_cast<size_t>(v)] &&
+        static_cast<size_t>(by) < gemm_read_.size())
+      gemm_read_[static_cast<size_t>(by)] = 1;
     w_.replace(v, by);
     return true;
   }
 
   bool rewrite(int32_t v) {
     const OpId op = at(v).info->id;
-    const std::vector<int32_t> ops = at(v).operands;
+    const size_t arity = at(v).operands.size();
     switch (op) {
       case kOpNeg:
       case kOpNot:
-        if (at(ops[0]).is(op)) return use(v, at(ops[0]).operands[0]);
+        if (at(in(v, 0)).is(op)) return use(v, in(in(v, 0), 0));
         return false;
       case kOpMul:
-        for (int k = 0; k < 2; ++k)
-          if (is_value(at(ops[static_cast<size_t>(k)]), 1.0, false) &&
-              use(v, ops[static_cast<size_t>(1 - k)]))
-            return true;
+        for (size_t k = 0; k < 2; ++k)
+          if (is_value(at(in(v, k)), 1.0, false) && use(v, in(v, 1 - k))) return true;
         return drop_broadcast(v);
       case kOpDiv:
-        if (is_value(at(ops[1]), 1.0, false) && use(v, ops[0])) return true;
+        if (is_value(at(in(v, 1)), 1.0, false) && use(v, in(v, 0))) return true;
         return drop_broadcast(v);
       case kOpAdd:
-        for (int k = 0; k < 2; ++k)
-          if (is_zero_for(at(ops[static_cast<size_t>(k)]), at(v).dtype, -0.0) &&
-              use(v, ops[static_cast<size_t>(1 - k)]))
-            return true;
+        for (size_t k = 0; k < 2; ++k)
+          if (is_zero_for(at(in(v, k)), at(v).dtype, -0.0) && use(v, in(v, 1 - k))) return true;
         return drop_broadcast(v);
       case kOpSub:
-        if (is_zero_for(at(ops[1]), at(v).dtype, 0.0) && use(v, ops[0])) return true;
+        if (is_zero_for(at(in(v, 1)), at(v).dtype, 0.0) && use(v, in(v, 0))) return true;
         return drop_broadcast(v);
       case kOpWhere:
-        if (ops[1] == ops[2] && use(v, ops[1])) return true;
+        if (in(v, 1) == in(v, 2) && use(v, in(v, 1))) return true;
         return drop_broadcast(v);
       case kOpCast:
         return cast_chain(v);
@@ -117,8 +139,7 @@ class Simplifier {
       case kOpSlice:
         return slice_of_concat(v) || full_shape_op(v);
       default:
-        if (at(v).info->category == Category::kElementwise && ops.size() >= 2)
-          return drop_broadcast(v);
+        if (at(v).info->category == Category::kElementwise && arity >= 2) return drop_broadcast(v);
         return false;
     }
   }
@@ -136,66 +157,71 @@ class Simplifier {
   // and V is a float or bool (the same value converts the same way; float-to-integer
   // conversions out of range are left alone); -> x when V is T.
   bool cast_chain(int32_t v) {
-    const int32_t x = at(v).operands[0];
+    const int32_t x = in(v, 0);
     if (at(x).dtype == at(v).dtype) return use(v, x);
     if (!at(x).is(kOpCast)) return false;
-    const int32_t src = at(x).operands[0];
+    const int32_t src = in(x, 0);
     const lt_dtype t = at(src).dtype, u = at(x).dtype, target = at(v).dtype;
     if (!lossless(t, u)) return false;
     if (target == t) return use(v, src);
     if (!is_float(target) && target != LT_DTYPE_BOOL) return false;
-    at(v).operands[0] = src;
+    w_.set_operand(v, 0, src);
     return true;
   }
 
   // reshape(reshape(x)) -> reshape(x); broadcast_to(broadcast_to(x)) -> broadcast_to(x); either
   // to x's own shape -> x; either of a splat constant -> the constant at the new shape.
   bool layout_chain(int32_t v, OpId op) {
-    const int32_t x = at(v).operands[0];
-    if (at(x).shape == at(v).shape && at(x).dtype == at(v).dtype) return use(v, x);
+    const int32_t x = in(v, 0);
+    if (same_shape(at(x).shape, at(v).shape) && at(x).dtype == at(v).dtype) return use(v, x);
     if (full_shape_op(v)) return true;
     if (!at(x).is(op) || at(x).tag != at(v).tag) return false;
-    at(v).operands[0] = at(x).operands[0];
-    if (at(at(v).operands[0]).shape == at(v).shape) return use(v, at(v).operands[0]);
+    w_.set_operand(v, 0, in(x, 0));
+    if (same_shape(at(in(v, 0)).shape, at(v).shape)) return use(v, in(v, 0));
     return true;
   }
 
   // permute(permute(x, p), q) -> permute(x, p o q); an identity permutation -> x.
   bool permute_chain(int32_t v) {
-    const OwnedAttr* q = at(v).attr("perm");
-    if (!q) return false;
-    const int32_t x = at(v).operands[0];
-    auto identity = [](const std::vector<int64_t>& p) {
+    const lt_attr* q = at(v).attr("perm");
+    if (!q || q->kind != LT_ATTR_INTS) return false;
+    const int32_t x = in(v, 0);
+    auto identity = [](std::span<const int64_t> p) {
       for (size_t i = 0; i < p.size(); ++i)
         if (p[i] != static_cast<int64_t>(i)) return false;
       return true;
     };
+    const std::span<const int64_t> qs(q->ints, q->ints_len);
     if (!fast() && feeds_matmul(v, x)) return false;
     if (full_shape_op(v)) return true;
-    if (identity(q->ints)) return use(v, x);
+    if (identity(qs)) return use(v, x);
     if (!at(x).is(kOpPermute) || at(x).tag != at(v).tag) return false;
-    const OwnedAttr* p = at(x).attr("perm");
-    if (!p || p->ints.size() != q->ints.size()) return false;
-    std::vector<int64_t> r(q->ints.size());
-    for (size_t i = 0; i < r.size(); ++i) r[i] = p->ints[static_cast<size_t>(q->ints[i])];
-    const int32_t src = at(x).operands[0];
+    const lt_attr* p = at(x).attr("perm");
+    if (!p || p->kind != LT_ATTR_INTS || p->ints_len != qs.size()) return false;
+    std::vector<int64_t> r(qs.size());
+    for (size_t i = 0; i < r.size(); ++i) r[i] = p->ints[static_cast<size_t>(qs[i])];
+    const int32_t src = in(x, 0);
     if (identity(r)) return use(v, src);
-    at(v).operands[0] = src;
-    for (OwnedAttr& a : at(v).attrs)
-      if (a.name == "perm") a.ints = r;
+    std::vector<OwnedAttr> attrs;
+    for (const lt_attr& a : at(v).attrs) {
+      attrs.push_back(OwnedAttr::copy(a));
+      if (attrs.back().name == "perm") attrs.back().ints = r;
+    }
+    w_.set_operand(v, 0, src);
+    w_.set_attrs(v, std::move(attrs));
     return true;
   }
 
   // A shape op (reshape, permute, broadcast_to, slice) of a splat constant is that constant at
   // the new shape: every element is the same value.
   bool full_shape_op(int32_t v) {
-    const int32_t x = at(v).operands[0];
+    const int32_t x = in(v, 0);
     double value = 0;
     if (!full_value(at(x), &value) || at(x).dtype != at(v).dtype) return false;
-    WNode f = make_full(at(v).dtype, at(v).shape, value);
+    WNode f = make_full(w_, at(v).dtype, at(v).shape, value);
     f.tag = at(v).tag;
     f.origin = at(v).origin;
-    const int32_t nf = w_.add(std::move(f));
+    const int32_t nf = w_.add(f);
     return use(v, nf);
   }
 
@@ -203,19 +229,20 @@ class Simplifier {
   // output shape reads y: the values are the same, and no backend has to copy the broadcast.
   bool drop_broadcast(int32_t v) {
     bool changed = false;
-    std::vector<int32_t>& ops = at(v).operands;
-    for (size_t k = 0; k < ops.size(); ++k) {
-      const int32_t b = ops[k];
+    const size_t arity = at(v).operands.size();
+    for (size_t k = 0; k < arity; ++k) {
+      const int32_t b = in(v, k);
       if (!at(b).is(kOpBroadcastTo) || at(b).tag != at(v).tag) continue;
-      const int32_t y = at(b).operands[0];
-      Shape out = at(y).shape, tmp;
-      for (size_t j = 0; j < ops.size(); ++j) {
+      const int32_t y = in(b, 0);
+      Shape out(at(y).shape.begin(), at(y).shape.end()), tmp;
+      for (size_t j = 0; j < arity; ++j) {
         if (j == k) continue;
-        if (!broadcast(out, at(ops[j]).shape, &tmp)) return changed;
+        const Shape other(at(in(v, j)).shape.begin(), at(in(v, j)).shape.end());
+        if (!broadcast(out, other, &tmp)) return changed;
         out = tmp;
       }
-      if (out != at(v).shape) continue;
-      at(v).operands[k] = y;
+      if (!same_shape(out, at(v).shape)) continue;
+      w_.set_operand(v, k, y);
       changed = true;
     }
     return changed;
@@ -224,15 +251,17 @@ class Simplifier {
   // slice(concat(x0..xn, axis)) that takes exactly x_k (step 1, the whole of every other dim)
   // -> x_k. The IR form of a slice is its normalised starts, its steps and its output shape.
   bool slice_of_concat(int32_t v) {
-    const int32_t c = at(v).operands[0];
+    const int32_t c = in(v, 0);
     if (!at(c).is(kOpConcat)) return false;
-    const OwnedAttr* starts = at(v).attr("starts");
-    const OwnedAttr* steps = at(v).attr("steps");
+    const lt_attr* starts = at(v).attr("starts");
+    const lt_attr* steps = at(v).attr("steps");
     const size_t rank = at(c).shape.size();
-    if (!starts || starts->ints.size() != rank || at(v).shape.size() != rank) return false;
-    if (steps && steps->ints.size() != rank) return false;
+    if (!starts || starts->kind != LT_ATTR_INTS || starts->ints_len != rank ||
+        at(v).shape.size() != rank)
+      return false;
+    if (steps && (steps->kind != LT_ATTR_INTS || steps->ints_len != rank)) return false;
     int64_t axis = 0;
-    if (const OwnedAttr* a = at(c).attr("axis")) axis = a->i;
+    if (const lt_attr* a = at(c).attr("axis")) axis = a->i;
     if (axis < 0) axis += static_cast<int64_t>(rank);
     if (axis < 0 || axis >= static_cast<int64_t>(rank)) return false;
     const size_t ax = static_cast<size_t>(axis);
@@ -241,7 +270,8 @@ class Simplifier {
       if (d != ax && (starts->ints[d] != 0 || at(v).shape[d] != at(c).shape[d])) return false;
     }
     int64_t offset = 0;
-    for (int32_t x : at(c).operands) {
+    for (size_t k = 0; k < at(c).operands.size(); ++k) {
+      const int32_t x = in(c, k);
       const int64_t len = at(x).shape[ax];
       if (starts->ints[ax] == offset && at(v).shape[ax] == len && len > 0) return use(v, x);
       offset += len;
@@ -252,17 +282,15 @@ class Simplifier {
   // A GEMM's rounding depends on its operands' layout (the host kernels read a transpose in
   // place, OpenBLAS sums in another order), so under `exact` a permute chain that a matmul
   // reads, directly or through its operand, keeps its layout.
-  bool feeds_matmul(int32_t v, int32_t x) {
-    if (users_.empty()) users_ = w_.users();
+  bool feeds_matmul(int32_t v, int32_t x) const {
     for (int32_t node : {v, x})
-      if (static_cast<size_t>(node) < users_.size())
-        for (int32_t u : users_[static_cast<size_t>(node)])
-          if (w_.nodes[static_cast<size_t>(u)].is(kOpMatmul)) return true;
+      if (static_cast<size_t>(node) < gemm_read_.size() && gemm_read_[static_cast<size_t>(node)])
+        return true;
     return false;
   }
 
   Work& w_;
-  std::vector<std::vector<int32_t>> users_;
+  std::vector<uint8_t> gemm_read_;
 };
 
 }  // namespace
@@ -270,11 +298,12 @@ class Simplifier {
 size_t simplify(Work& w, PassStats& s) {
   Simplifier simp(w);
   size_t total = 0;
-  for (int round = 0; round < 8; ++round) {  // rewrites enable rewrites: x*1 inside neg(neg(.))
-    const size_t n = simp.sweep();
-    if (!n) break;
-    w.compact();
+  std::vector<int32_t> again, next;
+  for (int round = 0; round < 8; ++round) {  // in-place rewrites may match again
+    const size_t n = simp.sweep(round ? &again : nullptr, &next);
     total += n;
+    if (!n || next.empty()) break;
+    again.swap(next);
   }
   s.rewritten += total;
   return total;

@@ -1,5 +1,6 @@
-// work.cpp — the optimiser's mutable graph: conversion from and to lt_graph, replacement of
-// uses, and compaction (topological order, dead nodes dropped) shared by every pass.
+// work.cpp — the optimiser's working graph: conversion from lt_graph (borrowing names, shapes
+// and attributes), replacement of uses with use counts kept up to date (a node dies with its
+// last use), and the one compaction into an lt_graph at the end, in the traced order.
 #include "work.hpp"
 
 #include <algorithm>
@@ -7,24 +8,9 @@
 
 namespace lt::lower::opt {
 
-bool OwnedAttr::operator==(const OwnedAttr& o) const {
-  if (name != o.name || kind != o.kind) return false;
-  switch (kind) {
-    case LT_ATTR_INT:
-      return i == o.i;
-    case LT_ATTR_FLOAT:  // bitwise: 0.0 and -0.0 are different attributes
-      return std::memcmp(&f, &o.f, sizeof f) == 0;
-    case LT_ATTR_INTS:
-      return ints == o.ints;
-    case LT_ATTR_STRING:
-      return s == o.s;
-  }
-  return false;
-}
-
-const OwnedAttr* WNode::attr(std::string_view name) const {
-  for (const OwnedAttr& a : attrs)
-    if (a.name == name) return &a;
+const lt_attr* WNode::attr(std::string_view name) const {
+  for (const lt_attr& a : attrs)
+    if (a.name && name == a.name) return &a;
   return nullptr;
 }
 
@@ -34,90 +20,190 @@ int64_t WNode::numel() const {
   return n;
 }
 
-bool same_shape(const WNode& a, const WNode& b) {
-  return a.shape == b.shape;
+bool same_shape(std::span<const int64_t> a, std::span<const int64_t> b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end());
 }
 
 bool full_value(const WNode& n, double* v) {
   if (!n.is(kOpFull)) return false;
-  const OwnedAttr* a = n.attr("value");
+  const lt_attr* a = n.attr("value");
   *v = !a ? 0.0 : a->kind == LT_ATTR_FLOAT ? a->f : static_cast<double>(a->i);
   return true;
 }
 
-WNode make_full(lt_dtype d, const Shape& shape, double v) {
+WNode make_full(Work& w, lt_dtype d, std::span<const int64_t> shape, double v) {
   WNode n;
-  n.op = "full";
   n.info = &op_info(kOpFull);
+  n.op = "full";
   n.dtype = d;
   n.shape = shape;
-  OwnedAttr a;
-  a.name = "value";
+  lt_attr a{};
+  a.name = "value";  // a literal: the view needs no storage of its own
   a.kind = LT_ATTR_FLOAT;
   a.f = v;
-  n.attrs.push_back(std::move(a));
+  n.attrs = w.attr_views.emplace_back(1, a);
+  n.own_attrs = true;
   return n;
 }
 
 int32_t Work::add(WNode n) {
-  nodes.push_back(std::move(n));
+  n.dead = true;  // until something reads it (replace, set_operand)
+  nodes.push_back(n);
   repl.push_back(static_cast<int32_t>(nodes.size() - 1));
+  uses.push_back(0);
   return static_cast<int32_t>(nodes.size() - 1);
 }
 
-int32_t Work::resolve(int32_t v) const {
-  while (repl[static_cast<size_t>(v)] != v) v = repl[static_cast<size_t>(v)];
-  return v;
+void Work::release(int32_t v) {
+  std::vector<int32_t> stack{v};
+  while (!stack.empty()) {
+    const size_t x = static_cast<size_t>(stack.back());
+    stack.pop_back();
+    if (--uses[x] > 0 || nodes[x].input >= 0 || nodes[x].dead) continue;  // inputs stay
+    nodes[x].dead = true;
+    --live;
+    for (int32_t o : nodes[x].operands) stack.push_back(resolve(o));
+  }
 }
 
+namespace {
+// A made node (no operands) comes alive with its first use.
+void revive(Work& w, int32_t v) {
+  WNode& n = w.nodes[static_cast<size_t>(v)];
+  if (!n.dead) return;
+  n.dead = false;
+  ++w.live;
+}
+}  // namespace
+
 void Work::replace(int32_t from, int32_t to) {
+  from = resolve(from);
   to = resolve(to);
-  if (resolve(from) != to) repl[static_cast<size_t>(resolve(from))] = to;
+  if (from == to) return;
+  repl[static_cast<size_t>(from)] = to;
+  uses[static_cast<size_t>(to)] += uses[static_cast<size_t>(from)];
+  if (uses[static_cast<size_t>(to)] > 0) revive(*this, to);
+  uses[static_cast<size_t>(from)] = 1;  // released below: `from` dies, its operands lose a use
+  release(from);
+}
+
+int32_t Work::operand(int32_t v, size_t k) {
+  int32_t& o = nodes[static_cast<size_t>(v)].operands[k];
+  o = resolve(o);
+  return o;
+}
+
+void Work::set_operand(int32_t v, size_t k, int32_t to) {
+  const int32_t old = operand(v, k);
+  to = resolve(to);
+  if (old == to) return;
+  nodes[static_cast<size_t>(v)].operands[k] = to;
+  ++uses[static_cast<size_t>(to)];
+  revive(*this, to);
+  release(old);
+}
+
+void Work::set_attrs(int32_t v, std::vector<OwnedAttr> attrs) {
+  const std::vector<OwnedAttr>& kept = attr_store.emplace_back(std::move(attrs));
+  std::vector<lt_attr>& view = attr_views.emplace_back();
+  for (const OwnedAttr& a : kept) view.push_back(a.view());
+  nodes[static_cast<size_t>(v)].attrs = view;
+  nodes[static_cast<size_t>(v)].own_attrs = true;
 }
 
 bool Work::opaque(const WNode& n) const {
-  if (n.op == "input") return false;
+  if (n.is_input()) return false;
   if (!n.info) return true;  // a custom op: effects the graph does not show
   if (n.info->category == Category::kCollective) return true;
-  return opt && opt->is_opaque && opt->is_opaque(n.op.c_str());
+  if (!opt || !opt->is_opaque) return false;
+  // The caller's answer per built-in op, asked once (the core looks the name up in its
+  // custom-op registry, a string map: once a node per sweep was a quarter of the optimiser).
+  const size_t id = static_cast<size_t>(n.info->id);
+  if (id >= opaque_op_.size()) opaque_op_.resize(id + 1, -1);
+  if (opaque_op_[id] < 0) opaque_op_[id] = opt->is_opaque(n.op) ? 1 : 0;
+  return opaque_op_[id] == 1;
 }
 
-size_t Work::compact() {
-  for (WNode& n : nodes)
-    for (int32_t& o : n.operands) o = resolve(o);
-  for (int32_t& o : outputs) o = resolve(o);
-  const size_t before = nodes.size();
-  // Live nodes: those the outputs reach.
-  std::vector<uint8_t> live(nodes.size(), 0);
-  std::vector<int32_t> work(outputs.begin(), outputs.end());
-  for (int32_t in : inputs) live[static_cast<size_t>(in)] = 1;
-  while (!work.empty()) {
-    const int32_t v = work.back();
-    work.pop_back();
-    if (live[static_cast<size_t>(v)]) continue;
-    live[static_cast<size_t>(v)] = 1;
-    for (int32_t o : nodes[static_cast<size_t>(v)].operands)
-      if (!live[static_cast<size_t>(o)]) work.push_back(o);
+Work Work::from_graph(const lt_graph& g, const OptimizeOptions& opt) {
+  // The core names every node of one op with the same interned string, so the op table is
+  // searched once per name pointer (a hash of the name per node was a tenth of the optimiser).
+  constexpr size_t kCache = 64;
+  const char* names[kCache] = {};
+  const OpInfo* infos[kCache] = {};
+  auto lookup = [&](const char* op) {
+    const size_t h = (reinterpret_cast<uintptr_t>(op) >> 3) % kCache;
+    if (names[h] != op) {
+      names[h] = op;
+      infos[h] = find_op(op);
+    }
+    return infos[h];
+  };
+  Work w;
+  w.level = opt.level;
+  w.opt = &opt;
+  size_t total = 0;
+  for (size_t i = 0; i < g.num_nodes; ++i) total += g.nodes[i].num_operands;
+  w.operand_store.resize(total);
+  w.nodes.resize(g.num_nodes);
+  w.repl.resize(g.num_nodes);
+  w.uses.assign(g.num_nodes, 0);
+  size_t at = 0;
+  for (size_t i = 0; i < g.num_nodes; ++i) {
+    const lt_graph_node& gn = g.nodes[i];
+    WNode& n = w.nodes[i];
+    n.op = gn.op;
+    if (std::strcmp(gn.op, "input") != 0) n.info = lookup(gn.op);
+    n.dtype = gn.dtype;
+    n.shape = {gn.shape, gn.rank};
+    n.operands = {w.operand_store.data() + at, gn.num_operands};
+    std::copy(gn.operands, gn.operands + gn.num_operands, n.operands.begin());
+    at += gn.num_operands;
+    for (int32_t o : n.operands) ++w.uses[static_cast<size_t>(o)];
+    n.attrs = {gn.attrs, gn.num_attrs};
+    if (i < opt.recompute_tags.size()) n.tag = opt.recompute_tags[i];
+    n.origin = static_cast<int32_t>(i);
+    w.repl[i] = static_cast<int32_t>(i);
   }
+  for (size_t k = 0; k < g.num_inputs; ++k) {
+    w.inputs.push_back(g.inputs[k]);
+    w.nodes[static_cast<size_t>(g.inputs[k])].input = static_cast<int32_t>(k);
+  }
+  w.outputs.assign(g.outputs, g.outputs + g.num_outputs);
+  for (int32_t o : w.outputs) ++w.uses[static_cast<size_t>(o)];
+  // The caller's order may hold nodes no output reads: they are dead from the start (users
+  // come after their operands, so one backward sweep finds them all).
+  w.live = g.num_nodes;
+  for (size_t i = g.num_nodes; i-- > 0;) {
+    WNode& n = w.nodes[i];
+    if (w.uses[i] > 0 || n.is_input()) continue;
+    n.dead = true;
+    --w.live;
+    ++w.unread_at_start;
+    for (int32_t o : n.operands) --w.uses[static_cast<size_t>(o)];
+  }
+  return w;
+}
+
+OwnedGraph Work::to_graph(std::vector<int32_t>* origin,
+                          std::vector<std::vector<unsigned char>>* take_constants) {
   // The order: inputs first, then the live nodes in their present order (the traced order the
-  // core schedules by, docs/memory.md), a node a rewrite appended placed just before its first
+  // core schedules by, docs/memory.md), a node a rewrite made placed just before its first
   // reader (operands first). A walk from the roots would move every value next to its last
   // reader's root and undo the schedule that recomputation relies on.
   std::vector<int32_t> order;
   std::vector<uint8_t> state(nodes.size(), 0);  // 0 new, 1 on the stack, 2 placed
-  order.reserve(nodes.size());
+  order.reserve(live);
   for (int32_t in : inputs) state[static_cast<size_t>(in)] = 2, order.push_back(in);
   std::vector<std::pair<int32_t, size_t>> stack;
-  for (size_t start = 0; start < nodes.size(); ++start) {
-    const int32_t root = static_cast<int32_t>(start);
-    if (!live[start] || state[start]) continue;
+  auto visit = [&](int32_t root) {
+    if (state[static_cast<size_t>(root)]) return;
     stack.push_back({root, 0});
-    state[start] = 1;
+    state[static_cast<size_t>(root)] = 1;
     while (!stack.empty()) {
       auto& [v, next] = stack.back();
       const WNode& n = nodes[static_cast<size_t>(v)];
       if (next < n.operands.size()) {
-        const int32_t o = n.operands[next++];
+        const int32_t o = resolve(n.operands[next++]);
         if (!state[static_cast<size_t>(o)]) {
           state[static_cast<size_t>(o)] = 1;
           stack.push_back({o, 0});
@@ -128,92 +214,40 @@ size_t Work::compact() {
       order.push_back(v);
       stack.pop_back();
     }
-  }
-  std::vector<int32_t> index(nodes.size(), -1);
-  std::vector<WNode> kept;
-  kept.reserve(order.size());
-  std::vector<std::vector<unsigned char>> consts;
-  for (int32_t v : order) {
-    index[static_cast<size_t>(v)] = static_cast<int32_t>(kept.size());
-    WNode& n = nodes[static_cast<size_t>(v)];
-    if (n.constant >= 0) {
-      consts.push_back(std::move(constants[static_cast<size_t>(n.constant)]));
-      n.constant = static_cast<int32_t>(consts.size() - 1);
-    }
-    kept.push_back(std::move(n));
-  }
-  for (WNode& n : kept)
-    for (int32_t& o : n.operands) o = index[static_cast<size_t>(o)];
-  for (int32_t& in : inputs) in = index[static_cast<size_t>(in)];
-  for (int32_t& o : outputs) o = index[static_cast<size_t>(o)];
-  nodes = std::move(kept);
-  constants = std::move(consts);
-  repl.resize(nodes.size());
-  for (size_t i = 0; i < repl.size(); ++i) repl[i] = static_cast<int32_t>(i);
-  return before - nodes.size();
-}
-
-std::vector<std::vector<int32_t>> Work::users() const {
-  std::vector<std::vector<int32_t>> u(nodes.size());
+  };
   for (size_t i = 0; i < nodes.size(); ++i)
-    for (int32_t o : nodes[i].operands)
-      u[static_cast<size_t>(o)].push_back(static_cast<int32_t>(i));
-  return u;
-}
-
-Work Work::from_graph(const lt_graph& g, const OptimizeOptions& opt) {
-  Work w;
-  w.level = opt.level;
-  w.opt = &opt;
-  w.nodes.reserve(g.num_nodes);
-  for (size_t i = 0; i < g.num_nodes; ++i) {
-    const lt_graph_node& gn = g.nodes[i];
-    WNode n;
-    n.op = gn.op;
-    if (n.op != "input") n.info = find_op(n.op);
-    n.dtype = gn.dtype;
-    n.shape.assign(gn.shape, gn.shape + gn.rank);
-    n.operands.assign(gn.operands, gn.operands + gn.num_operands);
-    for (size_t k = 0; k < gn.num_attrs; ++k) {
-      const lt_attr& a = gn.attrs[k];
-      OwnedAttr o;
-      o.name = a.name ? a.name : "";
-      o.kind = a.kind;
-      o.i = a.i;
-      o.f = a.f;
-      if (a.ints) o.ints.assign(a.ints, a.ints + a.ints_len);
-      if (a.kind == LT_ATTR_STRING && a.s) o.s = a.s;
-      n.attrs.push_back(std::move(o));
-    }
-    if (i < opt.recompute_tags.size()) n.tag = opt.recompute_tags[i];
-    n.origin = static_cast<int32_t>(i);
-    w.add(std::move(n));
-  }
-  for (size_t k = 0; k < g.num_inputs; ++k) {
-    w.inputs.push_back(g.inputs[k]);
-    w.nodes[static_cast<size_t>(g.inputs[k])].input = static_cast<int32_t>(k);
-  }
-  w.outputs.assign(g.outputs, g.outputs + g.num_outputs);
-  return w;
-}
-
-OwnedGraph Work::to_graph() const {
+    if (!nodes[i].dead && repl[i] == static_cast<int32_t>(i)) visit(static_cast<int32_t>(i));
+  for (int32_t o : outputs) visit(resolve(o));  // an output read by nothing else
+  std::vector<int32_t> index(nodes.size(), -1);
   OwnedGraph g;
-  std::vector<lt_attr> view;
-  std::vector<int32_t> const_inputs(constants.size(), -1);
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const WNode& n = nodes[i];
-    view.clear();
-    for (const OwnedAttr& a : n.attrs)
-      view.push_back({a.name.c_str(), a.kind, a.i, a.f, a.ints.data(), a.ints.size(),
-                      a.kind == LT_ATTR_STRING ? a.s.c_str() : nullptr});
-    g.add(n.op, n.dtype, n.shape, n.operands, view.data(), view.size());
-    if (n.constant >= 0) const_inputs[static_cast<size_t>(n.constant)] = static_cast<int32_t>(i);
+  std::vector<int32_t> const_inputs;
+  std::vector<int32_t> ops;
+  if (origin) origin->clear();
+  for (int32_t v : order) {
+    const WNode& n = nodes[static_cast<size_t>(v)];
+    ops.clear();
+    for (int32_t o : n.operands) ops.push_back(index[static_cast<size_t>(resolve(o))]);
+    // Names and shapes come from the input graph or the op table; attributes too unless a
+    // rewrite made them (Work's storage dies with it: those few are copied).
+    index[static_cast<size_t>(v)] =
+        n.own_attrs ? g.add(n.op, n.dtype, Shape(n.shape.begin(), n.shape.end()), ops,
+                            n.attrs.data(), n.attrs.size())
+                    : g.add_borrowed(n.op, n.dtype, n.shape, ops, n.attrs);
+    if (n.constant >= 0) {
+      const_inputs.push_back(index[static_cast<size_t>(v)]);
+      if (take_constants)
+        take_constants->push_back(std::move(constants[static_cast<size_t>(n.constant)]));
+    }
+    if (origin) origin->push_back(n.origin);
   }
-  std::vector<int32_t> ins = inputs;
+  std::vector<int32_t> ins;
+  ins.reserve(inputs.size() + const_inputs.size());
+  for (int32_t in : inputs) ins.push_back(index[static_cast<size_t>(in)]);
   ins.insert(ins.end(), const_inputs.begin(), const_inputs.end());
   g.set_inputs(std::move(ins));
-  g.set_outputs(outputs);
+  std::vector<int32_t> outs;
+  for (int32_t o : outputs) outs.push_back(index[static_cast<size_t>(resolve(o))]);
+  g.set_outputs(std::move(outs));
   return g;
 }
 

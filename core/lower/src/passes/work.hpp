@@ -1,8 +1,11 @@
-// work.hpp — the optimiser's mutable graph (owned nodes, replaceable uses) that every pass of
-// optimize.hpp rewrites; internal to LazyTensor::lower.
+// work.hpp — the optimiser's one working graph, mutated in place by every pass of optimize.hpp
+// (uses redirected by replace(), dead nodes dropped as they die, compacted once at the end);
+// internal to LazyTensor::lower.
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -10,60 +13,83 @@
 
 namespace lt::lower::opt {
 
-// One owned attribute (lt_attr's fields, storage included).
-struct OwnedAttr {
-  std::string name;
-  lt_attr_kind kind = LT_ATTR_INT;
-  int64_t i = 0;
-  double f = 0;
-  std::vector<int64_t> ints;
-  std::string s;
-  bool operator==(const OwnedAttr& o) const;
-};
-
+// One node. Nothing is copied from the input graph but the operand lists: the op name, the
+// shape and the attributes are borrowed from it (the graph outlives the optimisation), or from
+// Work's own storage for what a rewrite made. The op name is interned: the input graph's own
+// string, or the op table's for a node a rewrite made.
 struct WNode {
-  std::string op;                // "input" for inputs and constants
+  const char* op = "input";      // "input" for inputs and constants
   const OpInfo* info = nullptr;  // null for inputs and non-built-in ops
   lt_dtype dtype = LT_DTYPE_INVALID;
-  Shape shape;
-  std::vector<int32_t> operands;
-  std::vector<OwnedAttr> attrs;
-  uint32_t tag = 0;       // rematerialisation tag (CSE merges equal tags only)
-  int32_t input = -1;     // graph input k, or -1
-  int32_t constant = -1;  // index into Work::constants for a folded constant, or -1
-  int32_t origin = -1;    // the input graph's node this one computes (messages), or -1
+  std::span<const int64_t> shape;
+  std::span<int32_t> operands;  // Work::operand_store; may name replaced nodes (resolve them)
+  std::span<const lt_attr> attrs;
+  uint32_t tag = 0;        // rematerialisation tag (CSE merges equal tags only)
+  int32_t input = -1;      // graph input k, or -1
+  int32_t constant = -1;   // index into Work::constants for a folded constant, or -1
+  int32_t origin = -1;     // the input graph's node this one computes (messages), or -1
+  bool dead = false;       // no output reads it any more (dropped by to_graph)
+  bool own_attrs = false;  // attrs live in Work's storage (made or rewritten), not the input
 
   bool is(OpId id) const { return info && info->id == id; }
-  const OwnedAttr* attr(std::string_view name) const;
+  // A graph input or a folded constant (a leaf no pass rewrites; only inputs never die).
+  bool is_input() const { return input >= 0 || constant >= 0; }
+  const lt_attr* attr(std::string_view name) const;
   int64_t numel() const;
 };
 
-// Nodes in topological order after compact(); a pass may append nodes (operands before users)
-// and redirect uses with replace(), then compact() restores the order and drops the dead.
+bool same_shape(std::span<const int64_t> a, std::span<const int64_t> b);
+
+// The working graph. Node indices never change while the passes run: a pass appends nodes
+// (operands before users: a made node has no operands) and redirects uses with replace(); a
+// node whose last use goes is marked dead at once, and with it what only it read. Nodes are
+// in topological order by index, except that a made node may be read by nodes before it.
+// to_graph() compacts once, in the traced order (work.cpp says why).
 struct Work {
   std::vector<WNode> nodes;
   std::vector<int32_t> inputs;   // original graph inputs, in order (never removed)
-  std::vector<int32_t> outputs;  // in the caller's order
+  std::vector<int32_t> outputs;  // in the caller's order (resolve them)
   std::vector<std::vector<unsigned char>> constants;
-  std::vector<int32_t> repl;  // per node: what uses of it read instead (itself if unreplaced)
+  std::vector<int32_t> repl;   // per node: what uses of it read instead (itself if unreplaced)
+  std::vector<int32_t> uses;   // per node: operand slots of live nodes and outputs reading it
+  size_t live = 0;             // nodes not dead
+  size_t unread_at_start = 0;  // nodes of the caller's graph that no output read
   OptLevel level = OptLevel::kExact;
   const OptimizeOptions* opt = nullptr;
 
+  // Appends a made node (no operands) and returns it; it is live once something reads it.
   int32_t add(WNode n);
-  // Uses of `from` read `to` from now on (to must not depend on from).
+  // Uses of `from` read `to` from now on (to must not depend on from); from dies.
   void replace(int32_t from, int32_t to);
-  int32_t resolve(int32_t v) const;
-  // Applies replacements, drops nodes no output reads (inputs stay), restores topological
-  // order. Returns the number of nodes dropped.
-  size_t compact();
-  // Users of each node (after compact()).
-  std::vector<std::vector<int32_t>> users() const;
+  int32_t resolve(int32_t v) const {
+    while (repl[static_cast<size_t>(v)] != v) v = repl[static_cast<size_t>(v)];
+    return v;
+  }
+  // Operand k of v, resolved (and written back resolved).
+  int32_t operand(int32_t v, size_t k);
+  // Operand k of v reads `to` instead of what it read (which may die).
+  void set_operand(int32_t v, size_t k, int32_t to);
+  // v's attributes replaced by `attrs` (kept in Work's storage).
+  void set_attrs(int32_t v, std::vector<OwnedAttr> attrs);
   // True for nodes a pass must never merge, fold or drop into another: collectives, custom
   // (non-built-in) ops.
   bool opaque(const WNode& n) const;
 
   static Work from_graph(const lt_graph& g, const OptimizeOptions& opt);
-  OwnedGraph to_graph() const;
+  // The live graph in the traced order, its folded constants as inputs after the original
+  // ones; `origin` (if given) gets each node's origin; `take_constants` (if given) gets the
+  // constants' bytes in the order of those inputs, moved out of this Work (the last call).
+  OwnedGraph to_graph(std::vector<int32_t>* origin = nullptr,
+                      std::vector<std::vector<unsigned char>>* take_constants = nullptr);
+
+  // Storage for the attributes rewrites make (stable addresses).
+  std::deque<std::vector<lt_attr>> attr_views;
+  std::deque<std::vector<OwnedAttr>> attr_store;
+
+ private:
+  void release(int32_t v);                 // one use of v went; v dies with its last one
+  mutable std::vector<int8_t> opaque_op_;  // per built-in OpId: -1 not asked yet, 0, 1
+  std::vector<int32_t> operand_store;
 };
 
 // The passes (one file each).
@@ -73,9 +99,9 @@ size_t cse(Work& w, PassStats& s);
 size_t dce(Work& w, PassStats& s);
 
 // Helpers shared by the passes.
-bool same_shape(const WNode& a, const WNode& b);
 // The value of a splat constant (`full`), if n is one.
 bool full_value(const WNode& n, double* v);
-WNode make_full(lt_dtype d, const Shape& shape, double v);
+// A `full` of value v at `shape` (borrowed: a live node's shape).
+WNode make_full(Work& w, lt_dtype d, std::span<const int64_t> shape, double v);
 
 }  // namespace lt::lower::opt

@@ -117,6 +117,11 @@ class OwnedGraph {
   // Appends a node and returns its index. Attribute names/strings/ints are copied.
   int32_t add(std::string_view op, lt_dtype dtype, Shape shape, std::vector<int32_t> operands,
               const lt_attr* attrs = nullptr, size_t num_attrs = 0);
+  // Appends a node whose op name, shape and attributes are borrowed, not copied: they must
+  // outlive this graph (the optimiser's output borrows them from its input graph; a copy of
+  // every attribute of a 1,000-node graph was half the optimiser's time).
+  int32_t add_borrowed(const char* op, lt_dtype dtype, std::span<const int64_t> shape,
+                       std::vector<int32_t> operands, std::span<const lt_attr> attrs);
   // Appends a copy of `node` with its operands renumbered to `operands`.
   int32_t copy(const lt_graph_node& node, std::vector<int32_t> operands);
   void pop();  // removes the last node
@@ -149,6 +154,28 @@ std::vector<size_t> value_bytes(const lt_graph& g);
 
 // Attribute lookup by name; nullptr if absent.
 const lt_attr* find_attr(const lt_graph_node& node, std::string_view name);
+
+// One attribute that owns its storage: the one owned form of an lt_attr, kept on the core's IR
+// nodes (core/src/ir.h AttrSet) and written by the optimiser's rewrites (issue #24 item 4).
+struct OwnedAttr {
+  std::string name;
+  lt_attr_kind kind = LT_ATTR_INT;
+  int64_t i = 0;
+  double f = 0;
+  std::vector<int64_t> ints;
+  std::string s;
+
+  // A copy of `a` (a NULL name or string reads as "").
+  static OwnedAttr copy(const lt_attr& a);
+  // The lt_attr form, pointing into this attribute (valid while it lives unchanged).
+  lt_attr view() const;
+  // Same name, kind and value; floats compared bitwise (0.0 and -0.0 differ).
+  bool operator==(const OwnedAttr& o) const;
+};
+
+// Two borrowed attributes with the same name, kind and value (floats bitwise; ints and
+// strings by content).
+bool same_attr(const lt_attr& a, const lt_attr& b);
 
 // Structural hash of a region (ops, dtypes, shapes, operands, attributes, inputs, outputs);
 // independent of lt_graph::hash, so a plugin can cache across graphs.

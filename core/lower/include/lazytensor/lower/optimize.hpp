@@ -58,7 +58,8 @@ struct OptimizeOptions {
 // The optimised graph: its inputs are the input graph's, in the same order, followed by one
 // input per folded constant (constants[k] is the data of input num_inputs + k); its outputs are
 // the input graph's, in the same order (an output may now be an input, a constant, or the same
-// node as another output).
+// node as another output). `graph` borrows op names, shapes and attributes from the input
+// graph: it is valid while that graph is.
 struct Optimized {
   bool changed = true;  // false: no pass changed anything and `graph` is empty (use the input)
   // Under exact: the rewrites would have changed whether a matmul reads a transpose in place
