@@ -266,10 +266,11 @@ TEST(NoRecompile, ChangingLrWeightDecayAndMaxNormHitsTheCache) {
     return norm.item<float>();
   };
   step(0);  // compiles (or finds) the step graph
-  lt::test::runtime().reset_metrics();
+  lt::test::eager_runtime().reset_metrics();
   for (int64_t s = 1; s <= 6; ++s) EXPECT_GT(step(s), 0.0f);
-  EXPECT_EQ(lt::test::runtime().metric("compiles"), 0) << lt::test::runtime().metrics_report();
-  EXPECT_EQ(lt::test::runtime().metric("cache_hits"), 6);
+  EXPECT_EQ(lt::test::eager_runtime().metric("compiles"), 0)
+      << lt::test::eager_runtime().metrics_report();
+  EXPECT_EQ(lt::test::eager_runtime().metric("cache_hits"), 6);
 }
 
 }  // namespace

@@ -10,12 +10,12 @@
 #include "lazytensor/amp.hpp"
 #include "lazytensor/nn.hpp"
 #include "lazytensor/optim.hpp"
+#include "test_support.hpp"
 
 namespace {
 
 lt::Device eager() {
-  static lt::Runtime rt = lt::Runtime::create();
-  return rt.find_device("cpu_eager");
+  return lt::test::runtime().find_device("cpu_eager");
 }
 
 lt::Tensor mat(std::vector<float> v, std::vector<int64_t> shape) {

@@ -16,7 +16,7 @@
 #include "lazytensor/models/gpt.hpp"
 #include "lazytensor/optim.hpp"
 #include "lazytensor/text.hpp"
-#include "train_backends.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -154,10 +154,13 @@ TEST(Gpt, LogitsOfAPositionDoNotDependOnLaterTokens) {
   EXPECT_TRUE(differs);
 }
 
-class GptCache : public ::testing::TestWithParam<std::string> {};
+class GptCache : public lt::test::BackendTest {
+ protected:
+  GptCache() : BackendTest(lt::test::with_fallback("error")) {}
+};
 
 TEST_P(GptCache, IncrementalDecodingMatchesTheFullPass) {
-  lt::Device dev = runtime().find_device(GetParam());
+  const lt::Device& dev = dev_;
   lt::models::Gpt m(dev, tiny(13));
   m.eval();
   std::vector<int64_t> seq = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3};
@@ -175,7 +178,7 @@ TEST_P(GptCache, IncrementalDecodingMatchesTheFullPass) {
   EXPECT_EQ(cache.length, static_cast<int64_t>(seq.size()));
   ASSERT_EQ(got.size(), full.size());
   const double tol = GetParam() == "tpu_sim" ? 3e-2 : 1e-4;
-  for (size_t i = 0; i < full.size(); ++i) EXPECT_NEAR(got[i], full[i], tol) << i;
+  EXPECT_TRUE(lt::test::all_close(got, full, tol));
   // The context bounds the cache.
   std::vector<int64_t> more(7, 1);
   EXPECT_THROW(m(lt::Tensor::from(dev, more, {1, 7}), &cache), lt::Error);
@@ -190,8 +193,7 @@ std::vector<std::string> cache_backends() {
     if (b != "gpu_opencl") out.push_back(b);
   return out;
 }
-INSTANTIATE_TEST_SUITE_P(Backends, GptCache, ::testing::ValuesIn(cache_backends()),
-                         [](const auto& info) { return info.param; });
+LT_INSTANTIATE_PER_BACKEND(GptCache, cache_backends());
 
 TEST(Gpt, TrainingStepsCompileOnceAndLowerTheLoss) {
   lt::Device dev = runtime().find_device("cpu_eager");

@@ -11,17 +11,12 @@
 #include "lazytensor/lazytensor.hpp"
 #include "lazytensor/nn.hpp"
 #include "lazytensor/optim.hpp"
-#include "train_backends.hpp"
+#include "test_support.hpp"
 
 namespace {
 
 lt::Runtime& runtime() {
-  static lt::Runtime rt = [] {
-    lt::RuntimeOptions o;
-    o.fallback = "silent";
-    return lt::Runtime::create(o);
-  }();
-  return rt;
+  return lt::test::runtime(lt::test::with_fallback("silent"));
 }
 
 struct Mlp : lt::nn::Module {
@@ -133,18 +128,19 @@ TEST(Training, SameSeedSameLosses) {
   EXPECT_EQ(run(), run());
 }
 
-class EveryBackend : public ::testing::TestWithParam<std::string> {};
+class EveryBackend : public lt::test::BackendTest {
+ protected:
+  EveryBackend() : BackendTest(lt::test::with_fallback("silent")) {}
+};
 
 TEST_P(EveryBackend, ReachesReferenceAccuracy) {
-  lt::Device dev = runtime().find_device(GetParam());
   static double reference = train_and_test(runtime().find_device("cpu_eager"), 3);
   ASSERT_GT(reference, 0.9);
-  double acc = train_and_test(dev, 3);
+  double acc = train_and_test(dev_, 3);
   // tpu_sim computes matmuls in bf16: allow a few test rows to differ.
   EXPECT_NEAR(acc, reference, 0.03) << GetParam();
 }
-INSTANTIATE_TEST_SUITE_P(Backends, EveryBackend, ::testing::ValuesIn(lt::test::built_backends()),
-                         [](const auto& info) { return info.param; });
+LT_INSTANTIATE_PER_BACKEND(EveryBackend, lt::test::built_backends());
 
 TEST(TrainingErrors, NonScalarLossWithoutSeed) {
   lt::Device dev = runtime().find_device("cpu_eager");
