@@ -12,7 +12,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <random>
 #include <string>
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include "lazytensor/autograd.hpp"
+#include "lazytensor/models/mlp.hpp"
 #include "lazytensor/nn.hpp"
 #include "lazytensor/optim.hpp"
 
@@ -68,23 +68,6 @@ void register_device_time() {
   (void)once;
 }
 
-struct Mlp : lt::nn::Module {
-  Mlp(const lt::Device& d, int64_t in, int64_t width, int depth, int64_t out) {
-    int64_t prev = in;
-    for (int i = 0; i < depth; ++i) {
-      layers.emplace_back(d, prev, width, static_cast<uint64_t>(i + 1));
-      prev = width;
-    }
-    layers.emplace_back(d, prev, out, 99);
-    for (size_t i = 0; i < layers.size(); ++i) register_module("l" + std::to_string(i), layers[i]);
-  }
-  lt::Tensor operator()(lt::Tensor x) {
-    for (size_t i = 0; i + 1 < layers.size(); ++i) x = layers[i](x).relu();
-    return layers.back()(x);
-  }
-  std::deque<lt::nn::Linear> layers;  // stable addresses for register_module
-};
-
 // Per configuration and mode, one entry per repetition (medians are printed at the end).
 struct Figures {
   std::vector<double> trace_ms, sync_ms, step_ms;
@@ -107,7 +90,10 @@ std::string config_name(int64_t batch, int64_t width, int64_t depth) {
 void BM_Step(benchmark::State& state, std::string device, bool async) {
   lt::Device dev = runtime(async).find_device(device);
   const int64_t batch = state.range(0), width = state.range(1);
-  Mlp model(dev, 256, width, static_cast<int>(state.range(2)), 10);
+  std::vector<int64_t> widths(static_cast<size_t>(state.range(2)) + 2, width);
+  widths.front() = 256;
+  widths.back() = 10;
+  lt::models::Mlp model(dev, widths, 1);
   model.materialize();
   lt::optim::SGD opt(model.parameters(), 0.01);
   std::mt19937 gen(1);

@@ -21,11 +21,8 @@
 #include <vector>
 
 #include "lazytensor/amp.hpp"
+#include "lazytensor/models/train_step.hpp"
 #include "roofline.h"
-#include "lazytensor/autograd.hpp"
-#include "lazytensor/models/gpt.hpp"
-#include "lazytensor/optim.hpp"
-#include "lazytensor/text.hpp"
 
 namespace {
 
@@ -87,23 +84,15 @@ void BM_GptStep(benchmark::State& state, std::string backend, std::string preset
   lt::Device dev = rt.find_device(backend);
   lt::models::GptConfig c;
   c.vocab = kVocab;
-  lt::models::Gpt model(dev, c);
-  model.materialize();
-  lt::optim::AdamW opt(model.parameters(), 1e-3, 0.1, 0.9, 0.95);
-  std::vector<lt::Tensor*> params = model.parameters();
+  lt::models::GptTraining gpt(dev, c);
+  lt::models::Gpt& model = gpt.model();
+  std::vector<lt::Tensor*> params = gpt.parameters();
   std::vector<int64_t> tokens(100000);
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int64_t>(i * 7919 % kVocab);
   uint64_t step = 0;
-  auto run = [&] {
-    model.set_step(step);
-    auto [x, y] = lt::text::sample_batch(dev, tokens, kBatch, c.context, 1, step++);
-    lt::Tensor loss = model.loss(x, y);
-    lt::backward(loss);
-    lt::optim::clip_grad_norm(params, 1.0);
-    opt.step();
-    lt::sync(dev);
-    return loss;
-  };
+  lt::models::StepOptions clipped;
+  clipped.clip = 1.0;
+  auto run = [&] { return gpt.step(tokens, kBatch, 1, step++, clipped).loss; };
   auto tc = std::chrono::steady_clock::now();
   run();  // compiles
   state.counters["compile_s"] =

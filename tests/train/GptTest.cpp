@@ -14,6 +14,7 @@
 #include "lazytensor/autograd.hpp"
 #include "lazytensor/lazytensor.hpp"
 #include "lazytensor/models/gpt.hpp"
+#include "lazytensor/models/train_step.hpp"
 #include "lazytensor/optim.hpp"
 #include "lazytensor/text.hpp"
 #include "test_support.hpp"
@@ -202,17 +203,12 @@ TEST(Gpt, TrainingStepsCompileOnceAndLowerTheLoss) {
   lt::text::Corpus corpus = lt::text::Corpus::from_text(text, 0.2);
   lt::models::GptConfig c = tiny(corpus.vocab.size());
   c.dropout = 0.1;
-  lt::models::Gpt m(dev, c);
-  m.materialize();
-  lt::optim::Adam opt(m.parameters(), 3e-3);
+  lt::models::GptTraining gpt(dev, c, [](std::vector<lt::Tensor*> params) {
+    return std::make_unique<lt::optim::Adam>(std::move(params), 3e-3);
+  });
   double compiles = 0, first = 0, last = 0;
   for (int step = 0; step < 30; ++step) {
-    m.set_step(static_cast<uint64_t>(step));
-    auto [x, y] = lt::text::sample_batch(dev, corpus.train, 8, c.context, 1, step);
-    lt::Tensor loss = m.loss(x, y);
-    lt::backward(loss);
-    opt.step();
-    lt::sync(dev);
+    lt::Tensor loss = gpt.step(corpus.train, 8, 1, static_cast<uint64_t>(step)).loss;
     if (step == 1) compiles = runtime().metric("compiles");
     (step == 0 ? first : last) = loss.item<float>();
   }

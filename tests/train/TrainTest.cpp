@@ -9,6 +9,8 @@
 #include "lazytensor/autograd.hpp"
 #include "lazytensor/data.hpp"
 #include "lazytensor/lazytensor.hpp"
+#include "lazytensor/models/mlp.hpp"
+#include "lazytensor/models/train_step.hpp"
 #include "lazytensor/nn.hpp"
 #include "lazytensor/optim.hpp"
 #include "test_support.hpp"
@@ -18,16 +20,6 @@ namespace {
 lt::Runtime& runtime() {
   return lt::test::runtime(lt::test::with_fallback("silent"));
 }
-
-struct Mlp : lt::nn::Module {
-  Mlp(const lt::Device& d, int64_t hidden, uint64_t seed)
-      : fc1(d, 64, hidden, seed), fc2(d, hidden, 10, seed + 1) {
-    register_module("fc1", fc1);
-    register_module("fc2", fc2);
-  }
-  lt::Tensor operator()(const lt::Tensor& x) { return fc2(fc1(x).relu()); }
-  lt::nn::Linear fc1, fc2;
-};
 
 struct Split {
   lt::data::Dataset train, test;
@@ -46,7 +38,7 @@ const Split& digits() {
 
 // Trains a small MLP for a few epochs; returns test accuracy.
 double train_and_test(const lt::Device& dev, int epochs) {
-  Mlp model(dev, 32, 3);
+  lt::models::Mlp model(dev, {64, 32, 10}, 3);
   model.materialize();
   lt::optim::Adam opt(model.parameters(), 0.01);
   lt::data::Batcher batches(digits().train, 64, 3);
@@ -55,9 +47,7 @@ double train_and_test(const lt::Device& dev, int epochs) {
     for (int64_t b = 0; b < batches.batches(); ++b) {
       auto [x, y] = batches.batch_one_hot(dev, b);
       lt::Tensor loss = lt::nn::cross_entropy(model(x), y);
-      lt::backward(loss);
-      opt.step();
-      lt::sync(dev);
+      lt::models::train_step(loss, opt);
     }
   }
   lt::NoGradGuard ng;
@@ -78,7 +68,7 @@ std::string error_of(const std::function<void()>& f) {
 TEST(Training, StepCompilesOnceAlsoAfterLearningRateChange) {
   lt::Device dev = runtime().find_device("cpu_eager");
   for (const char* which : {"adam", "sgd"}) {
-    Mlp model(dev, 16, 1);
+    lt::models::Mlp model(dev, {64, 16, 10}, 1);
     model.materialize();
     std::unique_ptr<lt::optim::Optimizer> opt;
     if (std::string(which) == "adam")
@@ -94,9 +84,7 @@ TEST(Training, StepCompilesOnceAlsoAfterLearningRateChange) {
       if (b == 5) opt->set_lr(opt->lr() * 0.5);
       auto [x, y] = batches.batch_one_hot(dev, b);
       lt::Tensor loss = lt::nn::cross_entropy(model(x), y);
-      lt::backward(loss);
-      opt->step();
-      lt::sync(dev);
+      lt::models::train_step(loss, *opt);
       losses.push_back(loss.item<float>());
     }
     EXPECT_EQ(runtime().metric("compiles"), 1) << which << "\n" << runtime().metrics_report();
@@ -110,7 +98,7 @@ TEST(Training, StepCompilesOnceAlsoAfterLearningRateChange) {
 TEST(Training, SameSeedSameLosses) {
   lt::Device dev = runtime().find_device("cpu_eager");
   auto run = [&] {
-    Mlp model(dev, 16, 9);
+    lt::models::Mlp model(dev, {64, 16, 10}, 9);
     model.materialize();
     lt::optim::SGD opt(model.parameters(), 0.1);
     lt::data::Batcher batches(digits().train, 32, 9);
@@ -118,9 +106,7 @@ TEST(Training, SameSeedSameLosses) {
     for (int64_t b = 0; b < 4; ++b) {
       auto [x, y] = batches.batch(dev, b);  // integer labels path
       lt::Tensor loss = lt::nn::cross_entropy(model(x), y);
-      lt::backward(loss);
-      opt.step();
-      lt::sync(dev);
+      lt::models::train_step(loss, opt);
       losses.push_back(loss.item<float>());
     }
     return losses;
@@ -144,7 +130,7 @@ LT_INSTANTIATE_PER_BACKEND(EveryBackend, lt::test::built_backends());
 
 TEST(TrainingErrors, NonScalarLossWithoutSeed) {
   lt::Device dev = runtime().find_device("cpu_eager");
-  Mlp model(dev, 8, 1);
+  lt::models::Mlp model(dev, {64, 8, 10}, 1);
   lt::Tensor x = lt::zeros(dev, {4, 64});
   std::string msg = error_of([&] { lt::backward(model(x)); });
   EXPECT_NE(msg.find("[4,10]"), std::string::npos) << msg;
@@ -153,7 +139,7 @@ TEST(TrainingErrors, NonScalarLossWithoutSeed) {
 
 TEST(TrainingErrors, MismatchedShapesAreNamed) {
   lt::Device dev = runtime().find_device("cpu_eager");
-  Mlp model(dev, 8, 1);
+  lt::models::Mlp model(dev, {64, 8, 10}, 1);
   std::string msg = error_of([&] { model(lt::zeros(dev, {4, 32})); });
   EXPECT_NE(msg.find("[4,32]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("64"), std::string::npos) << msg;
