@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_runtime.h"
 #include "lazytensor/distributed.hpp"
 #include "lazytensor/models/mlp.hpp"
 #include "lazytensor/models/train_step.hpp"
@@ -29,12 +30,7 @@
 namespace {
 
 lt::Runtime& runtime() {
-  static lt::Runtime rt = [] {
-    lt::RuntimeOptions o;
-    o.fallback = "silent";
-    return lt::Runtime::create(o);
-  }();
-  return rt;
+  return lt::bench::runtime(lt::bench::runtime_options("silent"));
 }
 lt::Device dev() {
   return runtime().default_device();

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_runtime.h"
 #include "lazytensor/autograd.hpp"
 #include "lazytensor/models/mlp.hpp"
 #include "lazytensor/nn.hpp"
@@ -29,15 +30,8 @@ using Clock = std::chrono::steady_clock;
 
 // One runtime per mode; LT_ASYNC_EXECUTION is read when a runtime is created.
 lt::Runtime& runtime(bool async) {
-  static std::map<bool, lt::Runtime> rts;
-  auto it = rts.find(async);
-  if (it == rts.end()) {
-    ::setenv("LT_ASYNC_EXECUTION", async ? "1" : "0", 1);
-    lt::RuntimeOptions o;
-    o.fallback = "silent";
-    it = rts.emplace(async, lt::Runtime::create(o)).first;
-  }
-  return it->second;
+  ::setenv("LT_ASYNC_EXECUTION", async ? "1" : "0", 1);
+  return lt::bench::runtime(lt::bench::runtime_options("silent"), async ? "async" : "sync");
 }
 
 // "bench.device_time": copies its input after sleeping 1 ms, i.e. time a device spends on the

@@ -22,6 +22,7 @@
 
 #include "lazytensor/amp.hpp"
 #include "lazytensor/models/train_step.hpp"
+#include "bench_runtime.h"
 #include "roofline.h"
 
 namespace {
@@ -29,24 +30,19 @@ namespace {
 constexpr int64_t kBatch = 32, kVocab = 96;
 
 lt::Runtime& runtime() {
-  static lt::Runtime rt = lt::Runtime::create(lt::RuntimeOptions{});
-  return rt;
+  return lt::bench::runtime();
 }
 
 // A runtime whose tpu_sim uses `preset` (a config file naming it), made once per preset.
 lt::Runtime& runtime(const std::string& preset) {
   if (preset.empty()) return runtime();
-  static std::map<std::string, std::unique_ptr<lt::Runtime>> rts;
-  auto& rt = rts[preset];
-  if (!rt) {
-    auto path = std::filesystem::temp_directory_path() / ("bench_gpt_tpu_sim_" + preset + ".toml");
-    std::ofstream(path) << "[plugins.tpu_sim]\npreset = \"" << preset << "\"\n";
-    lt::RuntimeOptions o;
-    o.config_path = path.string();
-    rt = std::make_unique<lt::Runtime>(lt::Runtime::create(o));
-    std::filesystem::remove(path);
-  }
-  return *rt;
+  auto path = std::filesystem::temp_directory_path() / ("bench_gpt_tpu_sim_" + preset + ".toml");
+  lt::RuntimeOptions o;
+  o.config_path = path.string();
+  std::ofstream(path) << "[plugins.tpu_sim]\npreset = \"" << preset << "\"\n";
+  lt::Runtime& rt = lt::bench::runtime(o);  // read once, at its first use
+  std::filesystem::remove(path);
+  return rt;
 }
 
 double& sgemm_gflops() {

@@ -13,17 +13,13 @@
 
 #include "lazytensor/models/mlp.hpp"
 #include "lazytensor/models/train_step.hpp"
+#include "bench_runtime.h"
 #include "roofline.h"
 
 namespace {
 
 lt::Runtime& runtime() {
-  static lt::Runtime rt = [] {
-    lt::RuntimeOptions o;
-    o.fallback = "silent";
-    return lt::Runtime::create(o);
-  }();
-  return rt;
+  return lt::bench::runtime(lt::bench::runtime_options("silent"));
 }
 
 std::map<std::string, double>& ms_per_step() {
