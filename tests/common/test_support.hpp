@@ -82,13 +82,16 @@ inline lt::Runtime& no_fallback_runtime() {
 }
 
 // A runtime counter, 0 before its first event (lt_metric_get answers NOT_FOUND until then).
-inline double metric_or_zero(const lt::Runtime& rt, const std::string& name) {
+inline double metric_or_zero(lt_runtime* rt, const std::string& name) {
   double v = 0;
-  if (lt_error* e = lt_metric_get(rt.get(), name.c_str(), &v)) {
+  if (lt_error* e = lt_metric_get(rt, name.c_str(), &v)) {
     lt_error_destroy(e);
     return 0;
   }
   return v;
+}
+inline double metric_or_zero(const lt::Runtime& rt, const std::string& name) {
+  return metric_or_zero(rt.get(), name);
 }
 
 // ---- one test per backend -----------------------------------------------------------------
