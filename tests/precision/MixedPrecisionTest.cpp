@@ -254,8 +254,7 @@ TEST_P(MixedPrecision, AutogradFlowsThroughCasts) {
     ASSERT_EQ(g.dtype(), LT_DTYPE_F32);
     std::vector<float> gv = g.to_vector<float>();
     const double tol = d == LT_DTYPE_BF16 ? 0.05 : 0.01;
-    for (size_t i = 0; i < gv.size(); ++i)
-      EXPECT_NEAR(gv[i], g32[i], tol * (1 + std::fabs(g32[i]))) << lt_dtype_name(d) << " " << i;
+    EXPECT_TRUE(lt::test::all_close(gv, g32, tol, tol)) << lt_dtype_name(d);
   }
   lt::Tensor leaf = lt::Tensor::from<float>(dev_, xv, {2, 3}).cast(LT_DTYPE_BF16);
   lt::set_requires_grad(leaf);
