@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <utility>

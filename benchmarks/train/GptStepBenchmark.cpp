@@ -15,8 +15,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <map>
-#include <memory>
 #include <string>
 #include <vector>
 

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <filesystem>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
