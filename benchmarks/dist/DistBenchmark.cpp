@@ -105,7 +105,8 @@ Job make_job(const std::string& model) {
     j.share = static_cast<double>(rows) / static_cast<double>(j.global_batch);
     Trained* mp = m.get();
     j.step = [mp, x, y](const lt::models::StepOptions& o) {
-      return lt::models::train_step(lt::nn::cross_entropy(mp->model(x), y), *mp->opt, o);
+      return lt::models::train_step([&] { return lt::nn::cross_entropy(mp->model(x), y); },
+                                    *mp->opt, o);
     };
     j.gradient_tensors = mp->opt->parameters().size();
     j.keep = m;

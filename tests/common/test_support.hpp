@@ -8,7 +8,6 @@
 
 #include <cmath>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>

@@ -392,9 +392,8 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
       step_options.share =
           static_cast<double>(batches.local_batch(s)) / static_cast<double>(batches.batch_rows(s));
       // forward + backward + reduction + update: one graph, cached after step 1
-      lt::Tensor loss =
-          lt::models::train_step(lt::nn::cross_entropy(model->forward(x), y), *opt, step_options)
-              .loss;
+      auto forward = [&] { return lt::nn::cross_entropy(model->forward(x), y); };
+      lt::Tensor loss = lt::models::train_step(forward, *opt, step_options).loss;
       loss_sum += loss.item<float>();
       char extra[96];
       std::snprintf(extra, sizeof extra, "| epoch %lld/%lld  loss %.4f",

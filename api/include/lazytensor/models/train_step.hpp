@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <source_location>
+#include <type_traits>
 #include <vector>
 
 namespace lt::models {
@@ -68,6 +69,16 @@ inline StepResult train_step(Tensor loss, optim::Optimizer& opt, const StepOptio
     opt.step(loc);
   sync(params.front()->device());
   return {loss, norm, collectives};
+}
+
+// As above with the loss computed by `forward()` inside the step, so the forward pass's
+// temporaries (the logits of cross_entropy(model(x), y)) are released before lt_sync and only
+// what the step keeps becomes an output of its graph. (Called with a loss computed in the same
+// expression instead, such temporaries live until that expression ends, through the sync.)
+template <class F, class = std::enable_if_t<std::is_invocable_r_v<Tensor, F&>>>
+StepResult train_step(F&& forward, optim::Optimizer& opt, const StepOptions& o = {},
+                      std::source_location loc = std::source_location::current()) {
+  return train_step(forward(), opt, o, loc);
 }
 
 // Makes a model's optimizer from its parameters.
