@@ -383,6 +383,7 @@ int run_gpt(const GptOptions& options, lt::Runtime& rt, const lt::Device& dev) {
   if (precision == lt::f16) scaler.emplace(dev);
   lt::models::StepOptions step_options;
   step_options.clip = o.clip;
+  step_options.keep_grad_norm = true;  // printed with each evaluation
   step_options.scaler = scaler ? &*scaler : nullptr;
   step_options.all_reduce = step_options.reduce_loss = dist;
   step_options.bucket_bytes = bucket;

@@ -28,6 +28,7 @@ namespace lt::models {
 // What a step does besides backward and the update (each off by default).
 struct StepOptions {
   std::optional<double> clip;         // clip the gradients' global norm to this (positive)
+  bool keep_grad_norm = false;        // return the norm clipping measured (one more graph output)
   amp::GradScaler* scaler = nullptr;  // f16 loss scaling (amp.hpp); not owned
   // Data-parallel (docs/distributed.md): the loss is multiplied by this process's share of the
   // global batch, so the gradients' sum over lt::dist's group, in buckets of bucket_bytes, is
@@ -40,7 +41,7 @@ struct StepOptions {
 
 struct StepResult {
   Tensor loss;             // as the step computed it (times the share when data-parallel)
-  Tensor grad_norm;        // before clipping; undefined without clipping
+  Tensor grad_norm;        // before clipping, with clip and keep_grad_norm; else undefined
   size_t collectives = 0;  // gradient all-reduces traced (one per bucket)
 };
 
@@ -63,6 +64,7 @@ inline StepResult train_step(Tensor loss, optim::Optimizer& opt, const StepOptio
   }
   if (o.scaler) o.scaler->unscale(opt);
   Tensor norm = o.clip ? optim::clip_grad_norm(params, *o.clip) : Tensor();
+  if (!o.keep_grad_norm) norm = Tensor();  // not an output of the step's graph
   if (o.scaler)
     o.scaler->step(opt, loc);
   else
