@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -136,6 +137,16 @@ class BackendTest : public ::testing::TestWithParam<std::string> {
                            [](const auto& info) { return info.param; })
 
 // ---- host-side checks ---------------------------------------------------------------------
+
+// The message of the lt::Error `f` throws; "" when it throws none.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const lt::Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 // A tensor's values read back to the host as T (converted by the core where its dtype differs).
 template <class T = float>

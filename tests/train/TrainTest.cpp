@@ -56,14 +56,7 @@ double train_and_test(const lt::Device& dev, int epochs) {
   return static_cast<double>(correct) / static_cast<double>(digits().test.rows());
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const lt::Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using lt::test::error_of;
 
 TEST(Training, StepCompilesOnceAlsoAfterLearningRateChange) {
   lt::Device dev = runtime().find_device("cpu_eager");
