@@ -11,26 +11,19 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "lazytensor/autograd.hpp"
+#include "bench_runtime.h"
 #include "lazytensor/lazytensor.hpp"
 #include "lazytensor/nn.hpp"
 
 namespace {
 
 lt::Runtime& runtime(const std::string& backend) {
-  static std::map<std::string, std::unique_ptr<lt::Runtime>> rts;
-  auto& rt = rts[backend];
-  if (!rt) {
-    lt::RuntimeOptions o;
-    o.device = backend;
-    rt = std::make_unique<lt::Runtime>(lt::Runtime::create(o));
-  }
-  return *rt;
+  return lt::bench::runtime(lt::bench::runtime_options("", backend));
 }
 
 // Traces the case; returns the tensors whose read compiles it.

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_runtime.h"
 #include "lazytensor/autograd.hpp"
 #include "lazytensor/host/kernels.hpp"
 #include "lazytensor/models/resnet.hpp"
@@ -30,12 +31,7 @@
 namespace {
 
 lt::Runtime& runtime() {
-  static lt::Runtime rt = [] {
-    lt::RuntimeOptions o;
-    o.fallback = "silent";
-    return lt::Runtime::create(o);
-  }();
-  return rt;
+  return lt::bench::runtime(lt::bench::runtime_options("silent"));
 }
 
 std::vector<float> random_vector(size_t n, uint32_t seed) {

@@ -7,35 +7,27 @@
 #include <string>
 #include <vector>
 
+#include "bench_runtime.h"
 #include "lazytensor/lazytensor.hpp"
 #include "lazytensor/lt.h"
 
 namespace {
 
-lt_runtime* g_rt = nullptr;
-
 lt_runtime* open_runtime(const char* plugin_dir, const char* device) {
-  lt_runtime_options o{};
-  o.struct_size = LT_RUNTIME_OPTIONS_STRUCT_SIZE;
+  lt::RuntimeOptions o;
   o.plugin_path = plugin_dir;
   o.device = device;
-  lt_runtime* rt = nullptr;
-  if (lt_error* e = lt_runtime_create(&o, &rt)) {
-    std::fprintf(stderr, "lt_runtime_create: %s\n", lt_error_message(e));
-    std::abort();  // benchmark binary only: no C ABI boundary involved
-  }
-  return rt;
+  return lt::bench::runtime(o).get();
 }
 
+// The host test backend.
 lt_device* device() {
-  if (!g_rt) g_rt = open_runtime(LT_BENCH_PLUGIN_DIR, "partial");
-  return lt_runtime_default_device(g_rt);
+  return lt_runtime_default_device(open_runtime(LT_BENCH_PLUGIN_DIR, "partial"));
 }
 
 // The reference backend, for the chain below on a real plugin.
 lt_device* eager_device() {
-  static lt_runtime* rt = open_runtime(LT_BENCH_BACKEND_DIR, "cpu_eager");
-  return lt_runtime_default_device(rt);
+  return lt_runtime_default_device(open_runtime(LT_BENCH_BACKEND_DIR, "cpu_eager"));
 }
 
 lt_tensor* host_tensor(lt_device* d, int64_t n) {
@@ -163,7 +155,7 @@ void BM_SyncCacheHit100(benchmark::State& st) {
     st.ResumeTiming();
   }
   double hits = 0;
-  lt_error* e = lt_metric_get(g_rt, "cache_hits", &hits);
+  lt_error* e = lt_metric_get(open_runtime(LT_BENCH_PLUGIN_DIR, "partial"), "cache_hits", &hits);
   if (e) lt_error_destroy(e);
   st.counters["cache_hits"] = hits;
   lt_tensor_free(x0);
@@ -225,6 +217,5 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  lt_runtime_destroy(g_rt);
   return 0;
 }

@@ -17,11 +17,10 @@
 #include <vector>
 
 #include "lazytensor/lt.h"
+#include "bench_runtime.h"
 #include "roofline.h"
 
 namespace {
-
-lt_runtime* g_rt = nullptr;
 
 void check(lt_error* e) {
   if (e) {
@@ -30,9 +29,13 @@ void check(lt_error* e) {
   }
 }
 
+lt_runtime* runtime() {
+  return lt::bench::runtime(lt::bench::runtime_options("silent")).get();
+}
+
 lt_device* dev(const char* name) {
   lt_device* d = nullptr;
-  check(lt_runtime_find_device(g_rt, name, &d));
+  check(lt_runtime_find_device(runtime(), name, &d));
   return d;
 }
 
@@ -407,13 +410,9 @@ int main(int argc, char** argv) {
   // names one (docs/compile-cache.md).
   ::setenv("LT_CACHE_DIR", "off", /*overwrite=*/0);
   auto threads = lt::bench::apply_thread_budget();
-  lt_runtime_options o{};
-  o.struct_size = LT_RUNTIME_OPTIONS_STRUCT_SIZE;
-  o.fallback = "silent";
-  check(lt_runtime_create(&o, &g_rt));
+  runtime();  // created here, after the settings above
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  lt_runtime_destroy(g_rt);
   return 0;
 }

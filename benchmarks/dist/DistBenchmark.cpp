@@ -22,21 +22,15 @@
 #include <thread>
 #include <vector>
 
-#include "lazytensor/autograd.hpp"
+#include "bench_runtime.h"
 #include "lazytensor/distributed.hpp"
-#include "lazytensor/models/gpt.hpp"
-#include "lazytensor/nn.hpp"
-#include "lazytensor/optim.hpp"
+#include "lazytensor/models/mlp.hpp"
+#include "lazytensor/models/train_step.hpp"
 
 namespace {
 
 lt::Runtime& runtime() {
-  static lt::Runtime rt = [] {
-    lt::RuntimeOptions o;
-    o.fallback = "silent";
-    return lt::Runtime::create(o);
-  }();
-  return rt;
+  return lt::bench::runtime(lt::bench::runtime_options("silent"));
 }
 lt::Device dev() {
   return runtime().default_device();
@@ -73,32 +67,33 @@ void BM_MpiAllReduce(benchmark::State& state) {
   context_counters(state);
 }
 
-struct Mlp : lt::nn::Module {
-  explicit Mlp(const lt::Device& d) : l1(d, 784, 512, 1), l2(d, 512, 512, 2), l3(d, 512, 10, 3) {
-    register_module("l1", l1);
-    register_module("l2", l2);
-    register_module("l3", l3);
-  }
-  lt::Tensor operator()(const lt::Tensor& x) { return l3(l2(l1(x).relu()).relu()); }
-  lt::nn::Linear l1, l2, l3;
+// One model and its data: a step is forward, backward, gradient all-reduce, update, sync
+// (models/train_step.hpp).
+struct Job {
+  std::function<lt::models::StepResult(const lt::models::StepOptions&)> step;
+  std::shared_ptr<void> keep;  // the model and its optimizer
+  size_t gradient_tensors = 0;
+  int64_t global_batch = 0;
+  double share = 1;  // this rank's rows of the global batch
 };
 
-// One model and its data: a step is forward, backward, gradient all-reduce, update, sync.
-struct Job {
-  std::function<lt::Tensor()> loss;
-  std::vector<lt::Tensor*> params;
-  std::unique_ptr<lt::optim::Optimizer> opt;
-  std::shared_ptr<void> keep;  // the model
-  int64_t global_batch = 0;
-};
+// SGD with momentum for both models.
+std::unique_ptr<lt::optim::Optimizer> sgd(std::vector<lt::Tensor*> params) {
+  return std::make_unique<lt::optim::SGD>(std::move(params), 0.01, 0.9);
+}
 
 Job make_job(const std::string& model) {
   Job j;
   const lt::data::Shard shard = lt::dist::shard();
   if (model == "mlp") {
     j.global_batch = 128;
-    auto m = std::make_shared<Mlp>(dev());
-    m->materialize();
+    struct Trained {
+      lt::models::Mlp model{dev(), {784, 512, 512, 10}, 1};
+      std::unique_ptr<lt::optim::Optimizer> opt;
+    };
+    auto m = std::make_shared<Trained>();
+    m->model.materialize();
+    m->opt = sgd(m->model.parameters());
     const int64_t rows = shard.count(j.global_batch);
     std::mt19937 gen(1 + static_cast<unsigned>(shard.rank));
     std::normal_distribution<float> nd(0, 1);
@@ -107,10 +102,13 @@ Job make_job(const std::string& model) {
     for (int64_t i = 0; i < rows; ++i) ys[static_cast<size_t>(i * 10 + i % 10)] = 1.0f;
     lt::Tensor x = lt::Tensor::from(dev(), xs, {rows, 784});
     lt::Tensor y = lt::Tensor::from(dev(), ys, {rows, 10});
-    const double share = static_cast<double>(rows) / static_cast<double>(j.global_batch);
-    Mlp* mp = m.get();
-    j.loss = [mp, x, y, share] { return lt::nn::cross_entropy((*mp)(x), y) * share; };
-    j.params = m->parameters();
+    j.share = static_cast<double>(rows) / static_cast<double>(j.global_batch);
+    Trained* mp = m.get();
+    j.step = [mp, x, y](const lt::models::StepOptions& o) {
+      return lt::models::train_step([&] { return lt::nn::cross_entropy(mp->model(x), y); },
+                                    *mp->opt, o);
+    };
+    j.gradient_tensors = mp->opt->parameters().size();
     j.keep = m;
   } else {  // a small GPT: many small tensors (norms, biases) besides the matrices
     j.global_batch = 16;
@@ -121,8 +119,7 @@ Job make_job(const std::string& model) {
     c.dim = 128;
     c.heads = 4;
     c.dropout = 0.0;
-    auto m = std::make_shared<lt::models::Gpt>(dev(), c);
-    m->materialize();
+    auto m = std::make_shared<lt::models::GptTraining>(dev(), c, sgd);
     const int64_t rows = shard.count(j.global_batch);
     std::vector<int64_t> toks(static_cast<size_t>(rows * c.context)), next(toks.size());
     for (size_t i = 0; i < toks.size(); ++i) {
@@ -131,27 +128,23 @@ Job make_job(const std::string& model) {
     }
     lt::Tensor x = lt::Tensor::from(dev(), toks, {rows, c.context});
     lt::Tensor y = lt::Tensor::from(dev(), next, {rows * c.context});
-    const double share = static_cast<double>(rows) / static_cast<double>(j.global_batch);
-    lt::models::Gpt* mp = m.get();
-    j.loss = [mp, x, y, share] { return mp->loss(x, y) * share; };
-    j.params = m->parameters();
+    j.share = static_cast<double>(rows) / static_cast<double>(j.global_batch);
+    lt::models::GptTraining* mp = m.get();
+    j.step = [mp, x, y](const lt::models::StepOptions& o) { return mp->step(x, y, 0, o); };
+    j.gradient_tensors = mp->parameters().size();
     j.keep = m;
   }
-  j.opt = std::make_unique<lt::optim::SGD>(j.params, 0.01, 0.9);
   return j;
 }
 
 void run_steps(benchmark::State& state, const std::string& model, size_t bucket) {
   Job j = make_job(model);
+  lt::models::StepOptions o;
+  o.all_reduce = true;
+  o.share = j.share;
+  o.bucket_bytes = bucket;
   size_t collectives = 0;
-  auto step = [&] {
-    lt::Tensor loss = j.loss();
-    lt::backward(loss);
-    collectives = lt::dist::all_reduce_gradients(j.params, LT_REDUCE_SUM, bucket);
-    j.opt->step();
-    j.opt->zero_grad();
-    lt::sync(dev());
-  };
+  auto step = [&] { collectives = j.step(o).collectives; };
   step();  // compile outside the timed loop
   step();
   auto t0 = std::chrono::steady_clock::now();
@@ -160,7 +153,7 @@ void run_steps(benchmark::State& state, const std::string& model, size_t bucket)
   state.counters["ms_per_step"] = 1e3 * s / static_cast<double>(state.iterations());
   state.counters["samples_per_s"] = static_cast<double>(j.global_batch * state.iterations()) / s;
   state.counters["collectives_per_step"] = static_cast<double>(collectives);
-  state.counters["gradient_tensors"] = static_cast<double>(j.params.size());
+  state.counters["gradient_tensors"] = static_cast<double>(j.gradient_tensors);
   context_counters(state);
 }
 

@@ -8,13 +8,13 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "lazytensor/lt.h"
+#include "bench_runtime.h"
 #include "roofline.h"
 
 namespace {
@@ -22,23 +22,10 @@ namespace {
 // One runtime per backend for the whole process, with fallback refused so a number is
 // never silently measured on another backend.
 lt_device* device_for(const std::string& backend, std::string* err) {
-  static std::map<std::string, lt_runtime*> runtimes;
-  auto it = runtimes.find(backend);
-  if (it == runtimes.end()) {
-    lt_runtime_options o{};
-    o.struct_size = LT_RUNTIME_OPTIONS_STRUCT_SIZE;
-    o.device = backend.c_str();
-    o.plugin_path = LT_PLUGIN_DIR;
-    o.fallback = "error";
-    lt_runtime* rt = nullptr;
-    if (lt_error* e = lt_runtime_create(&o, &rt)) {
-      *err = lt_error_message(e);
-      lt_error_destroy(e);
-      return nullptr;
-    }
-    it = runtimes.emplace(backend, rt).first;
-  }
-  return lt_runtime_default_device(it->second);
+  lt::RuntimeOptions o = lt::bench::runtime_options("error", backend);
+  o.plugin_path = LT_PLUGIN_DIR;
+  lt::Runtime* rt = lt::bench::try_runtime(o, err);
+  return rt ? lt_runtime_default_device(rt->get()) : nullptr;
 }
 
 struct Check {

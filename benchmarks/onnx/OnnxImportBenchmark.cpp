@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_runtime.h"
 #include "lazytensor/onnx.hpp"
 #include "onnx_writer.hpp"
 
@@ -25,12 +26,7 @@ using namespace lt::onnx_test;
 const char* kBackends[] = {"cpu_eager", "cpu_jit"};
 
 lt::Runtime& runtime() {
-  static lt::Runtime rt = [] {
-    lt::RuntimeOptions o;
-    o.fallback = "silent";
-    return lt::Runtime::create(o);
-  }();
-  return rt;
+  return lt::bench::runtime(lt::bench::runtime_options("silent"));
 }
 
 std::vector<float> random_vec(size_t n, float scale, unsigned seed) {

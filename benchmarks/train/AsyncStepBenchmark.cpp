@@ -12,14 +12,15 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench_runtime.h"
 #include "lazytensor/autograd.hpp"
+#include "lazytensor/models/mlp.hpp"
 #include "lazytensor/nn.hpp"
 #include "lazytensor/optim.hpp"
 
@@ -29,15 +30,8 @@ using Clock = std::chrono::steady_clock;
 
 // One runtime per mode; LT_ASYNC_EXECUTION is read when a runtime is created.
 lt::Runtime& runtime(bool async) {
-  static std::map<bool, lt::Runtime> rts;
-  auto it = rts.find(async);
-  if (it == rts.end()) {
-    ::setenv("LT_ASYNC_EXECUTION", async ? "1" : "0", 1);
-    lt::RuntimeOptions o;
-    o.fallback = "silent";
-    it = rts.emplace(async, lt::Runtime::create(o)).first;
-  }
-  return it->second;
+  ::setenv("LT_ASYNC_EXECUTION", async ? "1" : "0", 1);
+  return lt::bench::runtime(lt::bench::runtime_options("silent"), async ? "async" : "sync");
 }
 
 // "bench.device_time": copies its input after sleeping 1 ms, i.e. time a device spends on the
@@ -68,23 +62,6 @@ void register_device_time() {
   (void)once;
 }
 
-struct Mlp : lt::nn::Module {
-  Mlp(const lt::Device& d, int64_t in, int64_t width, int depth, int64_t out) {
-    int64_t prev = in;
-    for (int i = 0; i < depth; ++i) {
-      layers.emplace_back(d, prev, width, static_cast<uint64_t>(i + 1));
-      prev = width;
-    }
-    layers.emplace_back(d, prev, out, 99);
-    for (size_t i = 0; i < layers.size(); ++i) register_module("l" + std::to_string(i), layers[i]);
-  }
-  lt::Tensor operator()(lt::Tensor x) {
-    for (size_t i = 0; i + 1 < layers.size(); ++i) x = layers[i](x).relu();
-    return layers.back()(x);
-  }
-  std::deque<lt::nn::Linear> layers;  // stable addresses for register_module
-};
-
 // Per configuration and mode, one entry per repetition (medians are printed at the end).
 struct Figures {
   std::vector<double> trace_ms, sync_ms, step_ms;
@@ -107,7 +84,10 @@ std::string config_name(int64_t batch, int64_t width, int64_t depth) {
 void BM_Step(benchmark::State& state, std::string device, bool async) {
   lt::Device dev = runtime(async).find_device(device);
   const int64_t batch = state.range(0), width = state.range(1);
-  Mlp model(dev, 256, width, static_cast<int>(state.range(2)), 10);
+  std::vector<int64_t> widths(static_cast<size_t>(state.range(2)) + 2, width);
+  widths.front() = 256;
+  widths.back() = 10;
+  lt::models::Mlp model(dev, widths, 1);
   model.materialize();
   lt::optim::SGD opt(model.parameters(), 0.01);
   std::mt19937 gen(1);

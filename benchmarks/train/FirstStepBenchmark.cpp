@@ -13,10 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "lazytensor/autograd.hpp"
-#include "lazytensor/models/gpt.hpp"
-#include "lazytensor/optim.hpp"
-#include "lazytensor/text.hpp"
+#include "lazytensor/models/train_step.hpp"
 
 namespace {
 
@@ -42,21 +39,11 @@ void BM_FirstStep(benchmark::State& state, std::string backend, bool background)
     c.dim = 128;
     c.heads = 4;
     c.context = 64;
-    lt::models::Gpt model(dev, c);
-    model.materialize();
-    lt::optim::AdamW opt(model.parameters(), 1e-3, 0.1, 0.9, 0.95);
+    lt::models::GptTraining gpt(dev, c);
     std::vector<int64_t> tokens(20000);
     for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int64_t>(i * 7919 % kVocab);
     uint64_t step = 0;
-    auto run = [&] {
-      model.set_step(step);
-      auto [x, y] = lt::text::sample_batch(dev, tokens, kBatch, c.context, 1, step++);
-      lt::Tensor loss = model.loss(x, y);
-      lt::backward(loss);
-      opt.step();
-      lt::sync(dev);
-      return loss.item<float>();
-    };
+    auto run = [&] { return gpt.step(tokens, kBatch, 1, step++).loss.item<float>(); };
     auto t0 = Clock::now();
     run();
     first += ms_since(t0);

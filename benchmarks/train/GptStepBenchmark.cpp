@@ -15,41 +15,32 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "lazytensor/amp.hpp"
+#include "lazytensor/models/train_step.hpp"
+#include "bench_runtime.h"
 #include "roofline.h"
-#include "lazytensor/autograd.hpp"
-#include "lazytensor/models/gpt.hpp"
-#include "lazytensor/optim.hpp"
-#include "lazytensor/text.hpp"
 
 namespace {
 
 constexpr int64_t kBatch = 32, kVocab = 96;
 
 lt::Runtime& runtime() {
-  static lt::Runtime rt = lt::Runtime::create(lt::RuntimeOptions{});
-  return rt;
+  return lt::bench::runtime();
 }
 
 // A runtime whose tpu_sim uses `preset` (a config file naming it), made once per preset.
 lt::Runtime& runtime(const std::string& preset) {
   if (preset.empty()) return runtime();
-  static std::map<std::string, std::unique_ptr<lt::Runtime>> rts;
-  auto& rt = rts[preset];
-  if (!rt) {
-    auto path = std::filesystem::temp_directory_path() / ("bench_gpt_tpu_sim_" + preset + ".toml");
-    std::ofstream(path) << "[plugins.tpu_sim]\npreset = \"" << preset << "\"\n";
-    lt::RuntimeOptions o;
-    o.config_path = path.string();
-    rt = std::make_unique<lt::Runtime>(lt::Runtime::create(o));
-    std::filesystem::remove(path);
-  }
-  return *rt;
+  auto path = std::filesystem::temp_directory_path() / ("bench_gpt_tpu_sim_" + preset + ".toml");
+  lt::RuntimeOptions o;
+  o.config_path = path.string();
+  std::ofstream(path) << "[plugins.tpu_sim]\npreset = \"" << preset << "\"\n";
+  lt::Runtime& rt = lt::bench::runtime(o);  // read once, at its first use
+  std::filesystem::remove(path);
+  return rt;
 }
 
 double& sgemm_gflops() {
@@ -87,23 +78,15 @@ void BM_GptStep(benchmark::State& state, std::string backend, std::string preset
   lt::Device dev = rt.find_device(backend);
   lt::models::GptConfig c;
   c.vocab = kVocab;
-  lt::models::Gpt model(dev, c);
-  model.materialize();
-  lt::optim::AdamW opt(model.parameters(), 1e-3, 0.1, 0.9, 0.95);
-  std::vector<lt::Tensor*> params = model.parameters();
+  lt::models::GptTraining gpt(dev, c);
+  lt::models::Gpt& model = gpt.model();
+  std::vector<lt::Tensor*> params = gpt.parameters();
   std::vector<int64_t> tokens(100000);
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int64_t>(i * 7919 % kVocab);
   uint64_t step = 0;
-  auto run = [&] {
-    model.set_step(step);
-    auto [x, y] = lt::text::sample_batch(dev, tokens, kBatch, c.context, 1, step++);
-    lt::Tensor loss = model.loss(x, y);
-    lt::backward(loss);
-    lt::optim::clip_grad_norm(params, 1.0);
-    opt.step();
-    lt::sync(dev);
-    return loss;
-  };
+  lt::models::StepOptions clipped;
+  clipped.clip = 1.0;
+  auto run = [&] { return gpt.step(tokens, kBatch, 1, step++, clipped).loss; };
   auto tc = std::chrono::steady_clock::now();
   run();  // compiles
   state.counters["compile_s"] =

@@ -11,20 +11,15 @@
 #include <map>
 #include <random>
 
+#include "lazytensor/models/mlp.hpp"
+#include "lazytensor/models/train_step.hpp"
+#include "bench_runtime.h"
 #include "roofline.h"
-#include "lazytensor/autograd.hpp"
-#include "lazytensor/nn.hpp"
-#include "lazytensor/optim.hpp"
 
 namespace {
 
 lt::Runtime& runtime() {
-  static lt::Runtime rt = [] {
-    lt::RuntimeOptions o;
-    o.fallback = "silent";
-    return lt::Runtime::create(o);
-  }();
-  return rt;
+  return lt::bench::runtime(lt::bench::runtime_options("silent"));
 }
 
 std::map<std::string, double>& ms_per_step() {
@@ -32,19 +27,9 @@ std::map<std::string, double>& ms_per_step() {
   return m;
 }
 
-struct Mlp : lt::nn::Module {
-  explicit Mlp(const lt::Device& d) : l1(d, 784, 512, 1), l2(d, 512, 512, 2), l3(d, 512, 10, 3) {
-    register_module("l1", l1);
-    register_module("l2", l2);
-    register_module("l3", l3);
-  }
-  lt::Tensor operator()(const lt::Tensor& x) { return l3(l2(l1(x).relu()).relu()); }
-  lt::nn::Linear l1, l2, l3;
-};
-
 void BM_TrainStep(benchmark::State& state, std::string device) {
   lt::Device dev = runtime().find_device(device);
-  Mlp model(dev);
+  lt::models::Mlp model(dev, {784, 512, 512, 10}, 1);
   model.materialize();
   lt::optim::SGD opt(model.parameters(), 0.01);
   std::mt19937 gen(1);
@@ -53,13 +38,8 @@ void BM_TrainStep(benchmark::State& state, std::string device) {
   for (float& v : xs) v = n(gen);
   for (int i = 0; i < 128; ++i) ys[static_cast<size_t>(i * 10 + i % 10)] = 1.0f;
   lt::Tensor x = lt::Tensor::from(dev, xs, {128, 784}), y = lt::Tensor::from(dev, ys, {128, 10});
-  auto step = [&] {
-    lt::Tensor loss = lt::nn::cross_entropy(model(x), y);
-    lt::backward(loss);
-    opt.step();
-    lt::sync(dev);
-    return loss;
-  };
+  auto forward = [&] { return lt::nn::cross_entropy(model(x), y); };
+  auto step = [&] { return lt::models::train_step(forward, opt).loss; };
   step();  // compile outside the timed loop
   auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) benchmark::DoNotOptimize(step().get());

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "test_support.hpp"
+
 namespace {
 
 std::string msg(lt_error* e) {
@@ -46,12 +48,7 @@ struct Rt {
     lt_string_free(s);
     return r;
   }
-  double metric(const char* name) {
-    double v = 0;
-    lt_error* e = lt_metric_get(rt, name, &v);
-    if (e) lt_error_destroy(e);
-    return v;
-  }
+  double metric(const char* name) { return lt::test::metric_or_zero(rt, name); }
 };
 
 // exp(a) * b + -a on the default device; checks every element against the host formula.

@@ -2,6 +2,8 @@
 // null tensors, and truncation with "..." for large tensors.
 #include <lazytensor/lazytensor.hpp>
 
+#include "test_support.hpp"
+
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -9,8 +11,7 @@
 namespace {
 
 lt::Device dev() {
-  static lt::Runtime* r = new lt::Runtime(lt::Runtime::create());
-  return r->default_device();
+  return lt::test::runtime().default_device();
 }
 
 std::string print(const lt::Tensor& t) {

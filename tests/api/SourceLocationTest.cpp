@@ -3,6 +3,8 @@
 // the API, not the header's (issue #28); the user's own ops keep their lines, also when a
 // header calls back into user code (nn::Sequential), and nothing leaks past the call.
 #include <lazytensor/lazytensor.hpp>
+
+#include "test_support.hpp"
 #include <lazytensor/models/resnet.hpp>
 #include <lazytensor/nn.hpp>
 #include <lazytensor/optim.hpp>
@@ -15,8 +17,7 @@
 namespace {
 
 lt::Device dev() {
-  static lt::Runtime* r = new lt::Runtime(lt::Runtime::create());
-  return r->default_device();
+  return lt::test::runtime().default_device();
 }
 
 // "file:line" of the node that holds t's value ("" when none was recorded).

@@ -2,6 +2,8 @@
 // round trips with dtype checks, operators with scalars, runtime/device wrappers, errors.
 #include <lazytensor/lazytensor.hpp>
 
+#include "test_support.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,8 +13,7 @@ namespace {
 
 // One runtime for the whole binary: creating one loads plugins.
 lt::Runtime& rt() {
-  static lt::Runtime* r = new lt::Runtime(lt::Runtime::create());
-  return *r;
+  return lt::test::runtime();
 }
 lt::Device dev() {
   return rt().default_device();

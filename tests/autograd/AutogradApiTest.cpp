@@ -23,14 +23,7 @@ class Autograd : public ::testing::Test {
   lt::Device dev;
 };
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const lt::Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using lt::test::error_of;
 
 TEST_F(Autograd, GradientsAccumulateUntilZeroGrad) {
   lt::Tensor x = vec({1, 2, 3});

@@ -12,17 +12,13 @@
 
 #include "lazytensor/autograd.hpp"
 #include "lazytensor/lazytensor.hpp"
+#include "test_support.hpp"
 
 namespace gradcheck {
 
 // One runtime for the whole binary; cpu_eager is the reference backend.
 inline lt::Runtime& runtime() {
-  static lt::Runtime rt = [] {
-    lt::RuntimeOptions o;
-    o.device = "cpu_eager";
-    return lt::Runtime::create(o);
-  }();
-  return rt;
+  return lt::test::runtime(lt::test::on_device("cpu_eager"));
 }
 inline lt::Device device() {
   return runtime().find_device("cpu_eager");

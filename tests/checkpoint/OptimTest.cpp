@@ -16,9 +16,7 @@ using lt::test::catch_error;
 using lt::test::contains;
 using lt::test::cpu;
 
-std::vector<float> values(const lt::Tensor& t) {
-  return t.to_vector<float>();
-}
+using lt::test::values;
 
 // AdamW in double, element by element (torch.optim.AdamW's update).
 struct ReferenceAdamW {
@@ -37,9 +35,7 @@ struct ReferenceAdamW {
 };
 
 void expect_near(const std::vector<float>& got, const std::vector<double>& want, const char* what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_NEAR(got[i], want[i], 1e-5 * (1 + std::abs(want[i]))) << what << "[" << i << "]";
+  EXPECT_TRUE(lt::test::all_close(got, want, 1e-5, 1e-5)) << what;
 }
 
 // Loss 0.5 * (|W|^2 + |b|^2): the gradient of each parameter is the parameter itself.
@@ -266,10 +262,11 @@ TEST(NoRecompile, ChangingLrWeightDecayAndMaxNormHitsTheCache) {
     return norm.item<float>();
   };
   step(0);  // compiles (or finds) the step graph
-  lt::test::runtime().reset_metrics();
+  lt::test::eager_runtime().reset_metrics();
   for (int64_t s = 1; s <= 6; ++s) EXPECT_GT(step(s), 0.0f);
-  EXPECT_EQ(lt::test::runtime().metric("compiles"), 0) << lt::test::runtime().metrics_report();
-  EXPECT_EQ(lt::test::runtime().metric("cache_hits"), 6);
+  EXPECT_EQ(lt::test::eager_runtime().metric("compiles"), 0)
+      << lt::test::eager_runtime().metrics_report();
+  EXPECT_EQ(lt::test::eager_runtime().metric("cache_hits"), 6);
 }
 
 }  // namespace

@@ -17,20 +17,15 @@
 #include <vector>
 
 #include "lazytensor/lazytensor.hpp"
+#include "test_support.hpp"
 
 namespace lt::test {
 
-inline lt::Runtime& runtime() {
-  static lt::Runtime rt = [] {
-    lt::RuntimeOptions o;
-    o.device = "cpu_eager";
-    o.fallback = "silent";
-    return lt::Runtime::create(o);
-  }();
-  return rt;
+inline lt::Runtime& eager_runtime() {
+  return runtime(on_device("cpu_eager", "silent"));
 }
 inline lt::Device cpu() {
-  return runtime().find_device("cpu_eager");
+  return eager_runtime().find_device("cpu_eager");
 }
 
 // A fresh directory per test (mkdtemp), removed with everything in it.

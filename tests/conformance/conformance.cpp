@@ -10,6 +10,8 @@
 #include <random>
 #include <sstream>
 
+#include "test_support.hpp"
+
 namespace ltc {
 
 // ---- tolerances ---------------------------------------------------------------------------
@@ -56,17 +58,7 @@ Tol tolerance(OpClass cls, lt::DType dtype, const std::string& backend) {
 // ---- runtime and devices ------------------------------------------------------------------
 
 lt::Runtime* runtime(std::string* why) {
-  static std::string error;
-  static lt::Runtime* rt = []() -> lt::Runtime* {
-    try {
-      return new lt::Runtime(lt::Runtime::create());  // lives for the process
-    } catch (const lt::Error& e) {
-      error = e.what();
-      return nullptr;
-    }
-  }();
-  if (why) *why = error;
-  return rt;
+  return lt::test::try_runtime({}, why);
 }
 
 std::vector<std::string> conformance_devices() {

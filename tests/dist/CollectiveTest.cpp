@@ -15,11 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "test_support.hpp"
+
 namespace {
 
 lt::Runtime& rt() {
-  static lt::Runtime* r = new lt::Runtime(lt::Runtime::create());
-  return *r;
+  return lt::test::runtime();
 }
 lt::Device dev() {
   return rt().default_device();

@@ -10,19 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "../train/train_backends.hpp"
+#include "test_support.hpp"
 #include "lazytensor/lazytensor.hpp"
 #include "lazytensor/lower/dynamic.hpp"
 #include "lazytensor/lower/error.hpp"
 
 namespace {
-
-double metric(const lt::Runtime& rt, const char* name) {
-  double v = 0;
-  lt_error* e = lt_metric_get(rt.get(), name, &v);
-  if (e) lt_error_destroy(e);
-  return e ? 0.0 : v;
-}
 
 std::vector<float> randn(size_t n, uint32_t seed) {
   std::mt19937 g(seed);
@@ -98,8 +91,9 @@ TEST_P(Dynamic, MlpForwardOverBatchSizes) {
     EXPECT_LE(compiles, 8) << rt.metrics_report();
   } else {
     EXPECT_LE(compiles, 2) << rt.metrics_report();
-    EXPECT_EQ(metric(rt, "dynamic.compiles"), 1);
-    EXPECT_EQ(metric(rt, "dynamic.hits"), 62);  // sizes 3..64 (size 2 is the dynamic compile)
+    EXPECT_EQ(lt::test::metric_or_zero(rt, "dynamic.compiles"), 1);
+    EXPECT_EQ(lt::test::metric_or_zero(rt, "dynamic.hits"),
+              62);  // sizes 3..64 (size 2 is the dynamic compile)
   }
 }
 
@@ -129,7 +123,9 @@ TEST_P(Dynamic, ReductionsOverTheDynamicDimPadExactly) {
   // 1 and 2 static (the first size, then the dynamic attempt), then buckets 4, 8, 16, 32, 64
   // where the backend pads; one dynamic executable where it runs every size.
   EXPECT_LE(rt.metric("compiles"), 7) << rt.metrics_report();
-  EXPECT_GE(metric(rt, "dynamic.compiles") + metric(rt, "dynamic.bucketed_programs"), 1);
+  EXPECT_GE(lt::test::metric_or_zero(rt, "dynamic.compiles") +
+                lt::test::metric_or_zero(rt, "dynamic.bucketed_programs"),
+            1);
 }
 
 // "off" keeps every size static; so does a program that changes in a way no size explains.
@@ -143,8 +139,8 @@ TEST_P(Dynamic, OffSwitchAndUnexplainedChangesStayStatic) {
     EXPECT_FLOAT_EQ(y.to_vector<float>()[3], float(4 * v));
   }
   EXPECT_EQ(rt.metric("compiles"), 3);
-  EXPECT_EQ(metric(rt, "dynamic.compiles"), 0);
-  EXPECT_EQ(metric(rt, "dynamic.static_programs"), 1);
+  EXPECT_EQ(lt::test::metric_or_zero(rt, "dynamic.compiles"), 0);
+  EXPECT_EQ(lt::test::metric_or_zero(rt, "dynamic.static_programs"), 1);
 }
 
 // lt_tensor_mark_dynamic: a dim marked static never becomes dynamic; under "marked" only marked
@@ -159,7 +155,8 @@ TEST_P(Dynamic, MarksForceOrForbid) {
       EXPECT_EQ((x * 2.0).sum({1}).to_vector<float>().size(), size_t(b));
     }
     return std::pair(rt.metric("compiles"),
-                     metric(rt, "dynamic.compiles") + metric(rt, "dynamic.bucketed_programs"));
+                     lt::test::metric_or_zero(rt, "dynamic.compiles") +
+                         lt::test::metric_or_zero(rt, "dynamic.bucketed_programs"));
   };
   EXPECT_EQ(run("auto", 0), std::pair(5.0, 0.0));     // marked static: a compile per size
   EXPECT_EQ(run("marked", -1), std::pair(5.0, 0.0));  // "marked", unmarked: static
@@ -177,8 +174,7 @@ TEST_P(Dynamic, MarksForceOrForbid) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Built, Dynamic, ::testing::ValuesIn(lt::test::built_backends()),
-                         [](const auto& info) { return info.param; });
+LT_INSTANTIATE_PER_BACKEND(Dynamic, lt::test::built_backends());
 
 // ---- the lowering library's expressions, without a backend ---------------------------------
 

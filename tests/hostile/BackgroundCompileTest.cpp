@@ -17,6 +17,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include "test_support.hpp"
+
 namespace {
 
 std::string take(lt_error* e) {
@@ -51,12 +53,7 @@ struct BgRuntime {
     lt_runtime_destroy(rt);
     std::filesystem::remove(config);
   }
-  double metric(const char* name) {  // 0 for a counter not created yet
-    double v = 0;
-    lt_error* e = lt_metric_get(rt, name, &v);
-    if (e) lt_error_destroy(e), v = 0;
-    return v;
-  }
+  double metric(const char* name) { return lt::test::metric_or_zero(rt, name); }
 };
 
 // neg(x) + x*x for x = [s, s+1, s+2, s+3] on dev: "" and the values checked, or the error.

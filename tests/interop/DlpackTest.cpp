@@ -13,23 +13,18 @@
 #include <string>
 #include <vector>
 
+#include "test_support.hpp"
+
 namespace {
 
 using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 lt::Runtime& runtime() {
-  static lt::Runtime* rt = [] {
-    lt::RuntimeOptions o;
-    o.fallback = "silent";
-    return new lt::Runtime(lt::Runtime::create(o));
-  }();
-  return *rt;
+  return lt::test::runtime(lt::test::with_fallback("silent"));
 }
 
 double metric(const char* name) {
-  double v = 0;  // NOT_FOUND until the first event of that kind: 0
-  lt_error_destroy(lt_metric_get(runtime().get(), name, &v));
-  return v;
+  return lt::test::metric_or_zero(runtime(), name);
 }
 
 // A producer's tensor: 64-byte aligned host memory and a deleter that counts its calls.
@@ -68,18 +63,11 @@ struct Producer {
 
 constexpr DLDataType kF32{kDLFloat, 32, 1};
 
-class Dlpack : public ::testing::TestWithParam<std::string> {
+class Dlpack : public lt::test::BackendTest {
  protected:
-  void SetUp() override {
-    try {
-      dev_ = runtime().find_device(GetParam());
-    } catch (const lt::Error& e) {
-      FAIL() << GetParam() << " was built but does not load: " << e.what();
-    }
-  }
+  Dlpack() : BackendTest(lt::test::with_fallback("silent")) {}
   // gpu_opencl's buffers live in OpenCL memory; every other in-tree backend's are host memory.
   bool host_addressable() const { return GetParam() != "gpu_opencl"; }
-  lt::Device dev_;
 };
 
 std::vector<float> values(size_t n) {
@@ -338,11 +326,6 @@ TEST_P(Dlpack, ImportErrorsNameTheProblemAndTakeNothing) {
   lt_error_destroy(e);
 }
 
-std::vector<std::string> backends() {
-  return {LT_DLPACK_BACKENDS};
-}
-
-INSTANTIATE_TEST_SUITE_P(Backends, Dlpack, ::testing::ValuesIn(backends()),
-                         [](const auto& info) { return info.param; });
+LT_INSTANTIATE_PER_BACKEND(Dlpack, lt::test::built_backends());
 
 }  // namespace

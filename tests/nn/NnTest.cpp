@@ -6,16 +6,12 @@
 
 #include "lazytensor/autograd.hpp"
 #include "lazytensor/nn.hpp"
+#include "test_support.hpp"
 
 namespace {
 
 lt::Device dev() {
-  static lt::Runtime rt = [] {
-    lt::RuntimeOptions o;
-    o.device = "cpu_eager";
-    return lt::Runtime::create(o);
-  }();
-  return rt.find_device("cpu_eager");
+  return lt::test::runtime(lt::test::on_device("cpu_eager")).find_device("cpu_eager");
 }
 
 struct Net : lt::nn::Module {

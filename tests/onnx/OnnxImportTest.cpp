@@ -7,27 +7,17 @@
 #include <cmath>
 #include <filesystem>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "lazytensor/onnx.hpp"
 #include "onnx_writer.hpp"
+#include "test_support.hpp"
 
 namespace fs = std::filesystem;
 using namespace lt::onnx_test;
 
 namespace {
-
-std::vector<std::string> backends() {
-  std::vector<std::string> v;
-  std::stringstream ss(LT_TEST_BACKENDS);
-  std::string b;
-  while (std::getline(ss, b, ',')) {
-    if (!b.empty()) v.push_back(b);
-  }
-  return v;
-}
 
 class OnnxImport : public ::testing::Test {
  protected:
@@ -336,7 +326,7 @@ TEST_F(OnnxImport, MlpMatchesAPlainLoopOnEveryBackendAndSymbolicBatchCompilesOnc
   };
   auto w1 = rnd(in * h), b1 = rnd(h), w2 = rnd(h * out), b2 = rnd(out);
   std::string path = write("mlp.onnx", mlp(in, h, out, w1, b1, w2, b2).encode());
-  for (const std::string& backend : backends()) {
+  for (const std::string& backend : lt::test::built_backends()) {
     SCOPED_TRACE(backend);
     lt::Runtime rt = lt::Runtime::create();
     lt::Device dev = rt.find_device(backend);

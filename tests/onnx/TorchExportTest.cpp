@@ -5,27 +5,18 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "lazytensor/onnx.hpp"
+#include "test_support.hpp"
 
 namespace {
-
-std::vector<std::string> backends() {
-  std::vector<std::string> v;
-  std::stringstream ss(LT_TEST_BACKENDS);
-  std::string b;
-  while (std::getline(ss, b, ','))
-    if (!b.empty()) v.push_back(b);
-  return v;
-}
 
 const std::string kDir = LT_TORCH_EXPORT_DIR;
 
 TEST(TorchExport, MlpMatchesTheExporterAtThreeBatchSizes) {
-  for (const std::string& backend : backends()) {
+  for (const std::string& backend : lt::test::built_backends()) {
     SCOPED_TRACE(backend);
     lt::Runtime rt = lt::Runtime::create();
     lt::Device dev = rt.find_device(backend);

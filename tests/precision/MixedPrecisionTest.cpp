@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "../train/train_backends.hpp"
+#include "test_support.hpp"
 #include "lazytensor/autograd.hpp"
 #include "lazytensor/lazytensor.hpp"
 
@@ -77,16 +77,9 @@ std::vector<uint16_t> bits_of(const lt::Tensor& t) {
   return out;
 }
 
-class MixedPrecision : public ::testing::TestWithParam<std::string> {
+class MixedPrecision : public lt::test::BackendTest {
  protected:
-  void SetUp() override {
-    try {
-      dev = lt::test::no_fallback_runtime().find_device(GetParam());
-    } catch (const lt::Error& e) {
-      FAIL() << GetParam() << " was built but does not load: " << e.what();
-    }
-  }
-  lt::Device dev;
+  MixedPrecision() : BackendTest(lt::test::with_fallback("error")) {}
 };
 
 // One ulp of the storage type at v (relative bound of its mantissa).
@@ -98,9 +91,9 @@ double ulp(lt_dtype d, double v) {
 TEST_P(MixedPrecision, ArithmeticRoundsOnceOnStore) {
   // bf16 (8 significant bits): 1 + 2^-8 is a tie and goes to even; 1 + 3*2^-9 rounds up.
   lt::Tensor a =
-      bits_tensor(dev, LT_DTYPE_BF16, {ref_bf16(1), ref_bf16(1), ref_bf16(1), ref_bf16(3)}, {4});
+      bits_tensor(dev_, LT_DTYPE_BF16, {ref_bf16(1), ref_bf16(1), ref_bf16(1), ref_bf16(3)}, {4});
   lt::Tensor b = bits_tensor(
-      dev, LT_DTYPE_BF16,
+      dev_, LT_DTYPE_BF16,
       {ref_bf16(0.00390625f), ref_bf16(0.005859375f), ref_bf16(0.0078125f), ref_bf16(0)}, {4});
   lt::Tensor s = a + b;
   EXPECT_EQ(s.dtype(), LT_DTYPE_BF16);
@@ -110,10 +103,10 @@ TEST_P(MixedPrecision, ArithmeticRoundsOnceOnStore) {
 
   // f16 (11 significant bits, max 65504): 2048 + 1 ties to even, 2048 + 3 -> 2052, overflow
   // to inf, and a product below the smallest normal keeps its subnormal.
-  lt::Tensor h = bits_tensor(dev, LT_DTYPE_F16,
+  lt::Tensor h = bits_tensor(dev_, LT_DTYPE_F16,
                              {ref_f16(2048), ref_f16(2048), ref_f16(60000), ref_f16(0.0001f)}, {4});
-  lt::Tensor k =
-      bits_tensor(dev, LT_DTYPE_F16, {ref_f16(1), ref_f16(3), ref_f16(10000), ref_f16(0.01f)}, {4});
+  lt::Tensor k = bits_tensor(dev_, LT_DTYPE_F16,
+                             {ref_f16(1), ref_f16(3), ref_f16(10000), ref_f16(0.01f)}, {4});
   std::vector<float> sum = (h + k).cast(LT_DTYPE_F32).to_vector<float>();
   EXPECT_EQ(sum[0], 2048.0f);
   EXPECT_EQ(sum[1], 2052.0f);
@@ -124,7 +117,7 @@ TEST_P(MixedPrecision, ArithmeticRoundsOnceOnStore) {
   EXPECT_NE(prod[3], 0);
 
   // Mixed operands promote: bf16 + f32 computes and returns f32.
-  lt::Tensor f = lt::Tensor::from<float>(dev, std::vector<float>{0.001f, 0, 0, 0}, {4});
+  lt::Tensor f = lt::Tensor::from<float>(dev_, std::vector<float>{0.001f, 0, 0, 0}, {4});
   lt::Tensor m = a + f;
   EXPECT_EQ(m.dtype(), LT_DTYPE_F32);
   EXPECT_FLOAT_EQ(m.to_vector<float>()[0], 1.001f);
@@ -144,7 +137,7 @@ TEST_P(MixedPrecision, OpsMatchTheWidenedComputationRoundedOnce) {
     for (auto& v : yb) v = round_to(d, u(rng));
     std::vector<double> x(xb.size()), y(yb.size());
     for (size_t i = 0; i < xb.size(); ++i) x[i] = widen(d, xb[i]), y[i] = widen(d, yb[i]);
-    lt::Tensor X = bits_tensor(dev, d, xb, {R, C}), Y = bits_tensor(dev, d, yb, {R, C});
+    lt::Tensor X = bits_tensor(dev_, d, xb, {R, C}), Y = bits_tensor(dev_, d, yb, {R, C});
 
     auto expect_close = [&](const char* what, const lt::Tensor& got,
                             const std::vector<double>& want) {
@@ -210,7 +203,7 @@ TEST_P(MixedPrecision, ConversionsAreExactOverEveryPattern) {
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
   for (lt_dtype d : {LT_DTYPE_BF16, LT_DTYPE_F16}) {
     SCOPED_TRACE(lt_dtype_name(d));
-    std::vector<float> w = bits_tensor(dev, d, all, {65536}).cast(LT_DTYPE_F32).to_vector<float>();
+    std::vector<float> w = bits_tensor(dev_, d, all, {65536}).cast(LT_DTYPE_F32).to_vector<float>();
     size_t bad = 0;
     for (size_t i = 0; i < all.size(); ++i) {
       float want = widen(d, all[i]);
@@ -227,7 +220,7 @@ TEST_P(MixedPrecision, ConversionsAreExactOverEveryPattern) {
     for (int i = 0; i < 50000; ++i)  // the f16 range, ties included
       f.push_back(bits_f32(0x33000000u + static_cast<uint32_t>(rng() % 0x14800000u) / 4096 * 4096));
     std::vector<uint16_t> got =
-        bits_of(lt::Tensor::from<float>(dev, f, {int64_t(f.size())}).cast(d));
+        bits_of(lt::Tensor::from<float>(dev_, f, {int64_t(f.size())}).cast(d));
     bad = 0;
     for (size_t i = 0; i < f.size(); ++i) {
       uint16_t want = round_to(d, f[i]);
@@ -249,22 +242,21 @@ TEST_P(MixedPrecision, AutogradFlowsThroughCasts) {
     lt::Tensor z = (lt::matmul(h, h.permute({1, 0})).tanh() * 3.0).sum();
     return z.cast(LT_DTYPE_F32);
   };
-  lt::Tensor x32 = lt::Tensor::from<float>(dev, xv, {2, 3});
+  lt::Tensor x32 = lt::Tensor::from<float>(dev_, xv, {2, 3});
   lt::set_requires_grad(x32);
   lt::backward(loss(x32, LT_DTYPE_F32));
   std::vector<float> g32 = lt::grad(x32).to_vector<float>();
   for (lt_dtype d : {LT_DTYPE_BF16, LT_DTYPE_F16}) {
-    lt::Tensor x = lt::Tensor::from<float>(dev, xv, {2, 3});
+    lt::Tensor x = lt::Tensor::from<float>(dev_, xv, {2, 3});
     lt::set_requires_grad(x);
     lt::backward(loss(x, d));
     lt::Tensor g = lt::grad(x);
     ASSERT_EQ(g.dtype(), LT_DTYPE_F32);
     std::vector<float> gv = g.to_vector<float>();
     const double tol = d == LT_DTYPE_BF16 ? 0.05 : 0.01;
-    for (size_t i = 0; i < gv.size(); ++i)
-      EXPECT_NEAR(gv[i], g32[i], tol * (1 + std::fabs(g32[i]))) << lt_dtype_name(d) << " " << i;
+    EXPECT_TRUE(lt::test::all_close(gv, g32, tol, tol)) << lt_dtype_name(d);
   }
-  lt::Tensor leaf = lt::Tensor::from<float>(dev, xv, {2, 3}).cast(LT_DTYPE_BF16);
+  lt::Tensor leaf = lt::Tensor::from<float>(dev_, xv, {2, 3}).cast(LT_DTYPE_BF16);
   lt::set_requires_grad(leaf);
   lt::backward((leaf * leaf).sum().cast(LT_DTYPE_F32));
   lt::Tensor gl = lt::grad(leaf);
@@ -273,8 +265,7 @@ TEST_P(MixedPrecision, AutogradFlowsThroughCasts) {
   for (size_t i = 0; i < xv.size(); ++i) EXPECT_EQ(glv[i], 2 * xv[i]);  // exact in bf16
 }
 
-INSTANTIATE_TEST_SUITE_P(Built, MixedPrecision, ::testing::ValuesIn(lt::test::built_backends()),
-                         [](const auto& info) { return info.param; });
+LT_INSTANTIATE_PER_BACKEND(MixedPrecision, lt::test::built_backends());
 
 // What the core did: the backends without 16-bit arithmetic run the widened f32 ops (counted
 // as widened.<op>); tpu_sim multiplies bf16 on its matrix unit as it is, moving half the bytes

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "test_support.hpp"
+
 namespace {
 
 // square_plus(x; alpha) = x*x + alpha, f32/f64; gradient 2x * g.
@@ -74,25 +76,16 @@ void register_ops() {
 }
 
 lt::Runtime& runtime() {
-  static lt::Runtime* rt = [] {
-    lt::RuntimeOptions o;
-    o.fallback = "silent";
-    return new lt::Runtime(lt::Runtime::create(o));
-  }();
-  return *rt;
+  return lt::test::runtime(lt::test::with_fallback("silent"));
 }
 
-class CustomOp : public ::testing::TestWithParam<std::string> {
+class CustomOp : public lt::test::BackendTest {
  protected:
+  CustomOp() : BackendTest(lt::test::with_fallback("silent")) {}
   void SetUp() override {
     register_ops();
-    try {
-      dev_ = runtime().find_device(GetParam());
-    } catch (const lt::Error& e) {
-      FAIL() << GetParam() << " was built but does not load: " << e.what();
-    }
+    BackendTest::SetUp();
   }
-  lt::Device dev_;
 };
 
 std::vector<float> values(size_t n) {
@@ -104,8 +97,8 @@ std::vector<float> values(size_t n) {
 TEST_P(CustomOp, MixesWithBuiltinOpsInOneGraph) {
   std::vector<float> xv = values(12);
   lt::Tensor x = lt::Tensor::from(dev_, xv, {3, 4});
-  double before = 0;  // NOT_FOUND (left at 0) until the op first falls back
-  lt_error_destroy(lt_metric_get(runtime().get(), "fallback.sdk_test.square_plus", &before));
+  // 0 until the op first falls back
+  double before = lt::test::metric_or_zero(runtime(), "fallback.sdk_test.square_plus");
   // exp(square_plus(x, 0.5)) + x, then pair_mul with x: built-ins before and after the custom
   // nodes, so the graph is split into backend / host / backend regions.
   lt::Tensor s = lt::apply("sdk_test.square_plus", {x}, {lt::Attr::Float("alpha", 0.5)});
@@ -193,7 +186,7 @@ TEST_P(CustomOp, GradientFlowsThroughTheCustomRule) {
 }
 
 #ifdef LT_CUSTOM_OP_BACKENDS
-INSTANTIATE_TEST_SUITE_P(Backends, CustomOp, ::testing::Values(LT_CUSTOM_OP_BACKENDS));
+LT_INSTANTIATE_PER_BACKEND(CustomOp, (std::vector<std::string>{LT_CUSTOM_OP_BACKENDS}));
 #endif
 
 TEST(CustomOpRegistration, RejectsDuplicatesBuiltinNamesAndMissingCallbacks) {

@@ -14,9 +14,10 @@
 #include "lazytensor/autograd.hpp"
 #include "lazytensor/lazytensor.hpp"
 #include "lazytensor/models/gpt.hpp"
+#include "lazytensor/models/train_step.hpp"
 #include "lazytensor/optim.hpp"
 #include "lazytensor/text.hpp"
-#include "train_backends.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -154,10 +155,13 @@ TEST(Gpt, LogitsOfAPositionDoNotDependOnLaterTokens) {
   EXPECT_TRUE(differs);
 }
 
-class GptCache : public ::testing::TestWithParam<std::string> {};
+class GptCache : public lt::test::BackendTest {
+ protected:
+  GptCache() : BackendTest(lt::test::with_fallback("error")) {}
+};
 
 TEST_P(GptCache, IncrementalDecodingMatchesTheFullPass) {
-  lt::Device dev = runtime().find_device(GetParam());
+  const lt::Device& dev = dev_;
   lt::models::Gpt m(dev, tiny(13));
   m.eval();
   std::vector<int64_t> seq = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3};
@@ -175,7 +179,7 @@ TEST_P(GptCache, IncrementalDecodingMatchesTheFullPass) {
   EXPECT_EQ(cache.length, static_cast<int64_t>(seq.size()));
   ASSERT_EQ(got.size(), full.size());
   const double tol = GetParam() == "tpu_sim" ? 3e-2 : 1e-4;
-  for (size_t i = 0; i < full.size(); ++i) EXPECT_NEAR(got[i], full[i], tol) << i;
+  EXPECT_TRUE(lt::test::all_close(got, full, tol));
   // The context bounds the cache.
   std::vector<int64_t> more(7, 1);
   EXPECT_THROW(m(lt::Tensor::from(dev, more, {1, 7}), &cache), lt::Error);
@@ -190,8 +194,7 @@ std::vector<std::string> cache_backends() {
     if (b != "gpu_opencl") out.push_back(b);
   return out;
 }
-INSTANTIATE_TEST_SUITE_P(Backends, GptCache, ::testing::ValuesIn(cache_backends()),
-                         [](const auto& info) { return info.param; });
+LT_INSTANTIATE_PER_BACKEND(GptCache, cache_backends());
 
 TEST(Gpt, TrainingStepsCompileOnceAndLowerTheLoss) {
   lt::Device dev = runtime().find_device("cpu_eager");
@@ -200,17 +203,12 @@ TEST(Gpt, TrainingStepsCompileOnceAndLowerTheLoss) {
   lt::text::Corpus corpus = lt::text::Corpus::from_text(text, 0.2);
   lt::models::GptConfig c = tiny(corpus.vocab.size());
   c.dropout = 0.1;
-  lt::models::Gpt m(dev, c);
-  m.materialize();
-  lt::optim::Adam opt(m.parameters(), 3e-3);
+  lt::models::GptTraining gpt(dev, c, [](std::vector<lt::Tensor*> params) {
+    return std::make_unique<lt::optim::Adam>(std::move(params), 3e-3);
+  });
   double compiles = 0, first = 0, last = 0;
   for (int step = 0; step < 30; ++step) {
-    m.set_step(static_cast<uint64_t>(step));
-    auto [x, y] = lt::text::sample_batch(dev, corpus.train, 8, c.context, 1, step);
-    lt::Tensor loss = m.loss(x, y);
-    lt::backward(loss);
-    opt.step();
-    lt::sync(dev);
+    lt::Tensor loss = gpt.step(corpus.train, 8, 1, static_cast<uint64_t>(step)).loss;
     if (step == 1) compiles = runtime().metric("compiles");
     (step == 0 ? first : last) = loss.item<float>();
   }

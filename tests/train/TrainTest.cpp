@@ -9,30 +9,17 @@
 #include "lazytensor/autograd.hpp"
 #include "lazytensor/data.hpp"
 #include "lazytensor/lazytensor.hpp"
+#include "lazytensor/models/mlp.hpp"
+#include "lazytensor/models/train_step.hpp"
 #include "lazytensor/nn.hpp"
 #include "lazytensor/optim.hpp"
-#include "train_backends.hpp"
+#include "test_support.hpp"
 
 namespace {
 
 lt::Runtime& runtime() {
-  static lt::Runtime rt = [] {
-    lt::RuntimeOptions o;
-    o.fallback = "silent";
-    return lt::Runtime::create(o);
-  }();
-  return rt;
+  return lt::test::runtime(lt::test::with_fallback("silent"));
 }
-
-struct Mlp : lt::nn::Module {
-  Mlp(const lt::Device& d, int64_t hidden, uint64_t seed)
-      : fc1(d, 64, hidden, seed), fc2(d, hidden, 10, seed + 1) {
-    register_module("fc1", fc1);
-    register_module("fc2", fc2);
-  }
-  lt::Tensor operator()(const lt::Tensor& x) { return fc2(fc1(x).relu()); }
-  lt::nn::Linear fc1, fc2;
-};
 
 struct Split {
   lt::data::Dataset train, test;
@@ -51,7 +38,7 @@ const Split& digits() {
 
 // Trains a small MLP for a few epochs; returns test accuracy.
 double train_and_test(const lt::Device& dev, int epochs) {
-  Mlp model(dev, 32, 3);
+  lt::models::Mlp model(dev, {64, 32, 10}, 3);
   model.materialize();
   lt::optim::Adam opt(model.parameters(), 0.01);
   lt::data::Batcher batches(digits().train, 64, 3);
@@ -60,9 +47,7 @@ double train_and_test(const lt::Device& dev, int epochs) {
     for (int64_t b = 0; b < batches.batches(); ++b) {
       auto [x, y] = batches.batch_one_hot(dev, b);
       lt::Tensor loss = lt::nn::cross_entropy(model(x), y);
-      lt::backward(loss);
-      opt.step();
-      lt::sync(dev);
+      lt::models::train_step(loss, opt);
     }
   }
   lt::NoGradGuard ng;
@@ -71,19 +56,12 @@ double train_and_test(const lt::Device& dev, int epochs) {
   return static_cast<double>(correct) / static_cast<double>(digits().test.rows());
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const lt::Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using lt::test::error_of;
 
 TEST(Training, StepCompilesOnceAlsoAfterLearningRateChange) {
   lt::Device dev = runtime().find_device("cpu_eager");
   for (const char* which : {"adam", "sgd"}) {
-    Mlp model(dev, 16, 1);
+    lt::models::Mlp model(dev, {64, 16, 10}, 1);
     model.materialize();
     std::unique_ptr<lt::optim::Optimizer> opt;
     if (std::string(which) == "adam")
@@ -99,9 +77,7 @@ TEST(Training, StepCompilesOnceAlsoAfterLearningRateChange) {
       if (b == 5) opt->set_lr(opt->lr() * 0.5);
       auto [x, y] = batches.batch_one_hot(dev, b);
       lt::Tensor loss = lt::nn::cross_entropy(model(x), y);
-      lt::backward(loss);
-      opt->step();
-      lt::sync(dev);
+      lt::models::train_step(loss, *opt);
       losses.push_back(loss.item<float>());
     }
     EXPECT_EQ(runtime().metric("compiles"), 1) << which << "\n" << runtime().metrics_report();
@@ -115,7 +91,7 @@ TEST(Training, StepCompilesOnceAlsoAfterLearningRateChange) {
 TEST(Training, SameSeedSameLosses) {
   lt::Device dev = runtime().find_device("cpu_eager");
   auto run = [&] {
-    Mlp model(dev, 16, 9);
+    lt::models::Mlp model(dev, {64, 16, 10}, 9);
     model.materialize();
     lt::optim::SGD opt(model.parameters(), 0.1);
     lt::data::Batcher batches(digits().train, 32, 9);
@@ -123,9 +99,7 @@ TEST(Training, SameSeedSameLosses) {
     for (int64_t b = 0; b < 4; ++b) {
       auto [x, y] = batches.batch(dev, b);  // integer labels path
       lt::Tensor loss = lt::nn::cross_entropy(model(x), y);
-      lt::backward(loss);
-      opt.step();
-      lt::sync(dev);
+      lt::models::train_step(loss, opt);
       losses.push_back(loss.item<float>());
     }
     return losses;
@@ -133,22 +107,23 @@ TEST(Training, SameSeedSameLosses) {
   EXPECT_EQ(run(), run());
 }
 
-class EveryBackend : public ::testing::TestWithParam<std::string> {};
+class EveryBackend : public lt::test::BackendTest {
+ protected:
+  EveryBackend() : BackendTest(lt::test::with_fallback("silent")) {}
+};
 
 TEST_P(EveryBackend, ReachesReferenceAccuracy) {
-  lt::Device dev = runtime().find_device(GetParam());
   static double reference = train_and_test(runtime().find_device("cpu_eager"), 3);
   ASSERT_GT(reference, 0.9);
-  double acc = train_and_test(dev, 3);
+  double acc = train_and_test(dev_, 3);
   // tpu_sim computes matmuls in bf16: allow a few test rows to differ.
   EXPECT_NEAR(acc, reference, 0.03) << GetParam();
 }
-INSTANTIATE_TEST_SUITE_P(Backends, EveryBackend, ::testing::ValuesIn(lt::test::built_backends()),
-                         [](const auto& info) { return info.param; });
+LT_INSTANTIATE_PER_BACKEND(EveryBackend, lt::test::built_backends());
 
 TEST(TrainingErrors, NonScalarLossWithoutSeed) {
   lt::Device dev = runtime().find_device("cpu_eager");
-  Mlp model(dev, 8, 1);
+  lt::models::Mlp model(dev, {64, 8, 10}, 1);
   lt::Tensor x = lt::zeros(dev, {4, 64});
   std::string msg = error_of([&] { lt::backward(model(x)); });
   EXPECT_NE(msg.find("[4,10]"), std::string::npos) << msg;
@@ -157,7 +132,7 @@ TEST(TrainingErrors, NonScalarLossWithoutSeed) {
 
 TEST(TrainingErrors, MismatchedShapesAreNamed) {
   lt::Device dev = runtime().find_device("cpu_eager");
-  Mlp model(dev, 8, 1);
+  lt::models::Mlp model(dev, {64, 8, 10}, 1);
   std::string msg = error_of([&] { model(lt::zeros(dev, {4, 32})); });
   EXPECT_NE(msg.find("[4,32]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("64"), std::string::npos) << msg;

@@ -12,7 +12,7 @@
 #include "lazytensor/lazytensor.hpp"
 #include "lazytensor/nn.hpp"
 #include "lazytensor/optim.hpp"
-#include "train_backends.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -143,13 +143,15 @@ StepReport train(const lt::Device& dev, int steps) {
   return r;
 }
 
-class TransformerStep : public ::testing::TestWithParam<std::string> {};
+class TransformerStep : public lt::test::BackendTest {
+ protected:
+  TransformerStep() : BackendTest(lt::test::with_fallback("error")) {}
+};
 
 TEST_P(TransformerStep, RunsWithoutFallbackAndMatchesCpuEager) {
-  lt::Device dev = runtime().find_device(GetParam());
   constexpr int kSteps = 6;
   static const StepReport reference = train(runtime().find_device("cpu_eager"), kSteps);
-  StepReport got = train(dev, kSteps);
+  StepReport got = train(dev_, kSteps);
 
   EXPECT_EQ(got.fallback_nodes, 0) << got.metrics;
   EXPECT_EQ(got.bytes_between, 0) << got.metrics;
@@ -166,7 +168,6 @@ TEST_P(TransformerStep, RunsWithoutFallbackAndMatchesCpuEager) {
         << GetParam() << " step " << s;
   }
 }
-INSTANTIATE_TEST_SUITE_P(Backends, TransformerStep, ::testing::ValuesIn(lt::test::built_backends()),
-                         [](const auto& info) { return info.param; });
+LT_INSTANTIATE_PER_BACKEND(TransformerStep, lt::test::built_backends());
 
 }  // namespace

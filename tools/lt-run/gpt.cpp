@@ -22,6 +22,7 @@
 #include "lazytensor/distributed.hpp"
 #include "lazytensor/lazytensor.hpp"
 #include "lazytensor/models/gpt.hpp"
+#include "lazytensor/models/train_step.hpp"
 #include "lazytensor/optim.hpp"
 #include "lazytensor/text.hpp"
 #include "progress.hpp"
@@ -238,7 +239,7 @@ std::string generate(lt::models::Gpt& model, const lt::Device& dev, const lt::te
 // the run, and resident = peak + arena, against the bound 1.3 x (state + arena). Printed, and
 // with --metrics-json written with every step's loss and the metrics report.
 void print_memory(lt::Runtime& rt, const lt::Device& dev, lt::models::Gpt& model,
-                  lt::optim::AdamW& opt, const GptOptions& o, const std::vector<double>& losses,
+                  lt::optim::Optimizer& opt, const GptOptions& o, const std::vector<double>& losses,
                   double donated) {
   double state = 0;
   for (lt::Tensor* p : model.parameters())
@@ -333,8 +334,10 @@ int run_gpt(const GptOptions& options, lt::Runtime& rt, const lt::Device& dev) {
   }
   cfg.vocab = vocab.size();
 
-  lt::models::Gpt model(dev, cfg);
-  model.materialize();
+  // The model, AdamW and the step (models/train_step.hpp); parameters are broadcast in place.
+  lt::models::GptTraining training(dev, cfg, lt::models::adamw(o.lr, o.weight_decay));
+  lt::models::Gpt& model = training.model();
+  lt::optim::Optimizer& opt = training.optimizer();
   const bool dist = o.distributed, rank0 = lt::dist::rank() == 0;
   const lt::data::Shard shard = dist ? lt::dist::shard() : lt::data::Shard{};
   const size_t bucket = o.bucket_bytes ? o.bucket_bytes : lt::dist::kDefaultBucketBytes;
@@ -342,7 +345,6 @@ int run_gpt(const GptOptions& options, lt::Runtime& rt, const lt::Device& dev) {
     lt::dist::broadcast_parameters(model.parameters());
     model.set_shard(shard.first(o.batch));
   }
-  lt::optim::AdamW opt(model.parameters(), o.lr, o.weight_decay, 0.9, 0.95);
   if (ck) {
     lt::load_checkpoint(o.load, model, &opt);
     ck.reset();
@@ -377,9 +379,14 @@ int run_gpt(const GptOptions& options, lt::Runtime& rt, const lt::Device& dev) {
 
   // A run shorter than the warm-up warms up over the whole run.
   lt::optim::WarmupCosine schedule{o.lr, std::min(o.warmup, o.steps), o.steps, o.lr * 0.1};
-  std::vector<lt::Tensor*> params = model.parameters();
   std::optional<lt::amp::GradScaler> scaler;
   if (precision == lt::f16) scaler.emplace(dev);
+  lt::models::StepOptions step_options;
+  step_options.clip = o.clip;
+  step_options.keep_grad_norm = true;  // printed with each evaluation
+  step_options.scaler = scaler ? &*scaler : nullptr;
+  step_options.all_reduce = step_options.reduce_loss = dist;
+  step_options.bucket_bytes = bucket;
   StepBar bar(o.steps, start_step);
   if (train) bar.compiling();
   double ema = 0, tok_s = 0, interval_sum = 0;
@@ -396,28 +403,12 @@ int run_gpt(const GptOptions& options, lt::Runtime& rt, const lt::Device& dev) {
     auto t0 = Clock::now();
     const double lr = schedule(step);
     opt.set_lr(lr);
-    model.set_step(static_cast<uint64_t>(step));
     maybe_fault(o.fault, step);
-    auto [x, y] = lt::text::sample_batch(dev, corpus.train, o.batch, cfg.context, o.seed,
-                                         static_cast<uint64_t>(step), shard);
-    lt::Tensor loss = model.loss(x, y);
-    if (dist) {
-      // This rank's share of the global batch's mean (see main.cpp): gradients then sum.
-      loss = loss * (static_cast<double>(shard.count(o.batch)) / static_cast<double>(o.batch));
-      lt::backward(scaler ? scaler->scale(loss) : loss);
-      lt::dist::all_reduce_gradients(params, LT_REDUCE_SUM, bucket);
-      lt::NoGradGuard no_grad;
-      loss = loss.all_reduce(LT_REDUCE_SUM);
-    } else {
-      lt::backward(scaler ? scaler->scale(loss) : loss);
-    }
-    if (scaler) scaler->unscale(opt);
-    lt::Tensor norm = lt::optim::clip_grad_norm(params, o.clip);
-    if (scaler)
-      scaler->step(opt);
-    else
-      opt.step();
-    lt::sync(dev);  // forward + backward + clipping + update: one graph, compiled once
+    // Forward + backward + clipping + update: one graph, compiled once. Distributed, the loss
+    // is this rank's share of the global batch's mean (see main.cpp): gradients then sum.
+    const lt::models::StepResult r = training.step(
+        corpus.train, o.batch, o.seed, static_cast<uint64_t>(step), step_options, shard);
+    const lt::Tensor &loss = r.loss, &norm = r.grad_norm;
     if (step + 1 == end) donated_step = rt.metric("donation.bytes_last_graph");
     const double l = loss.item<float>();
     losses.push_back(l);

@@ -29,6 +29,7 @@
 #include "lazytensor/lazytensor.hpp"
 #include "lazytensor/nn.hpp"
 #include "lazytensor/models/resnet.hpp"
+#include "lazytensor/models/train_step.hpp"
 #include "lazytensor/optim.hpp"
 #include "gpt.hpp"
 #include "progress.hpp"
@@ -348,6 +349,10 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
   batches.keep_last_partial(true);  // a dynamic step (docs/dynamic-shapes.md), not a recompile
   const int64_t steps = batches.batches();
   const size_t bucket = o.bucket_bytes ? o.bucket_bytes : lt::dist::kDefaultBucketBytes;
+  lt::models::StepOptions step_options;  // models/train_step.hpp
+  step_options.scaler = scaler ? &*scaler : nullptr;
+  step_options.all_reduce = step_options.reduce_loss = dist;
+  step_options.bucket_bytes = bucket;
   std::printf(
       "lt-run: %s on %s | %s: train %lld rows, test %lld | %s, %lld parameters, %s | "
       "batch %lld (last batch of each epoch %lld rows), %lld steps/epoch\n",
@@ -382,24 +387,13 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
     for (int64_t s = 0; s < steps; ++s) {
       lt_run::maybe_fault(o.fault, (epoch - 1) * steps + s);
       auto [x, y] = batches.batch_one_hot(dev, s);
-      lt::Tensor loss = lt::nn::cross_entropy(model->forward(x), y);
-      if (dist) {
-        // This rank's mean times its share of the global batch: the gradients' sum over the
-        // ranks is the gradient of the global batch's mean, whatever the split.
-        loss = loss * (static_cast<double>(batches.local_batch(s)) /
-                       static_cast<double>(batches.batch_rows(s)));
-        lt::backward(scaler ? scaler->scale(loss) : loss);
-        lt::dist::all_reduce_gradients(model->parameters(), LT_REDUCE_SUM, bucket);
-        lt::NoGradGuard no_grad;
-        loss = loss.all_reduce(LT_REDUCE_SUM);
-      } else {
-        lt::backward(scaler ? scaler->scale(loss) : loss);
-      }
-      if (scaler)
-        scaler->step(*opt);
-      else
-        opt->step();
-      lt::sync(dev);  // forward + backward + reduction + update: one graph, cached after step 1
+      // This rank's mean times its share of the global batch: the gradients' sum over the ranks
+      // is the gradient of the global batch's mean, whatever the split.
+      step_options.share =
+          static_cast<double>(batches.local_batch(s)) / static_cast<double>(batches.batch_rows(s));
+      // forward + backward + reduction + update: one graph, cached after step 1
+      auto forward = [&] { return lt::nn::cross_entropy(model->forward(x), y); };
+      lt::Tensor loss = lt::models::train_step(forward, *opt, step_options).loss;
       loss_sum += loss.item<float>();
       char extra[96];
       std::snprintf(extra, sizeof extra, "| epoch %lld/%lld  loss %.4f",
