@@ -10,7 +10,6 @@
 
 #include <array>
 #include <atomic>
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -52,12 +51,7 @@ struct ConvPrimitives {
 using Key = std::array<int64_t, 19>;
 
 dnnl::engine& engine() {
-  static dnnl::engine e = [] {
-    // oneDNN's ITT task markers (for VTune) cost a call per primitive execution, about 1.4% of
-    // the 8x8 resnet step's samples in perf (__itt_pt_write); off unless the user asked for them.
-    ::setenv("DNNL_ITT_TASK_LEVEL", "0", 0);
-    return dnnl::engine(dnnl::engine::kind::cpu, 0);
-  }();
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
   return e;
 }
 
