@@ -9,8 +9,8 @@
 #
 # The network is lt-run's `--model resnet` at 28x28 (lazytensor/models/resnet.hpp, lt-run's
 # ResNetImages): a 3x3 stem at full resolution to 16 channels, group norm (4 groups), relu, a 2x2
-# max pool; one basic block per stage at 14x14 (16 channels), 7x7 (32, stride 2 with a 1x1 projection) and 4x4 (64,
-# the same); global average pooling; a linear layer to 10 classes. Convolutions have no bias and
+# max pool; one basic block per stage at 14x14 (16 channels, --channels), 7x7 (32, stride 2 with a
+# 1x1 projection) and 4x4 (64, the same); global average pooling; a linear layer to 10 classes. Convolutions have no bias and
 # are drawn kaiming-uniform (bound sqrt(6 / fan_in)); the linear layer the same, its bias
 # uniform in +-1/sqrt(fan_in); group norm starts at gamma 1, beta 0. Adam (0.9, 0.999, 1e-8),
 # no weight decay, the learning rate times --lr-decay after every epoch; pixels scaled to [0, 1] and standardised by one mean and deviation of the
@@ -49,7 +49,7 @@ def load(split):
     return x, y
 
 
-def resnet():
+def resnet(width=16):
     import math
     import torch.nn as nn
 
@@ -73,12 +73,13 @@ def resnet():
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
-            self.stem = nn.Sequential(conv(1, 16, 3, 1), nn.GroupNorm(4, 16), nn.ReLU(),
+            w = width
+            self.stem = nn.Sequential(conv(1, w, 3, 1), nn.GroupNorm(4, w), nn.ReLU(),
                                       nn.MaxPool2d(2))
-            self.blocks = nn.Sequential(Block(16, 16, 1), Block(16, 32, 2), Block(32, 64, 2))
-            self.fc = nn.Linear(64, 10)
+            self.blocks = nn.Sequential(Block(w, w, 1), Block(w, 2 * w, 2), Block(2 * w, 4 * w, 2))
+            self.fc = nn.Linear(4 * w, 10)
             nn.init.kaiming_uniform_(self.fc.weight, nonlinearity="relu")
-            nn.init.uniform_(self.fc.bias, -1 / math.sqrt(64), 1 / math.sqrt(64))
+            nn.init.uniform_(self.fc.bias, -1 / math.sqrt(4 * w), 1 / math.sqrt(4 * w))
 
         def forward(self, x):
             return self.fc(self.blocks(self.stem(x)).mean((2, 3)))
@@ -98,7 +99,7 @@ def train_torch(a):
         tx, ty = tx[:a.test_rows], ty[:a.test_rows]
     mean, std = x.mean(), x.std()
     x, tx = (x - mean) / std, (tx - mean) / std
-    net = resnet()
+    net = resnet(a.channels)
     opt = torch.optim.Adam(net.parameters(), lr=a.lr)
     sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=a.lr_decay)
     lossf = torch.nn.CrossEntropyLoss()
@@ -141,6 +142,7 @@ def run_lt(a, mpi):
         cmd = [a.lt_run, "--data", "fashion-mnist", "--model", "resnet", "--device", a.device,
                "--epochs", str(a.epochs), "--batch", str(a.batch), "--lr", str(a.lr),
                "--lr-decay", str(a.lr_decay), "--augment", a.augment,
+               "--channels", str(a.channels),
                "--target-accuracy", str(a.target), "--metrics-json", out]
         if a.train_rows:
             cmd += ["--train-rows", str(a.train_rows)]
@@ -167,6 +169,7 @@ def main():
     p.add_argument("--lr-decay", type=float, default=0.85)
     p.add_argument("--target", type=float, default=0.92)
     p.add_argument("--augment", choices=["none", "flip"], default="flip")
+    p.add_argument("--channels", type=int, default=16, help="first stage's width (lt-run's)")
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--train-rows", type=int, default=0)
     p.add_argument("--test-rows", type=int, default=0)

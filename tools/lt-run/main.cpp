@@ -42,6 +42,7 @@ struct Options {
   std::string profile;  // Chrome trace of every step's stages (LT_PROFILE)
   std::string precision = "f32";
   int64_t epochs = 20, batch = 32, hidden = 128;
+  int64_t channels = 16;  // resnet: channels of the first stage (doubled by each later one)
   double lr = 0.003, test_fraction = 0.2;
   double target_accuracy = 0;             // > 0: evaluate after every epoch, stop once reached
   double lr_decay = 1;                    // the learning rate is multiplied by it after every epoch
@@ -132,8 +133,8 @@ class Cnn : public Model {
 // builds the same. (A stride-2 stem instead of stem + pool flattened out near 90.5%.)
 class ResNetImages : public Model {
  public:
-  ResNetImages(const lt::Device& d, int64_t side, uint64_t seed)
-      : side_(side), net_(d, config(side, seed)) {
+  ResNetImages(const lt::Device& d, int64_t side, int64_t channels, uint64_t seed)
+      : side_(side), net_(d, config(side, channels, seed)) {
     register_module("net", net_);
   }
   lt::Tensor forward(const lt::Tensor& x) override {
@@ -141,9 +142,10 @@ class ResNetImages : public Model {
   }
 
  private:
-  static lt::models::ResNetConfig config(int64_t side, uint64_t seed) {
+  static lt::models::ResNetConfig config(int64_t side, int64_t channels, uint64_t seed) {
     lt::models::ResNetConfig c;
     c.seed = seed;
+    c.width = channels;
     if (side > 8) {
       c.blocks = {1, 1, 1};
       c.stem_pool = true;
@@ -277,6 +279,7 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
         dev, {{"--batch", o.batch},
               {"--epochs", o.epochs},
               {"--hidden", o.hidden},
+              {"--channels", o.channels},
               {"--seed", static_cast<int64_t>(o.seed)},
               {"--model", static_cast<int64_t>(std::hash<std::string>{}(o.model))},
               {"--steps", gpt.steps},
@@ -321,7 +324,7 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
   } else if (o.model == "cnn") {
     model = std::make_unique<Cnn>(dev, side, o.seed);
   } else if (o.model == "resnet") {
-    model = std::make_unique<ResNetImages>(dev, side, o.seed);
+    model = std::make_unique<ResNetImages>(dev, side, o.channels, o.seed);
   } else {
     throw lt::Error(LT_STATUS_INVALID_ARGUMENT,
                     "unknown --model '" + o.model + "' (mlp, cnn, resnet, gpt)");
@@ -607,6 +610,11 @@ int main(int argc, char** argv) {
   app.add_option("--hidden", o.hidden, "MLP hidden width")
       ->capture_default_str()
       ->check(whole_at_least(1));
+  app.add_option("--channels", o.channels,
+                 "resnet: channels of the first stage, doubled by each later stage (a multiple "
+                 "of its 4 norm groups)")
+      ->capture_default_str()
+      ->check(whole_at_least(4));
   app.add_option("--plugin-path", o.plugin_path, "extra plugin directories (':'-separated)");
   app.add_option("--precision", o.precision,
                  "f32, or bf16 / f16 automatic mixed precision (matmul and conv in 16 bits, "
