@@ -9,11 +9,12 @@
 #
 # The network is lt-run's `--model resnet` at 28x28 (lazytensor/models/resnet.hpp, lt-run's
 # ResNetImages): a 3x3 stem at full resolution to 16 channels, group norm (4 groups), relu, a 2x2
-# max pool; one basic block per stage at 14x14 (16 channels, --channels), 7x7 (32, stride 2 with a
-# 1x1 projection) and 4x4 (64, the same); global average pooling; a linear layer to 10 classes. Convolutions have no bias and
-# are drawn kaiming-uniform (bound sqrt(6 / fan_in)); the linear layer the same, its bias
-# uniform in +-1/sqrt(fan_in); group norm starts at gamma 1, beta 0. Adam (0.9, 0.999, 1e-8),
-# no weight decay, the learning rate times --lr-decay after every epoch; pixels scaled to [0, 1] and standardised by one mean and deviation of the
+# max pool; one basic block per stage at 14x14 (16 channels, --channels), 7x7 (32, stride 2 with
+# a 1x1 projection) and 4x4 (64, the same); global average pooling; a linear layer to 10
+# classes. Convolutions have no bias and are drawn kaiming-uniform (bound sqrt(6 / fan_in)); the
+# linear layer the same, its bias uniform in +-1/sqrt(fan_in); group norm starts at gamma 1,
+# beta 0. Adam (0.9, 0.999, 1e-8), no weight decay, the learning rate times --lr-decay after
+# every epoch; pixels scaled to [0, 1] and standardised by one mean and deviation of the
 # training set; the training set reshuffled every epoch, the last partial batch kept; with
 # --augment flip (as lt-run's) each training image mirrored left-right with probability 1/2.
 import argparse
