@@ -63,8 +63,18 @@ struct Cnn : lt::nn::Module {
 };
 
 // lt-run's resnet: lt::models::ResNet at its defaults (width 16, blocks {1, 2}, group norm).
+// `fashion`: lt-run's network for Fashion-MNIST's 28x28 (a full-resolution stem, a 2x2 max
+// pool, one block per stage at 14x14, 7x7 and 4x4).
 struct Resnet : lt::nn::Module {
-  explicit Resnet(const lt::Device& d) : net(d, lt::models::ResNetConfig{}) {
+  static lt::models::ResNetConfig config(bool fashion) {
+    lt::models::ResNetConfig c;
+    if (fashion) {
+      c.blocks = {1, 1, 1};
+      c.stem_pool = true;
+    }
+    return c;
+  }
+  Resnet(const lt::Device& d, bool fashion) : net(d, config(fashion)) {
     register_module("net", net);
   }
   lt::Tensor operator()(const lt::Tensor& x) { return net(x); }
@@ -102,7 +112,7 @@ void BM_TrainStep(benchmark::State& state, std::string device, std::string model
     Cnn m(dev, size);
     train_step(state, device, size, batch, m);
   } else {
-    Resnet m(dev);
+    Resnet m(dev, model == "resnet_fashion");
     train_step(state, device, size, batch, m);
   }
 }
@@ -363,6 +373,11 @@ int register_all() {
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime();
     }
+    benchmark::RegisterBenchmark((std::string("TrainStep/resnet_fashion/") + dev).c_str(),
+                                 BM_TrainStep, std::string(dev), std::string("resnet_fashion"))
+        ->Args({28, 128})
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
   }
   for (int pass : {kForward, kData, kWeights}) {
     for (const Layer& l : kLayers) {

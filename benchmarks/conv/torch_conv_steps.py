@@ -59,10 +59,11 @@ class Block(nn.Module):
 class ResNet(nn.Module):
     """lt::models::ResNet at its defaults: width 16, blocks {1, 2}, 4 groups."""
 
-    def __init__(self, width=16, blocks=(1, 2), groups=4):
+    def __init__(self, width=16, blocks=(1, 2), groups=4, stem_pool=False):
         super().__init__()
         self.stem = nn.Conv2d(1, width, 3, 1, 1, bias=False)
         self.stem_norm = nn.GroupNorm(groups, width)
+        self.stem_pool = stem_pool
         layers = []
         for s, n in enumerate(blocks):
             for b in range(n):
@@ -75,6 +76,8 @@ class ResNet(nn.Module):
 
     def forward(self, x):
         h = F.relu(self.stem_norm(self.stem(x)))
+        if self.stem_pool:
+            h = F.max_pool2d(h, 2)
         return self.fc(self.blocks(h).mean((2, 3)))
 
 
@@ -96,7 +99,12 @@ def timed(fn, min_time):
 
 def train_step(model_name, size, batch, min_time):
     torch.manual_seed(0)
-    model = Cnn(size) if model_name == "cnn" else ResNet()
+    if model_name == "cnn":
+        model = Cnn(size)
+    elif model_name == "resnet_fashion":  # lt-run's Fashion-MNIST network (stem, pool, 3 stages)
+        model = ResNet(blocks=(1, 1, 1), stem_pool=True)
+    else:
+        model = ResNet()
     opt = torch.optim.Adam(model.parameters(), lr=0.003)
     x = torch.randn(batch, 1, size, size)
     y = F.one_hot(torch.arange(batch) % 10, 10).float()
@@ -130,7 +138,8 @@ LAYERS = [
     (32, 64, 64, 3, 1, 16), (1, 64, 64, 3, 1, 16), (32, 64, 64, 1, 1, 16),
     (8, 256, 256, 3, 1, 8), (8, 256, 256, 1, 2, 8), (256, 8, 16, 3, 1, 14),
 ]
-STEPS = [("cnn", 8, 32), ("resnet", 8, 32), ("cnn", 28, 64), ("resnet", 28, 64)]
+STEPS = [("cnn", 8, 32), ("resnet", 8, 32), ("cnn", 28, 64), ("resnet", 28, 64),
+         ("resnet_fashion", 28, 128)]
 
 
 def main():

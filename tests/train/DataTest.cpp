@@ -1,10 +1,12 @@
 // DataTest.cpp — the digits CSV loader (plain and gzip) with its validation errors naming
-// file and line, seeded shuffling and splitting, standardisation and static-shape batching.
+// file and line, seeded shuffling and splitting, standardisation, static-shape batching and the
+// random left-right flip of images.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -146,6 +148,55 @@ TEST(DigitsData, ShardsOfABatchAreItsRowsInRankOrder) {
     FAIL() << "3 shards of a batch of 2 accepted";
   } catch (const lt::Error& e) {
     EXPECT_NE(std::string(e.what()).find("shard 0 of 3 does not fit batch size 2"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// --augment flip: every row comes out as itself or mirrored within each image row (never
+// anything else), about half mirrored, the same choice for the same epoch and a new one for the
+// next; a width that does not divide the features is refused by name.
+TEST(DigitsData, RandomFlipMirrorsImageRowsPerEpoch) {
+  lt::data::Dataset d;
+  d.features = 6;  // 2x3 images
+  d.classes = 2;
+  const int64_t rows = 200;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < 6; ++j) d.x.push_back(static_cast<float>(r * 10 + j));
+    d.y.push_back(r % 2);
+  }
+  lt::Runtime rt = lt::Runtime::create();
+  lt::Device dev = rt.find_device("cpu_eager");
+  lt::data::Batcher b(d, rows, 3);
+  b.set_random_hflip(3);
+  auto flips = [&](int64_t epoch) {
+    b.shuffle(epoch);
+    std::vector<float> x = b.batch(dev, 0).first.to_vector<float>();
+    std::vector<int> flipped(static_cast<size_t>(rows), -1);
+    for (int64_t i = 0; i < rows; ++i) {
+      const float* v = x.data() + i * 6;
+      const auto src = static_cast<int64_t>(v[0]) / 10;
+      const float base = static_cast<float>(src * 10);
+      const bool same = v[0] == base && v[1] == base + 1 && v[2] == base + 2 && v[3] == base + 3 &&
+                        v[4] == base + 4 && v[5] == base + 5;
+      const bool mirrored = v[0] == base + 2 && v[1] == base + 1 && v[2] == base &&
+                            v[3] == base + 5 && v[4] == base + 4 && v[5] == base + 3;
+      EXPECT_TRUE(same || mirrored) << "row " << i << " of epoch " << epoch;
+      flipped[static_cast<size_t>(src)] = mirrored ? 1 : 0;
+    }
+    return flipped;
+  };
+  std::vector<int> e1 = flips(1), e2 = flips(2);
+  const auto count = std::count(e1.begin(), e1.end(), 1);
+  EXPECT_GT(count, rows / 4);
+  EXPECT_LT(count, rows * 3 / 4);
+  EXPECT_EQ(flips(1), e1);
+  EXPECT_NE(e2, e1);
+  try {
+    b.set_random_hflip(4);
+    FAIL() << "a flip width of 4 accepted for 6 features";
+  } catch (const lt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("flip width 4 does not divide 6 features"),
               std::string::npos)
         << e.what();
   }

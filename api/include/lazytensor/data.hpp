@@ -428,7 +428,19 @@ class Batcher {
   int64_t local_batch() const { return shard_.count(batch_); }
   // Reshuffles for epoch `epoch` (same seed and epoch: same order).
   void shuffle(int64_t epoch) {
-    order_ = permutation(d_.rows(), lt_random_bits(seed_, static_cast<uint64_t>(epoch)));
+    epoch_ = static_cast<uint64_t>(epoch);
+    order_ = permutation(d_.rows(), lt_random_bits(seed_, epoch_));
+  }
+  // Augmentation: rows are images `width` pixels wide (features a multiple of it), each mirrored
+  // left-right with probability 1/2, drawn anew every epoch from the seed (0: off). Cheap (a
+  // copy in reverse on the host) and the same on every backend and process.
+  void set_random_hflip(int64_t width) {
+    if (width < 0 || (width > 0 && d_.features % width)) {
+      throw Error(LT_STATUS_INVALID_ARGUMENT, "Batcher: flip width " + std::to_string(width) +
+                                                  " does not divide " +
+                                                  std::to_string(d_.features) + " features");
+    }
+    flip_width_ = width;
   }
   // Batch b as x [batch, features] f32 and y [batch] i64 tensors on `device`.
   std::pair<Tensor, Tensor> batch(const Device& device, int64_t b) const {
@@ -465,7 +477,15 @@ class Batcher {
     for (int64_t i = first; i < first + local_batch(b); ++i) {
       int64_t r = order_[static_cast<size_t>(i)];
       auto first = d_.x.begin() + r * d_.features;
+      const size_t at = x.size();
       x.insert(x.end(), first, first + d_.features);
+      if (flip_width_ > 0 &&
+          (lt_random_bits(seed_ ^ 0x9e3779b97f4a7c15ull, epoch_ << 32 ^ static_cast<uint64_t>(r)) &
+           1)) {
+        for (auto row = x.begin() + static_cast<std::ptrdiff_t>(at); row != x.end();
+             row += flip_width_)
+          std::reverse(row, row + flip_width_);
+      }
       y.push_back(d_.y[static_cast<size_t>(r)]);
     }
   }
@@ -475,6 +495,8 @@ class Batcher {
   std::vector<int64_t> order_;
   Shard shard_;
   bool keep_last_ = false;
+  int64_t flip_width_ = 0;  // set_random_hflip
+  uint64_t epoch_ = 0;
 };
 
 // A whole set as tensors (x [rows, features] f32, y [rows] i64).

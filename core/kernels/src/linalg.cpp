@@ -469,6 +469,34 @@ void prepare_conv2d_grad(PrepareCall& c) {
 // ---- pools ----
 // params: [0..1] kernel, [2..3] stride, [4..5] padding, [6] 1 for max
 
+// One running max step with the general loop's exact semantics: a NaN anywhere in the window
+// wins, otherwise the first of equal values stays (so the sign of a zero is the general loop's).
+template <class T>
+inline T max_step(T m, T v) {
+  return (v > m || v != v) ? v : m;
+}
+
+// 2x2 windows of stride 2 without padding (the resnet stem's pool, lt-run's cnn): two input rows
+// per output row, branch-free so the compiler vectorises it. The general loop below took about
+// 8% of the 28x28 resnet's training step (perf); this one reads each input once at stream speed.
+template <class T>
+void max_pool_2x2(const T* src, T* out, int64_t planes, int64_t H, int64_t W, int64_t OH,
+                  int64_t OW) {
+  parallel_for(planes, H * W, [&](int64_t b, int64_t e) {
+    for (int64_t q = b; q < e; ++q) {
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        const T* r0 = src + q * H * W + 2 * oh * W;
+        const T* r1 = r0 + W;
+        T* o = out + q * OH * OW + oh * OW;
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          T m = max_step(max_step(r0[2 * ow], r0[2 * ow + 1]), r1[2 * ow]);
+          o[ow] = max_step(m, r1[2 * ow + 1]);
+        }
+      }
+    }
+  });
+}
+
 template <class T>
 void pool_kernel(const KernelCall& c) {
   const TensorArg& x = c.in[0];
@@ -478,6 +506,11 @@ void pool_kernel(const KernelCall& c) {
   const bool is_max = p[6] != 0;
   const T* src = reinterpret_cast<const T*>(x.data);
   T* out = reinterpret_cast<T*>(c.out.data);
+  if (is_max && KH == 2 && KW == 2 && sh == 2 && sw == 2 && ph == 0 && pw == 0 && OH * 2 <= H &&
+      OW * 2 <= W) {
+    max_pool_2x2(src, out, x.shape[0] * x.shape[1], H, W, OH, OW);
+    return;
+  }
   const T lowest = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
                                                         : std::numeric_limits<T>::lowest();
   parallel_for(x.shape[0] * x.shape[1], OH * OW * KH * KW, [&](int64_t b, int64_t e) {

@@ -1,8 +1,8 @@
 // models/resnet.hpp — a small residual network for small images (He et al. 2016, the CIFAR
-// layout scaled down): a 3x3 stem, stages of basic blocks (two 3x3 convolutions with group
-// normalisation and an identity or 1x1-projection shortcut), the first block of each later
-// stage halving the resolution and doubling the width, global average pooling and a linear
-// classifier. Group norm instead of batch norm: no running statistics, so training and
+// layout scaled down): a 3x3 stem (optionally max-pooled 2x2), stages of basic blocks (two 3x3
+// convolutions with group normalisation and an identity or 1x1-projection shortcut), the first
+// block of each later stage halving the resolution and doubling the width, global average pooling
+// and a linear classifier. Group norm instead of batch norm: no running statistics, so training and
 // evaluation compute the same function and a checkpoint is just the parameters.
 #ifndef LAZYTENSOR_MODELS_RESNET_HPP
 #define LAZYTENSOR_MODELS_RESNET_HPP
@@ -23,7 +23,8 @@ struct ResNetConfig {
   int64_t width = 16;                 // channels of the first stage
   std::vector<int64_t> blocks{1, 2};  // basic blocks per stage
   int64_t groups = 4;                 // group norm groups (each stage's width must divide)
-  int64_t stem_stride = 1;            // 2: the stem halves the resolution (28x28 images)
+  int64_t stem_stride = 1;            // 2: the stem halves the resolution
+  bool stem_pool = false;  // a 2x2 max pool after the stem: full-resolution features, then half
   uint64_t seed = 7;
 };
 
@@ -75,6 +76,8 @@ class ResNet : public nn::Module {
   ResNet(const Device& d, const ResNetConfig& c)
       : stem_(d, c.in_channels, c.width, 3, c.seed, c.stem_stride, 1, 1, false),
         stem_norm_(d, c.groups, c.width),
+        stem_pool_(c.stem_pool),
+        pool_(2),
         fc_(d, c.width << (c.blocks.empty() ? 0 : c.blocks.size() - 1), c.classes, c.seed + 1) {
     register_module("stem", stem_);
     register_module("stem_norm", stem_norm_);
@@ -96,6 +99,7 @@ class ResNet : public nn::Module {
                  std::source_location loc = std::source_location::current()) const {
     lt::detail::ApiFrame frame(loc);
     Tensor h = stem_norm_(stem_(x)).relu();
+    if (stem_pool_) h = pool_(h);
     for (const auto& b : blocks_) h = (*b)(h);
     return fc_(h.mean({2, 3}));  // global average pooling
   }
@@ -107,6 +111,8 @@ class ResNet : public nn::Module {
  private:
   nn::Conv2d stem_;
   nn::GroupNorm stem_norm_;
+  bool stem_pool_;
+  nn::MaxPool2d pool_;
   std::vector<std::unique_ptr<BasicBlock>> blocks_;
   nn::Linear fc_;
 };
