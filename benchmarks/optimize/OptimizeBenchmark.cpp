@@ -9,7 +9,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -100,29 +99,12 @@ OwnedGraph parse(const std::string& path) {
   return g;
 }
 
-// The core's constant evaluator (core/src/optimize.cpp): the host kernels run the cone.
-std::vector<std::vector<unsigned char>> eval_on_host(const lt_graph& g) {
-  lt::host::StepProgram prog(g);
-  for (size_t i = 0; i < g.num_nodes; ++i)
-    if (std::strcmp(g.nodes[i].op, "input") != 0) prog.add_node(static_cast<int32_t>(i));
-  prog.finish();
-  const std::vector<size_t> bytes = lt::lower::value_bytes(g);
-  std::vector<std::vector<unsigned char>> out(g.num_outputs);
-  std::vector<void*> ptrs(g.num_outputs);
-  for (size_t k = 0; k < g.num_outputs; ++k) {
-    out[k].resize(bytes[static_cast<size_t>(g.outputs[k])]);
-    ptrs[k] = out[k].data();
-  }
-  prog.run(nullptr, ptrs.data());
-  return out;
-}
-
 void BM_Optimize(benchmark::State& state, std::string model, lt::lower::OptLevel level, bool fold) {
   OwnedGraph g = parse(std::string(LT_OPT_BENCH_GRAPHS) + "/" + model + ".txt");
   const lt_graph& view = g.view();
   lt::lower::OptimizeOptions opt;
   opt.level = level;
-  if (fold) opt.eval = eval_on_host;
+  if (fold) opt.eval = lt::host::evaluate;
   size_t out_nodes = 0;
   for (auto _ : state) {
     lt::lower::Optimized o = lt::lower::optimize(view, opt);

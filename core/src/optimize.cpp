@@ -4,7 +4,6 @@
 #include "optimize.h"
 
 #include <chrono>
-#include <cstring>
 
 #include "custom_ops.h"
 #include "device_client.h"
@@ -15,23 +14,6 @@
 
 namespace lt {
 namespace {
-
-// A graph with no inputs evaluated by the host kernels (cpu_eager's reference semantics).
-std::vector<std::vector<unsigned char>> eval_on_host(const lt_graph& g) {
-  host::StepProgram prog(g);
-  for (size_t i = 0; i < g.num_nodes; ++i)
-    if (std::strcmp(g.nodes[i].op, "input") != 0) prog.add_node(static_cast<int32_t>(i));
-  prog.finish();
-  const std::vector<size_t> bytes = lower::value_bytes(g);
-  std::vector<std::vector<unsigned char>> out(g.num_outputs);
-  std::vector<void*> ptrs(g.num_outputs);
-  for (size_t k = 0; k < g.num_outputs; ++k) {
-    out[k].resize(bytes[static_cast<size_t>(g.outputs[k])]);
-    ptrs[k] = out[k].data();
-  }
-  prog.run(nullptr, ptrs.data());
-  return out;
-}
 
 void record(Runtime* rt, const lower::Optimized& o, size_t nodes_in, uint64_t ns) {
   std::lock_guard lk(rt->metrics.mu);
@@ -65,7 +47,7 @@ std::shared_ptr<Plan> compile_optimized(Device* dev, const lt_graph& g, const Pl
     lower::OptimizeOptions opt;
     opt.level = level;
     opt.recompute_tags = tags;
-    opt.eval = eval_on_host;
+    opt.eval = host::evaluate;
     opt.is_opaque = [](const char* op) { return find_custom_op(std::string(op)) != nullptr; };
     if (!rt->config.dump_dir.empty()) {
       write_graph_text(rt, g, src.key, "opt0_traced", "as traced");

@@ -247,29 +247,13 @@ TEST(OptimizerCse, OwnedAttributesCompareBitwise) {
   EXPECT_EQ(count_op(o, "add"), 1u);
 }
 
-// Constant folding with the shared host kernels as the evaluator (as the core passes them).
-std::vector<std::vector<unsigned char>> host_eval(const lt_graph& g) {
-  lt::host::StepProgram prog(g);
-  for (size_t i = 0; i < g.num_nodes; ++i) prog.add_node(static_cast<int32_t>(i));
-  prog.finish();
-  const auto bytes = lt::lower::value_bytes(g);
-  std::vector<std::vector<unsigned char>> out(g.num_outputs);
-  std::vector<void*> p(g.num_outputs);
-  for (size_t k = 0; k < g.num_outputs; ++k) {
-    out[k].resize(bytes[static_cast<size_t>(g.outputs[k])]);
-    p[k] = out[k].data();
-  }
-  prog.run(nullptr, p.data());
-  return out;
-}
-
 TEST(OptimizerFold, EvaluatesConstantSubgraphsOnce) {
   G t;
   const Value x = t.input(LT_DTYPE_F32, {4});
   const Value splat = t.b.exp(t.b.full({4}, 0.0, LT_DTYPE_F32));  // all 1: a full
   const Value ramp = t.b.mul(t.b.arange(4, 0, 1, LT_DTYPE_F32), t.b.scalar(2, LT_DTYPE_F32));
   OptimizeOptions opt;
-  opt.eval = host_eval;
+  opt.eval = lt::host::evaluate;
   std::vector<std::string> passes;
   opt.after_pass = [&](std::string_view p, const lt_graph&) { passes.emplace_back(p); };
   auto o = lt::lower::optimize(t.done({t.b.add(x, splat), t.b.add(x, ramp)}), opt);

@@ -93,4 +93,10 @@ class StepProgram {
   mutable std::vector<void*> ptr_;  // per node: its buffer during a run
 };
 
+// A graph with no inputs (a cone of constants) evaluated by the host kernels, cpu_eager's
+// reference semantics: each output's bytes, in graph order. The optimiser's constant folding
+// uses it (the core, its tests and its benchmark). Throws lower::Error where the host kernels
+// lack an op.
+std::vector<std::vector<unsigned char>> evaluate(const lt_graph& graph);
+
 }  // namespace lt::host
