@@ -22,6 +22,9 @@ if [ -z "${ASAN_SYMBOLIZER_PATH:-}" ]; then
   done
 fi
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+# The sanitizer lane's suppressions (tests/sanitize/lsan.supp): leaks inside libraries we link and
+# do not build (libgomp's per-thread block of a oneTBB worker that ran a convolution, ...).
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$here/../sanitize/lsan.supp:print_suppressions=0}"
 # One harness: its log in <build dir>/fuzz/<name>.log; prints the tail and fails on a finding.
 run_one() {
   local name="$1"
