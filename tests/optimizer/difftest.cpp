@@ -2,6 +2,8 @@
 // or fast) and their outputs compared (difftest.hpp).
 #include "difftest.hpp"
 
+#include "lazytensor/lower/graph.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -13,13 +15,7 @@
 namespace lt_difftest {
 namespace {
 
-struct Attr {
-  std::string name;
-  lt_attr_kind kind = LT_ATTR_INT;
-  int64_t i = 0;
-  double f = 0;
-  std::vector<int64_t> ints;
-};
+using Attr = lt::lower::OwnedAttr;  // the core IR's owned attribute
 
 // One value of the program: an input (host data) or an op over earlier values.
 struct Step {
@@ -67,8 +63,7 @@ lt_tensor* record(lt_device* dev, const Step& s, const std::vector<lt_tensor*>& 
     std::vector<lt_tensor*> ins;
     for (int k : s.in) ins.push_back(t[static_cast<size_t>(k)]);
     std::vector<lt_attr> attrs;
-    for (const Attr& a : s.attrs)
-      attrs.push_back({a.name.c_str(), a.kind, a.i, a.f, a.ints.data(), a.ints.size(), nullptr});
+    for (const Attr& a : s.attrs) attrs.push_back(a.view());
     e = lt_apply(dev, s.op.c_str(), ins.data(), ins.size(), attrs.data(), attrs.size(), &out);
   }
   if (e) {
