@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -110,8 +111,9 @@ inline std::vector<std::string> built_backends() {
 #endif
 
 // A test run once per backend (LT_INSTANTIATE_PER_BACKEND): the device of the parameter's
-// backend in the shared runtime of the suite's options. A backend that was built but does not
-// load fails the test, naming it and why.
+// backend in the shared runtime of the suite's options. A backend that was built (or a device the
+// run named, as the conformance suite's LT_CONFORMANCE_DEVICES) but does not load fails the test,
+// naming it and why.
 class BackendTest : public ::testing::TestWithParam<std::string> {
  protected:
   explicit BackendTest(lt::RuntimeOptions options = {}) : options_(std::move(options)) {}
@@ -119,11 +121,14 @@ class BackendTest : public ::testing::TestWithParam<std::string> {
     try {
       dev_ = rt().find_device(GetParam());
     } catch (const lt::Error& e) {
-      FAIL() << GetParam() << " was built but does not load: " << e.what();
+      FAIL() << "device '" << GetParam()
+             << "' was built or named for this run but does not load: " << e.what();
     }
   }
   lt::Runtime& rt() const { return runtime(options_); }
-  const std::string& backend() const { return GetParam(); }
+  const lt::Device& dev() const { return dev_; }
+  // The backend of the device (the parameter may name a device, "cpu_jit:0").
+  std::string backend() const { return dev_.backend(); }
 
   lt::Device dev_;  // set by SetUp
 
@@ -131,10 +136,17 @@ class BackendTest : public ::testing::TestWithParam<std::string> {
   lt::RuntimeOptions options_;
 };
 
+// A test name for a backend or device parameter: "cpu_jit", "cpu_jit:0" -> "cpu_jit_0".
+inline std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string n = info.param;
+  for (char& c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+}
+
 // Instances named by their backend: "Backends/Suite.Test/cpu_jit".
-#define LT_INSTANTIATE_PER_BACKEND(Suite, backends)                        \
-  INSTANTIATE_TEST_SUITE_P(Backends, Suite, ::testing::ValuesIn(backends), \
-                           [](const auto& info) { return info.param; })
+#define LT_INSTANTIATE_PER_BACKEND(Suite, backends) \
+  INSTANTIATE_TEST_SUITE_P(Backends, Suite, ::testing::ValuesIn(backends), ::lt::test::param_name)
 
 // ---- host-side checks ---------------------------------------------------------------------
 

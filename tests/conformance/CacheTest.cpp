@@ -8,7 +8,7 @@ namespace {
 
 class Cache : public ConformanceTest {
  protected:
-  double metric(const char* name) { return runtime()->metric(name); }
+  double metric(const char* name) { return rt().metric(name); }
   // One step of a small program; `scale` is an lt_scalar, a graph parameter.
   lt::Tensor step(const Host& x, double scale) {
     lt::Tensor t = upload(dev(), x);

@@ -130,10 +130,9 @@ TEST_P(Creation, RandomStatisticsWithinBounds) {
 }
 
 TEST_P(Creation, RandomIdenticalAcrossDevices) {
-  lt::Runtime* rt = runtime();
   Host mine_u = download(lt::random_uniform(dev(), {4, 8}, 31337, -1.0, 1.0));
   Host mine_n = download(lt::random_normal(dev(), {4, 8}, 31337));
-  for (const lt::Device& other : rt->devices()) {
+  for (const lt::Device& other : rt().devices()) {
     if (other == dev()) continue;
     std::string with = " vs " + other.name();
     Tol tu = std::max(tol(OpClass::kExact, lt::f32),

@@ -57,10 +57,6 @@ Tol tolerance(OpClass cls, lt::DType dtype, const std::string& backend) {
 
 // ---- runtime and devices ------------------------------------------------------------------
 
-lt::Runtime* runtime(std::string* why) {
-  return lt::test::try_runtime({}, why);
-}
-
 std::vector<std::string> conformance_devices() {
   std::vector<std::string> names;
   if (const char* env = std::getenv("LT_CONFORMANCE_DEVICES"); env && *env) {
@@ -70,32 +66,8 @@ std::vector<std::string> conformance_devices() {
     }
     return names;
   }
-  if (lt::Runtime* rt = runtime()) {
-    for (const lt::Device& d : rt->devices()) names.push_back(d.name());
-  }
-  if (names.empty()) names.push_back("cpu_eager");
+  for (const lt::Device& d : lt::test::runtime().devices()) names.push_back(d.name());
   return names;
-}
-
-std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
-  std::string n = info.param;
-  for (char& c : n) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return n;
-}
-
-void ConformanceTest::SetUp() {
-  std::string why;
-  lt::Runtime* rt = runtime(&why);
-  // Every device the suite runs on was named (LT_CONFORMANCE_DEVICES, the build's plugin list
-  // or the plugin given to lt-conformance): one that does not load is a failure, not a skip.
-  if (!rt) FAIL() << "no LazyTensor runtime (" << why << "); device " << GetParam();
-  try {
-    device_ = rt->find_device(GetParam());
-  } catch (const lt::Error& e) {
-    FAIL() << "device '" << GetParam() << "' was named but its plugin does not load: " << e.what();
-  }
 }
 
 // ---- shapes -------------------------------------------------------------------------------

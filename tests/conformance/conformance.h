@@ -6,6 +6,8 @@
 
 #include <lazytensor/lazytensor.hpp>
 
+#include "test_support.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -47,28 +49,20 @@ Tol tolerance(OpClass cls, lt::DType dtype, const std::string& backend);
 
 // ---- fixture ------------------------------------------------------------------------------
 
-// The process-wide runtime every conformance test uses (created on first use); null when
-// creation failed, with the reason in *why.
-lt::Runtime* runtime(std::string* why = nullptr);
-// Device names to run on: $LT_CONFORMANCE_DEVICES (comma-separated) or every device the
-// runtime reports; "cpu_eager" when no runtime can be created (tests then skip, naming it).
+// Device names to run on: $LT_CONFORMANCE_DEVICES (comma-separated; lt-conformance sets it to
+// the plugin it is given) or every device the suite's runtime reports (lt::test::runtime(): its
+// creation error fails the listing).
 std::vector<std::string> conformance_devices();
-std::string param_name(const ::testing::TestParamInfo<std::string>& info);
 
-class ConformanceTest : public ::testing::TestWithParam<std::string> {
+// One conformance test on one named device (lt::test::BackendTest: a device that was named but
+// does not load fails the test, naming it), with the tolerance table of its backend.
+class ConformanceTest : public lt::test::BackendTest {
  protected:
-  void SetUp() override;
-  const lt::Device& dev() const { return device_; }
-  std::string backend() const { return device_.backend(); }
   Tol tol(OpClass cls, lt::DType dtype) const { return tolerance(cls, dtype, backend()); }
-
- private:
-  lt::Device device_;
 };
 
-#define LT_CONFORMANCE_SUITE(Fixture)                                                            \
-  INSTANTIATE_TEST_SUITE_P(Backends, Fixture, ::testing::ValuesIn(::ltc::conformance_devices()), \
-                           ::ltc::param_name)
+#define LT_CONFORMANCE_SUITE(Fixture) \
+  LT_INSTANTIATE_PER_BACKEND(Fixture, ::ltc::conformance_devices())
 
 // ---- host reference tensors ---------------------------------------------------------------
 

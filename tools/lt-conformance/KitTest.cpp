@@ -55,7 +55,6 @@ TEST_P(Kit, BufferRoundTripEveryDtypeAndSize) {
 }
 
 TEST_P(Kit, SameGraphTwiceHitsTheCompileCacheNewShapeMisses) {
-  lt::Runtime* rt = runtime();
   auto run = [&](int64_t n) {
     Host a = make(lt::f32, {n}, Fill::kAny, 1), b = make(lt::f32, {n}, Fill::kAny, 2);
     lt::Tensor x = upload(dev(), a), y = upload(dev(), b);
@@ -63,23 +62,22 @@ TEST_P(Kit, SameGraphTwiceHitsTheCompileCacheNewShapeMisses) {
     expect_close(x + y, want, tol(OpClass::kExact, lt::f32), "add f32 cache check");
   };
   run(33);
-  double hits0 = rt->metric("cache_hits"), miss0 = rt->metric("cache_misses");
+  double hits0 = rt().metric("cache_hits"), miss0 = rt().metric("cache_misses");
   run(33);
-  EXPECT_EQ(rt->metric("cache_hits"), hits0 + 1) << "same graph, same shapes must hit";
-  EXPECT_EQ(rt->metric("cache_misses"), miss0);
+  EXPECT_EQ(rt().metric("cache_hits"), hits0 + 1) << "same graph, same shapes must hit";
+  EXPECT_EQ(rt().metric("cache_misses"), miss0);
   run(34);
-  EXPECT_EQ(rt->metric("cache_misses"), miss0 + 1) << "a new input shape must recompile";
+  EXPECT_EQ(rt().metric("cache_misses"), miss0 + 1) << "a new input shape must recompile";
 }
 
 TEST_P(Kit, ClaimedElementwiseOpsRunOnTheBackendItself) {
-  lt::Runtime* rt = runtime();
   const auto& ops = ltkit::claimed_ops();
   for (const char* op : {"add", "mul", "neg", "relu", "exp", "sub"}) {
     if (std::find(ops.begin(), ops.end(), op) == ops.end()) continue;
     bool unary =
         std::strcmp(op, "neg") == 0 || std::strcmp(op, "relu") == 0 || std::strcmp(op, "exp") == 0;
     double before = 0;
-    lt_error_destroy(lt_metric_get(rt->get(), (std::string("fallback.") + op).c_str(), &before));
+    lt_error_destroy(lt_metric_get(rt().get(), (std::string("fallback.") + op).c_str(), &before));
     Host a = make(lt::f32, {4, 5}, Fill::kAny, 3), b = make(lt::f32, {4, 5}, Fill::kAny, 4);
     lt::Tensor x = upload(dev(), a), y = upload(dev(), b);
     lt_tensor* in[2] = {x.get(), y.get()};
@@ -91,7 +89,7 @@ TEST_P(Kit, ClaimedElementwiseOpsRunOnTheBackendItself) {
     lt_error_destroy(e);
     lt_tensor_free(out);
     double after = 0;
-    lt_error_destroy(lt_metric_get(rt->get(), (std::string("fallback.") + op).c_str(), &after));
+    lt_error_destroy(lt_metric_get(rt().get(), (std::string("fallback.") + op).c_str(), &after));
     EXPECT_EQ(after, before) << op << ": claimed by the backend but ran on the fallback "
                              << "(its compile failed? see the log)";
   }
