@@ -24,6 +24,7 @@
 #include "bench_runtime.h"
 #include "lazytensor/autograd.hpp"
 #include "lazytensor/host/kernels.hpp"
+#include "lazytensor/models/cnn.hpp"
 #include "lazytensor/models/resnet.hpp"
 #include "lazytensor/nn.hpp"
 #include "lazytensor/optim.hpp"
@@ -43,43 +44,6 @@ std::vector<float> random_vector(size_t n, uint32_t seed) {
 }
 
 // ---- training steps ------------------------------------------------------------------------
-
-// lt-run's cnn (tools/lt-run/main.cpp) at any square image size: conv3x3(1->8, pad 1), relu,
-// maxpool 2, linear 10.
-struct Cnn : lt::nn::Module {
-  Cnn(const lt::Device& d, int64_t size)
-      : size(size), conv(d, 1, 8, 3, 1, 1, 1), pool(2), fc(d, 8 * (size / 2) * (size / 2), 10, 2) {
-    register_module("conv", conv);
-    register_module("fc", fc);
-  }
-  lt::Tensor operator()(const lt::Tensor& x) {
-    int64_t b = x.dim(0);
-    return fc(pool(conv(x).relu()).reshape({b, 8 * (size / 2) * (size / 2)}));
-  }
-  int64_t size;
-  lt::nn::Conv2d conv;
-  lt::nn::MaxPool2d pool;
-  lt::nn::Linear fc;
-};
-
-// lt-run's resnet: lt::models::ResNet at its defaults (width 16, blocks {1, 2}, group norm).
-// `fashion`: lt-run's network for Fashion-MNIST's 28x28 (a full-resolution stem, a 2x2 max
-// pool, one block per stage at 14x14, 7x7 and 4x4).
-struct Resnet : lt::nn::Module {
-  static lt::models::ResNetConfig config(bool fashion) {
-    lt::models::ResNetConfig c;
-    if (fashion) {
-      c.blocks = {1, 1, 1};
-      c.stem_pool = true;
-    }
-    return c;
-  }
-  Resnet(const lt::Device& d, bool fashion) : net(d, config(fashion)) {
-    register_module("net", net);
-  }
-  lt::Tensor operator()(const lt::Tensor& x) { return net(x); }
-  lt::models::ResNet net;
-};
 
 // One Adam step (lt-run's default optimiser, lr 0.003) of `model` on [batch, 1, size, size].
 template <class Model>
@@ -108,11 +72,15 @@ void train_step(benchmark::State& state, const std::string& device, int64_t size
 void BM_TrainStep(benchmark::State& state, std::string device, std::string model) {
   const int64_t size = state.range(0), batch = state.range(1);
   lt::Device dev = runtime().find_device(device);
+  // lt-run's networks (tools/lt-run): its cnn at any square image size, its resnet for the
+  // digits' 8x8 or Fashion-MNIST's 28x28 (lt-run's default width, 16).
   if (model == "cnn") {
-    Cnn m(dev, size);
+    lt::models::SmallCnnConfig c;
+    c.side = size;
+    lt::models::SmallCnn m(dev, c);
     train_step(state, device, size, batch, m);
   } else {
-    Resnet m(dev, model == "resnet_fashion");
+    lt::models::ResNet m(dev, lt::models::image_resnet_config(model == "resnet_fashion" ? 28 : 8));
     train_step(state, device, size, batch, m);
   }
 }

@@ -28,6 +28,8 @@
 #include "lazytensor/distributed.hpp"
 #include "lazytensor/lazytensor.hpp"
 #include "lazytensor/nn.hpp"
+#include "lazytensor/models/cnn.hpp"
+#include "lazytensor/models/mlp.hpp"
 #include "lazytensor/models/resnet.hpp"
 #include "lazytensor/models/train_step.hpp"
 #include "lazytensor/optim.hpp"
@@ -89,72 +91,23 @@ class Model : public lt::nn::Module {
   virtual lt::Tensor forward(const lt::Tensor& x) = 0;
 };
 
-class Mlp : public Model {
+// A network of lt::models on the rows as they come (`side` 0: the mlp) or reshaped to
+// [B, 1, side, side] images (the cnn: models/cnn.hpp; the resnet: models/resnet.hpp's
+// image_resnet_config, the same network benchmarks/train/fashion_mnist_torch.py builds).
+template <class Net>
+class OnImages : public Model {
  public:
-  Mlp(const lt::Device& d, int64_t features, int64_t hidden, uint64_t seed)
-      : fc1_(d, features, hidden, seed), fc2_(d, hidden, 10, seed + 1) {
-    register_module("fc1", fc1_);
-    register_module("fc2", fc2_);
-  }
-  lt::Tensor forward(const lt::Tensor& x) override { return fc2_(fc1_(x).relu()); }
-
- private:
-  lt::nn::Linear fc1_, fc2_;
-};
-
-// 1xSxS -> conv3x3(8, pad 1) -> relu -> maxpool 2 -> 8x(S/2)x(S/2) -> linear 10.
-class Cnn : public Model {
- public:
-  Cnn(const lt::Device& d, int64_t side, uint64_t seed)
-      : side_(side),
-        flat_(8 * (side / 2) * (side / 2)),
-        conv_(d, 1, 8, 3, seed, 1, 1),
-        pool_(2),
-        fc_(d, flat_, 10, seed + 1) {
-    register_module("conv", conv_);
-    register_module("fc", fc_);
-  }
-  lt::Tensor forward(const lt::Tensor& x) override {
-    int64_t b = x.dim(0);
-    lt::Tensor h = pool_(conv_(x.reshape({b, 1, side_, side_})).relu());
-    return fc_(h.reshape({b, flat_}));
-  }
-
- private:
-  int64_t side_, flat_;
-  lt::nn::Conv2d conv_;
-  lt::nn::MaxPool2d pool_;
-  lt::nn::Linear fc_;
-};
-
-// Images through lt::models::ResNet (group norm, residual shortcuts, global average pooling,
-// linear 10). The 8x8 digits: a 16-channel stem, a block at 8x8, two at 4x4 with 32 channels.
-// Fashion-MNIST's 28x28: a 16-channel stem at full resolution, a 2x2 max pool, and one block per
-// stage at 14x14 (16 channels), 7x7 (32) and 4x4 (64); benchmarks/train/fashion_mnist_torch.py
-// builds the same. (A stride-2 stem instead of stem + pool flattened out near 90.5%.)
-class ResNetImages : public Model {
- public:
-  ResNetImages(const lt::Device& d, int64_t side, int64_t channels, uint64_t seed)
-      : side_(side), net_(d, config(side, channels, seed)) {
+  template <class... Args>
+  explicit OnImages(int64_t side, Args&&... args) : side_(side), net_(std::forward<Args>(args)...) {
     register_module("net", net_);
   }
   lt::Tensor forward(const lt::Tensor& x) override {
-    return net_(x.reshape({x.dim(0), 1, side_, side_}));
+    return side_ ? net_(x.reshape({x.dim(0), 1, side_, side_})) : net_(x);
   }
 
  private:
-  static lt::models::ResNetConfig config(int64_t side, int64_t channels, uint64_t seed) {
-    lt::models::ResNetConfig c;
-    c.seed = seed;
-    c.width = channels;
-    if (side > 8) {
-      c.blocks = {1, 1, 1};
-      c.stem_pool = true;
-    }
-    return c;
-  }
   int64_t side_;
-  lt::models::ResNet net_;
+  Net net_;
 };
 
 // Fashion-MNIST is asked for as "fashion-mnist" (Debian's dataset-fashion-mnist) or
@@ -321,11 +274,16 @@ int run(const Options& o, const lt_run::GptOptions& gpt) {
 
   std::unique_ptr<Model> model;
   if (o.model == "mlp") {
-    model = std::make_unique<Mlp>(dev, train.features, o.hidden, o.seed);
+    model = std::make_unique<OnImages<lt::models::Mlp>>(
+        0, dev, std::vector<int64_t>{train.features, o.hidden, 10}, o.seed);
   } else if (o.model == "cnn") {
-    model = std::make_unique<Cnn>(dev, side, o.seed);
+    lt::models::SmallCnnConfig c;
+    c.side = side;
+    c.seed = o.seed;
+    model = std::make_unique<OnImages<lt::models::SmallCnn>>(side, dev, c);
   } else if (o.model == "resnet") {
-    model = std::make_unique<ResNetImages>(dev, side, o.channels, o.seed);
+    model = std::make_unique<OnImages<lt::models::ResNet>>(
+        side, dev, lt::models::image_resnet_config(side, o.channels, o.seed));
   } else {
     throw lt::Error(LT_STATUS_INVALID_ARGUMENT,
                     "unknown --model '" + o.model + "' (mlp, cnn, resnet, gpt)");
