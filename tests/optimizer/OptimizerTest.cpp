@@ -184,6 +184,41 @@ TEST(OptimizerSimplify, KeepsWhetherAGemmReadsATransposeInPlaceUnderExact) {
   EXPECT_EQ(count_op(fast, "concat"), 0u);
 }
 
+// The host executor writes a 2-D GEMM read once, by a transpose, as the transposed product
+// (B^T·A^T, another summation order): under exact, a rewrite that changes how many readers such
+// a GEMM has, or how many of them are transposes, compiles the graph as traced.
+TEST(OptimizerSimplify, KeepsWhetherAGemmIsWrittenTransposedUnderExact) {
+  {  // CSE would merge the two transposes: the GEMM read once, by a transpose, where it had two
+    G t;
+    const Value a = t.input(LT_DTYPE_F32, {3, 2}), b = t.input(LT_DTYPE_F32, {2, 4});
+    const Value m = t.b.matmul(a, b);
+    const lt_graph& g = t.done({t.b.neg(t.b.permute(m, {1, 0})), t.b.exp(t.b.permute(m, {1, 0}))});
+    auto o = lt::lower::optimize(g, OptimizeOptions{});
+    EXPECT_FALSE(o.changed);
+    EXPECT_TRUE(o.kept_gemm_layout);
+    auto fast = run(g, OptLevel::kFast);
+    EXPECT_EQ(count_op(fast, "permute"), 1u);
+  }
+  {  // a transpose of the GEMM's transpose cancels: the GEMM's reader is no transpose any more
+    G t;
+    const Value a = t.input(LT_DTYPE_F32, {3, 2}), b = t.input(LT_DTYPE_F32, {2, 4});
+    const Value m = t.b.matmul(a, b);
+    const lt_graph& g = t.done({t.b.neg(t.b.permute(t.b.permute(m, {1, 0}), {1, 0}))});
+    auto o = lt::lower::optimize(g, OptimizeOptions{});
+    EXPECT_FALSE(o.changed);
+    EXPECT_TRUE(o.kept_gemm_layout);
+  }
+  {  // rewrites elsewhere leave such a GEMM alone: the graph is optimised
+    G t;
+    const Value a = t.input(LT_DTYPE_F32, {3, 2}), b = t.input(LT_DTYPE_F32, {2, 4});
+    const Value gt = t.b.permute(t.b.matmul(a, b), {1, 0});
+    const lt_graph& g = t.done({t.b.neg(t.b.neg(t.b.neg(gt)))});
+    auto o = lt::lower::optimize(g, OptimizeOptions{});
+    EXPECT_TRUE(o.changed);
+    EXPECT_FALSE(o.kept_gemm_layout);
+  }
+}
+
 TEST(OptimizerDce, KeepsEveryInputInOrderAndDropsUnreadNodes) {
   G t;
   const Value x = t.input(LT_DTYPE_F32, {3}), unused = t.input(LT_DTYPE_I64, {2});

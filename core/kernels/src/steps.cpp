@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include "kernels.h"
 #include "lazytensor/lower/buffers.hpp"
@@ -38,17 +39,48 @@ StepProgram::StepProgram(const lt_graph& graph) : g_(graph) {
   }
   for (size_t i = 0; i < g.num_nodes; ++i)
     gemm_only_[i] = !other_use[i] && is_matrix_transpose(g, static_cast<int32_t>(i));
+  // A 2-D GEMM read once, by a transpose that is materialised (not itself GEMM-only), and not
+  // an output: its step may write the transposed product straight into the transpose's buffer.
+  std::vector<int32_t> readers(g.num_nodes, 0);
+  for (size_t k = 0; k < g.num_outputs; ++k) readers[g.outputs[k]] += 2;
+  for (size_t i = 0; i < g.num_nodes; ++i)
+    for (size_t k = 0; k < g.nodes[i].num_operands; ++k) ++readers[g.nodes[i].operands[k]];
+  product_t_.assign(g.num_nodes, 0);
+  for (size_t i = 0; i < g.num_nodes; ++i) {
+    const lt_graph_node& t = g.nodes[i];
+    if (t.rank != 2 || gemm_only_[i] || !is_matrix_transpose(g, static_cast<int32_t>(i))) continue;
+    const int32_t m = t.operands[0];
+    if (readers[m] == 1 && is_gemm(g.nodes[m]) && g.nodes[m].rank == 2 &&
+        g.nodes[g.nodes[m].operands[0]].rank == 2 && g.nodes[g.nodes[m].operands[1]].rank == 2)
+      product_t_[m] = 1;
+  }
+}
+
+bool StepProgram::flush_held(int32_t next) {
+  if (held_ < 0) return false;
+  const int32_t m = std::exchange(held_, -1);
+  const lt_graph_node* n = next >= 0 ? &g_.nodes[next] : nullptr;
+  if (n && std::string_view(n->op) == "permute" && n->operands[0] == m) {
+    steps_.push_back({Kind::kGemmT, next});
+    return true;
+  }
+  steps_.push_back({Kind::kGemm, m});
+  return false;
 }
 
 void StepProgram::add_node(int32_t v) {
   const lt_graph_node& n = g_.nodes[v];
   std::string_view op = n.op;
+  if (flush_held(v)) return;
   if (gemm_only_[v]) {
     transposed_[v] = 1;
   } else if (op == "reshape") {
     steps_.push_back({Kind::kReshape, v});
   } else if (is_gemm(n)) {
-    steps_.push_back({Kind::kGemm, v});
+    if (product_t_[v])
+      held_ = v;
+    else
+      steps_.push_back({Kind::kGemm, v});
   } else if (op == "conv2d" &&
              (n.dtype == LT_DTYPE_F64 ||
               (n.dtype == LT_DTYPE_F32 &&
@@ -69,11 +101,13 @@ void StepProgram::add_node(int32_t v) {
 
 void StepProgram::add_custom(std::vector<int32_t> writes, std::vector<int32_t> reads, Custom run,
                              std::string name) {
+  flush_held(-1);
   steps_.push_back({Kind::kCustom, -1, customs_.size()});
   customs_.push_back({std::move(writes), std::move(reads), std::move(run), std::move(name)});
 }
 
 void StepProgram::finish() {
+  flush_held(-1);
   const lt_graph& g = g_;
   // Every materialised node that is neither an input nor bound to an output gets a slice of
   // the arena (an unbound reshape aliases its operand); so does each conv2d's im2col matrix.
@@ -112,7 +146,8 @@ void StepProgram::finish() {
       def(s.node);
     else if (writer_[s.node] < 0)
       writer_[s.node] = at;  // a reshape bound to an output copies into it here
-    for (size_t k = 0; k < g.nodes[s.node].num_operands; ++k) use(g.nodes[s.node].operands[k]);
+    const lt_graph_node& reads = computed(s);
+    for (size_t k = 0; k < reads.num_operands; ++k) use(reads.operands[k]);
     if (size_t elems = s.kind == Kind::kConv ? conv_scratch_elems(convs_[s.index]) : 0) {
       ranges.push_back({elems * lt_dtype_size(g.nodes[s.node].dtype), at, at});
       owner.push_back(~at);
@@ -154,7 +189,7 @@ bool StepProgram::can_donate(size_t input, size_t output) const {
   const Step& s = steps_[static_cast<size_t>(writer)];
   if (s.kind == Kind::kCustom) return false;
   if (s.kind == Kind::kReshape) return true;
-  const lt_graph_node& n = g.nodes[s.node];
+  const lt_graph_node& n = computed(s);
   const lower::OpInfo* op = lower::find_op(n.op);
   for (size_t k = 0; k < n.num_operands; ++k) {
     const int32_t v = n.operands[k];
@@ -206,9 +241,10 @@ void StepProgram::run(void* const* inputs, void* const* outputs, SpanFn span,
     const int64_t t0 = now_ns();
     run_step(s, ptr, arena, args);
     if (s.kind == Kind::kReshape) continue;  // an alias or a copy: not a kernel
-    const char* name = s.kind == Kind::kCustom ? customs_[s.index].name.c_str()
-                       : s.kind == Kind::kGemm ? "matmul (gemm)"
-                                               : g.nodes[s.node].op;
+    const char* name = s.kind == Kind::kCustom  ? customs_[s.index].name.c_str()
+                       : s.kind == Kind::kGemm  ? "matmul (gemm)"
+                       : s.kind == Kind::kGemmT ? "matmul (gemm, transposed product)"
+                                                : g.nodes[s.node].op;
     span(span_user, name, t0, now_ns());
   }
   for (size_t k = 0; k < g.num_outputs; ++k) {
@@ -248,17 +284,25 @@ void StepProgram::run_step(const Step& s, std::vector<void*>& ptr, char* arena,
           std::memcpy(ptr[s.node], src, numel_[s.node] * lt_dtype_size(n->dtype));
       } else
         ptr[s.node] = src;
-    } else if (s.kind == Kind::kGemm) {
-      // [B,]M,K x [B,]K,N (the core lowers NumPy matmul to these).
-      const int32_t a = n->operands[0], b = n->operands[1];
+    } else if (s.kind == Kind::kGemm || s.kind == Kind::kGemmT) {
+      // [B,]M,K x [B,]K,N (the core lowers NumPy matmul to these); kGemmT (2-D) writes the
+      // product transposed, (A·B)^T = B^T·A^T: B read with the opposite transpose as the left
+      // operand, A as the right.
+      const lt_graph_node& mm = computed(s);
+      const int32_t a = mm.operands[0], b = mm.operands[1];
       const lt_graph_node &an = g.nodes[a], &bn = g.nodes[b];
+      const bool ta = transposed_[a] != 0, tb = transposed_[b] != 0;
       typed(*n, [&](auto* tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
-        gemm_batched<T>(an.rank == 3 ? an.shape[0] : 1, an.shape[an.rank - 2],
-                        bn.shape[bn.rank - 1], an.shape[an.rank - 1],
-                        static_cast<const T*>(ptr[source(a)]),
-                        static_cast<const T*>(ptr[source(b)]), static_cast<T*>(ptr[s.node]),
-                        transposed_[a] != 0, transposed_[b] != 0);
+        const T *pa = static_cast<const T*>(ptr[source(a)]),
+                *pb = static_cast<const T*>(ptr[source(b)]);
+        const int64_t m = an.shape[an.rank - 2], k = an.shape[an.rank - 1],
+                      nn = bn.shape[bn.rank - 1];
+        if (s.kind == Kind::kGemmT)
+          gemm_batched<T>(1, nn, m, k, pb, pa, static_cast<T*>(ptr[s.node]), !tb, !ta);
+        else
+          gemm_batched<T>(an.rank == 3 ? an.shape[0] : 1, m, nn, k, pa, pb,
+                          static_cast<T*>(ptr[s.node]), ta, tb);
       });
     } else if (s.kind == Kind::kConv) {
       typed(*n, [&](auto* tag) {

@@ -71,6 +71,56 @@ bool gemm_layouts_kept(const lt_graph& g, const opt::Work& w) {
   return true;
 }
 
+// Under `exact`, the other half of the GEMM's layout: the host executor computes a 2-D matmul
+// read once, by a transpose, as the transposed product B^T·A^T (OpenBLAS then sums in another
+// order than for A·B). So every 2-D matmul that a permute reads must survive with as many readers,
+// and as many of them permutes, as it had (outputs counted); when a rewrite changed that (CSE
+// merged two transposes of it, a permute chain through it cancelled), the graph is compiled
+// unoptimised. Returns false in that case; nothing is allocated when no permute reads a matmul.
+bool gemm_products_kept(const lt_graph& g, const opt::Work& w) {
+  auto is = [](const char* op, const char* name) { return std::strcmp(op, name) == 0; };
+  bool any = false;
+  for (size_t i = 0; i < g.num_nodes && !any; ++i)
+    if (is(g.nodes[i].op, "permute") && g.nodes[i].num_operands == 1)
+      any = is(g.nodes[static_cast<size_t>(g.nodes[i].operands[0])].op, "matmul");
+  if (!any) return true;
+  std::vector<int32_t> now(g.num_nodes, -1);  // original node -> its live node in w, if kept
+  for (size_t i = 0; i < w.nodes.size(); ++i) {
+    const opt::WNode& n = w.nodes[i];
+    if (!n.dead && w.repl[i] == static_cast<int32_t>(i) && n.origin >= 0 &&
+        now[static_cast<size_t>(n.origin)] < 0)
+      now[static_cast<size_t>(n.origin)] = static_cast<int32_t>(i);
+  }
+  // Readers and permute readers per node, outputs counted as readers: in g, then in w.
+  std::vector<int32_t> readers(g.num_nodes, 0), permutes(g.num_nodes, 0);
+  for (size_t k = 0; k < g.num_outputs; ++k) ++readers[static_cast<size_t>(g.outputs[k])];
+  for (size_t u = 0; u < g.num_nodes; ++u)
+    for (size_t k = 0; k < g.nodes[u].num_operands; ++k) {
+      const auto p = static_cast<size_t>(g.nodes[u].operands[k]);
+      ++readers[p];
+      permutes[p] += is(g.nodes[u].op, "permute");
+    }
+  std::vector<int32_t> w_readers(w.nodes.size(), 0), w_permutes(w.nodes.size(), 0);
+  for (int32_t o : w.outputs) ++w_readers[static_cast<size_t>(w.resolve(o))];
+  for (size_t u = 0; u < w.nodes.size(); ++u) {
+    const opt::WNode& n = w.nodes[u];
+    if (n.dead || w.repl[u] != static_cast<int32_t>(u)) continue;
+    for (int32_t o : n.operands) {
+      const auto p = static_cast<size_t>(w.resolve(o));
+      ++w_readers[p];
+      w_permutes[p] += n.is(kOpPermute);
+    }
+  }
+  for (size_t m = 0; m < g.num_nodes; ++m) {
+    if (!permutes[m] || g.nodes[m].rank != 2 || !is(g.nodes[m].op, "matmul")) continue;
+    const int32_t q = now[m];
+    if (q < 0 || w_readers[static_cast<size_t>(q)] != readers[m] ||
+        w_permutes[static_cast<size_t>(q)] != permutes[m])
+      return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool parse_opt_level(std::string_view s, OptLevel* out) {
@@ -126,7 +176,8 @@ Optimized optimize(const lt_graph& g, const OptimizeOptions& options) {
     }
     out.stats.push_back(std::move(s));
   }
-  if (options.level == OptLevel::kExact && !gemm_layouts_kept(g, w)) {
+  if (options.level == OptLevel::kExact &&
+      (!gemm_layouts_kept(g, w) || !gemm_products_kept(g, w))) {
     out.changed = false;
     out.kept_gemm_layout = true;
     return out;

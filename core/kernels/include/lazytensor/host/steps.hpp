@@ -2,7 +2,9 @@
 // kernels, GEMMs, convolutions, reshape aliases, and steps a backend supplies, e.g. generated
 // kernels), with one arena for every temporary, shared by temporaries whose live ranges do not
 // overlap. A matrix transpose read only by GEMMs is never materialised: the GEMM reads its
-// operand transposed (the backward pass's x^T·dy and dy·w^T).
+// operand transposed (the backward pass's x^T·dy and dy·w^T). Nor is the transpose of a 2-D GEMM
+// that nothing else reads: the GEMM writes its product transposed, (A·B)^T = B^T·A^T (the
+// gradient of a Linear's [out, in] weight, (x^T·dy)^T, without a strided copy).
 #pragma once
 
 #include <cstdint>
@@ -25,7 +27,9 @@ class StepProgram {
 
   // Steps run in the order added, operands before users. add_node: node v by the host
   // kernels; throws lower::Error (UNSUPPORTED) when they lack it. A matrix transpose whose
-  // users are all f32/f64 matmuls becomes no step: add its users with add_node too.
+  // users are all f32/f64 matmuls becomes no step: add its users with add_node too. A 2-D
+  // matmul whose one reader is a transpose is held until the next add: when that is the
+  // transpose, one GEMM writes the transposed product (no step for the matmul, no buffer).
   void add_node(int32_t v);
   // A step the backend runs: it writes `writes`, reads `reads`, and gets every node's buffer
   // (indexed by node; null where a node has none).
@@ -54,7 +58,9 @@ class StepProgram {
   size_t num_steps() const { return steps_.size(); }
 
  private:
-  enum class Kind : uint8_t { kHost, kGemm, kConv, kReshape, kCustom };
+  // kGemmT: `node` is the transpose of a matmul nothing else reads, computed as B^T·A^T from
+  // the matmul's operands.
+  enum class Kind : uint8_t { kHost, kGemm, kGemmT, kConv, kReshape, kCustom };
   struct Step {
     Kind kind;
     int32_t node = -1;      // what a host / gemm / conv / reshape step computes
@@ -71,6 +77,13 @@ class StepProgram {
   void run_step(const Step& s, std::vector<void*>& ptr, char* arena,
                 std::vector<TensorArg>& args) const;
   int32_t source(int32_t v) const { return transposed_[v] ? g_.nodes[v].operands[0] : v; }
+  // The node whose operands a step reads (a kGemmT step's matmul).
+  const lt_graph_node& computed(const Step& s) const {
+    return g_.nodes[s.kind == Kind::kGemmT ? g_.nodes[s.node].operands[0] : s.node];
+  }
+  // Adds the held matmul as a plain GEMM step unless `next` is its transpose; true when the
+  // transpose was added as its kGemmT step.
+  bool flush_held(int32_t next);
   // The node whose buffer holds v's data (through GEMM-folded transposes and unbound reshapes).
   int32_t holder(int32_t v) const;
 
@@ -82,6 +95,8 @@ class StepProgram {
   std::vector<int64_t> numel_;        // per node
   std::vector<char> gemm_only_;       // per node: a transpose read only by f32/f64 GEMMs
   std::vector<char> transposed_;      // per node: such a transpose, added as no step
+  std::vector<char> product_t_;       // per node: a 2-D GEMM whose one reader is a transpose
+  int32_t held_ = -1;                 // such a GEMM added last, its step not yet decided
   std::vector<char> reshape_;         // per node: op is reshape
   std::vector<int64_t> temp_offset_;  // per node: byte offset in the arena, -1 if none
   std::vector<char> bound_;           // per node: a graph input or output (its own buffer)
