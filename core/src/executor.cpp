@@ -148,16 +148,7 @@ void sync_device(Device* dev) {
     for (Tensor* t = dev->reg_head; t;) {
       Tensor* next = t->next;
       if (t->node->materialized.load(std::memory_order_acquire)) {
-        if (t->prev)
-          t->prev->next = t->next;
-        else
-          dev->reg_head = t->next;
-        if (t->next)
-          t->next->prev = t->prev;
-        else
-          dev->reg_tail = t->prev;
-        t->prev = t->next = nullptr;
-        t->registered.store(false, std::memory_order_release);
+        tensor_unlink(dev, t);
       } else {
         roots.push_back(NodeRef::share(t->node));
       }

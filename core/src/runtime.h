@@ -242,6 +242,9 @@ std::string choose_openblas_coretype();
 // Tensor helpers (tensor.cpp)
 Tensor* tensor_new(Device* dev, NodeRef node);  // registers pending tensors
 void tensor_release(Tensor* t) noexcept;
+// Takes `t` out of its device's registry of pending tensors (no-op when not in it); the caller
+// holds dev->reg_mu.
+void tensor_unlink(Device* dev, Tensor* t) noexcept;
 // Throws INVALID_ARGUMENT "<fn>: <what> <handle> was used after lt_tensor_free ..." (runtime.cpp).
 [[noreturn]] void dead_tensor(const Tensor* t, const char* fn, const char* what);
 // `t` itself when it is a live handle; NULL and freed handles are INVALID_ARGUMENT errors.
