@@ -455,14 +455,11 @@ bool Emitter::emit_column_reductions(Offsets& offs) {
   for (int32_t v : k_.nodes)  // nothing reads a reduction, nothing else is per row
     if (!fusion::is_reduction_op(g_.nodes[v].op) && (lk_.level(v) || role(v) != Role::kFull))
       return false;
-  bool contiguous = false;
-  for (size_t a = 0; a < acc_.size(); ++a) {
-    int64_t s = acc_[a].strides[0];
-    if (s != 0 && s != 1) return false;
-    bool reads_reduced = false;
-    for (size_t d = 1; d < loop_dims_.size(); ++d) reads_reduced |= acc_[a].strides[d] != 0;
-    contiguous |= s == 1 && reads_reduced;
-  }
+  if (!lk_.dense_along(0)) return false;  // the kept loop is the vectorised one
+  bool contiguous = false;                // some source is read along it
+  for (size_t a = 0; a < acc_.size(); ++a)
+    for (size_t d = 1; d < loop_dims_.size(); ++d)
+      contiguous |= acc_[a].strides[0] == 1 && acc_[a].strides[d] != 0;
   if (!contiguous) return false;
 
   llvm::Value* lo = fn_->getArg(1);
