@@ -1,7 +1,7 @@
-// codegen.cpp — LLVM IR for fused groups: a loop nest over the coalesced domain, operands read
-// through lower::View index maps (broadcasts, strided slices), row-wise multi-phase reductions,
-// f32 transcendentals from vecmath (no scalar libm call). Which nodes it lowers is the shared
-// kernel planner's cpu_jit target (lower::cpu_jit_kernel_node).
+// codegen.cpp — LLVM IR for fused groups: a loop nest over the shared schedule's coalesced loops,
+// operands read through its accesses (lower::LoopKernel: broadcasts, strided slices), row-wise
+// multi-phase reductions, f32 transcendentals from vecmath (no scalar libm call). Which nodes it
+// lowers is the shared kernel planner's cpu_jit target (lower::cpu_jit_kernel_node).
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -347,7 +347,7 @@ class Emitter {
   llvm::IRBuilder<> b_;
   KernelDesc& k_;
   const lt_graph& g_;
-  const lower::LoopKernel lk_;  // roles, reduction phases, per-row nodes, output roles
+  const lower::LoopKernel lk_;  // roles, phases, per-row nodes, output roles, loops, accesses
   std::string name_;
   const MathTarget& math_;
   const std::vector<lower::Access>& acc_ = lk_.accesses;   // reads by kernel nodes, then stores
