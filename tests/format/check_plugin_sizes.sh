@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # check_plugin_sizes.sh — keeps the shared-lowering architecture honest: each in-tree plugin
-# directory holds at most 1,600 lines of C/C++ (what a backend must say about its hardware;
+# directory holds at most 1,550 lines of C/C++ (what a backend must say about its hardware;
 # validation, attributes, decompositions and reference kernels live in core), and the
 # example out-of-tree plugin written with the plugin kit stays at most 120 lines.
-# 1,600 since dynamic shapes (plugin ABI 1.2). What the code generators share lives in core: the
-# kernel planner (lower/kernel_plan.hpp), the loop schedule of a fused kernel (lower/loop_kernel.hpp:
-# rows, reduction phases, per-row nodes, output roles, stashes), the dynamic-size mechanism
-# (kit::PerValue around one build; lower/dynamic.hpp's instantiate, fit_build, template_source).
-# Issue #24 asks for 1,300 per plugin and this check at 1,500 or below: lower the limit when both
-# compiling plugins get there by sharing more (the scalar formulas both emitters encode, the
-# operand accesses as strides), never by packing lines.
+# 1,550 since the loops and operand accesses of a fused kernel moved into lower (it was 1,600 since
+# dynamic shapes, plugin ABI 1.2). What the code generators share lives in core: the kernel
+# planner (lower/kernel_plan.hpp), the loop schedule of a fused kernel (lower/loop_kernel.hpp:
+# rows, reduction phases, per-row nodes, output roles, stashes, and the coalesced loops with
+# every operand's access as an offset and a stride per loop), how each op reads its operand
+# (lower::operand_view), the dynamic-size mechanism (kit::PerValue around one build;
+# lower/dynamic.hpp's instantiate, fit_build, template_source) and the persistent cache with its
+# counters (kit::take_disk_cache, kit::disk_cache_stats). Issue #24 asks for 1,300 per plugin and
+# this check at 1,500 or below: lower the limit when both compiling plugins get there by sharing
+# more (gpu_opencl's elementwise and row kernels rendering the accesses instead of its own
+# index walk, the scalar formulas both emitters encode), never by packing lines.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 status=0
@@ -17,7 +21,7 @@ count() { find "$@" -type f \( -name '*.c' -o -name '*.cpp' -o -name '*.h' -o -n
   -exec cat {} + | wc -l; }
 for dir in plugins/*/; do
   dir="${dir%/}" n="$(count "$dir")"
-  if ((n > 1600)); then echo "FAIL: $dir has $n lines of C/C++ (limit 1600)"; status=1
+  if ((n > 1550)); then echo "FAIL: $dir has $n lines of C/C++ (limit 1550)"; status=1
   else echo "ok: $dir $n lines"; fi
 done
 n="$(count examples/external_plugin/toy_plugin.cpp)"

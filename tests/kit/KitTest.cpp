@@ -1,11 +1,12 @@
 // KitTest.cpp — lazytensor/plugin_kit.hpp seen from the core's side: a small backend built with
 // the kit is driven only through the C table it exports, as the plugin loader would drive it.
 // Covers the table's fields, argument checks, graph validation before the backend's code runs,
-// options, error plumbing (codes, the plugin's name prefix, foreign exceptions) and the host
-// buffer pool.
+// options, error plumbing (codes, the plugin's name prefix, foreign exceptions), the host
+// buffer pool and the persistent cache's counters.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -474,6 +475,24 @@ TEST_F(Kit, EveryFailureBecomesAnErrorWithThePluginsName) {
     EXPECT_EQ(e.message, c.message) << c.op;
     EXPECT_EQ(exe, nullptr) << c.op;
   }
+}
+
+TEST(KitDiskCache, StatsReportTheHitsAndMissesUnderTheSharedNames) {
+  const std::string dir = ::testing::TempDir() + "kit_disk_cache_stats";
+  std::filesystem::remove_all(dir);  // a fresh cache: its first load misses
+  lt::lower::DiskCache cache(dir);
+  const std::vector<char> data{'o', 'b', 'j'};
+  EXPECT_FALSE(cache.load("k1").has_value());  // a miss
+  cache.store("k1", data);
+  EXPECT_TRUE(cache.load("k1").has_value());  // a hit
+  EXPECT_TRUE(cache.load("k1").has_value());  // a hit
+  std::map<std::string, double> got;
+  auto sink = [](void* user, const char* name, double v) {
+    (*static_cast<std::map<std::string, double>*>(user))[name] = v;
+  };
+  lt::kit::disk_cache_stats(cache, lt::kit::Stats(sink, &got));
+  EXPECT_EQ(got, (std::map<std::string, double>{{"persistent_cache_hits", 2.0},
+                                                {"persistent_cache_misses", 1.0}}));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // LoopKernelTest.cpp — the loop-level schedule of a fused kernel
 // (lazytensor/lower/loop_kernel.hpp): kept and reduced dims, roles, reduction phases, per-row nodes
-// and output roles, on the kernel steps the planner makes for hand-built graphs.
+// and output roles, and the loops with each buffer's access (offset and strides per coalesced
+// loop), on the kernel steps the planner makes for hand-built graphs.
 #include <gtest/gtest.h>
 
 #include "lazytensor/lower/kernel_plan.hpp"
@@ -14,6 +15,9 @@ using V = std::vector<int32_t>;
 
 lt_attr axes_attr(const int64_t* axes, size_t n) {
   return lt_attr{"axes", LT_ATTR_INTS, 0, 0.0, axes, n, nullptr};
+}
+lt_attr ints_attr(const char* name, const int64_t* v, size_t n) {
+  return lt_attr{name, LT_ATTR_INTS, 0, 0.0, v, n, nullptr};
 }
 lt_attr keepdims_attr(int64_t k) {
   return lt_attr{"keepdims", LT_ATTR_INT, k, 0.0, nullptr, 0, nullptr};
@@ -154,6 +158,83 @@ TEST(LoopKernel, ElementwiseKernelHasNoPhasesAndEveryOutputIsFull) {
   EXPECT_TRUE(k.row_nodes[0].empty());
   EXPECT_EQ(k.full_outputs, (V{e, n}));
   EXPECT_EQ(k.level(n), 0);
+}
+
+TEST(LoopKernel, ElementwiseReadsBroadcastAsStrideZeroAndLoopsCoalesceWhereEveryReadAllows) {
+  OwnedGraph g;
+  int32_t x = g.add("input", LT_DTYPE_F32, {4, 8, 16}, {});
+  int32_t b = g.add("input", LT_DTYPE_F32, {16}, {});
+  int32_t y = g.add("add", LT_DTYPE_F32, {4, 8, 16}, {x, b});
+  g.set_inputs({x, b});
+  g.set_outputs({y});
+  const std::vector<int64_t> domain{4, 8, 16};
+  LoopKernel k = schedule_loops(g.view(), V{y}, V{y}, domain, {});
+  // x and y merge all three dims; the bias only the two it broadcasts over: loops [32, 16].
+  EXPECT_EQ(k.loop_dims, (std::vector<int64_t>{32, 16}));
+  EXPECT_EQ(k.outer_loops, 2u);
+  ASSERT_EQ(k.accesses.size(), 3u);  // operands in order, then the output
+  EXPECT_EQ(k.access(x, y), 0);
+  EXPECT_EQ(k.access(b, y), 1);
+  EXPECT_EQ(k.access(y, y), 2);
+  EXPECT_EQ(k.access(x, x), -1);
+  EXPECT_EQ(k.accesses[0].strides, (std::vector<int64_t>{16, 1}));
+  EXPECT_EQ(k.accesses[1].strides, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(k.accesses[2].strides, (std::vector<int64_t>{16, 1}));
+  EXPECT_TRUE(k.affine);
+  EXPECT_TRUE(k.dense_along(1));
+  EXPECT_FALSE(k.dense_along(0));
+}
+
+TEST(LoopKernel, ARowSumOfAStridedSliceReadsThroughTheSliceAndStoresOncePerRow) {
+  OwnedGraph g;
+  const int64_t starts[2] = {0, 1}, stops[2] = {6, 16}, steps[2] = {1, 2}, ax = 1;
+  lt_attr sa[3] = {ints_attr("starts", starts, 2), ints_attr("stops", stops, 2),
+                   ints_attr("steps", steps, 2)};
+  lt_attr ra[2] = {axes_attr(&ax, 1), keepdims_attr(0)};
+  int32_t x = g.add("input", LT_DTYPE_F32, {6, 16}, {});
+  int32_t sl = g.add("slice", LT_DTYPE_F32, {6, 8}, {x}, sa, 3);
+  int32_t s = g.add("sum", LT_DTYPE_F32, {6}, {sl}, ra, 2);
+  g.set_inputs({x});
+  g.set_outputs({s});
+  const std::vector<int64_t> domain{6, 8}, axes{1};
+  LoopKernel k = schedule_loops(g.view(), V{sl, s}, V{s}, domain, axes);
+  EXPECT_EQ(k.loop_dims, (std::vector<int64_t>{6, 8}));  // one kept loop, one reduced loop
+  EXPECT_EQ(k.outer_loops, 1u);
+  ASSERT_EQ(k.accesses.size(), 2u);
+  const Access& read = k.accesses[k.access(x, sl)];
+  EXPECT_EQ(read.offset, 1);  // x[r, 1 + 2c]
+  EXPECT_EQ(read.strides, (std::vector<int64_t>{16, 2}));
+  const Access& store = k.accesses[k.access(s, s)];  // a dropped reduced dim takes no index
+  EXPECT_EQ(store.offset, 0);
+  EXPECT_EQ(store.strides, (std::vector<int64_t>{1, 0}));
+  EXPECT_FALSE(k.dense_along(1));  // the slice steps by 2 along the row
+}
+
+TEST(LoopKernel, AnIndexCreationGetsAnIndexAccessAndAGatherMakesTheKernelNotAffine) {
+  OwnedGraph g;
+  const int64_t shape = 64;
+  lt_attr aa[1] = {ints_attr("shape", &shape, 1)};
+  int32_t seed = g.add("input", LT_DTYPE_I64, {}, {});
+  int32_t u = g.add("random_uniform", LT_DTYPE_F32, {64}, {seed}, aa, 1);
+  g.set_inputs({seed});
+  g.set_outputs({u});
+  LoopKernel k = schedule_loops(g.view(), V{u}, V{u}, std::vector<int64_t>{64}, {});
+  ASSERT_EQ(k.accesses.size(), 3u);  // the seed (every index: stride 0), u's index, u's store
+  EXPECT_EQ(k.accesses[k.access(seed, u)].strides, (std::vector<int64_t>{0}));
+  ASSERT_GE(k.access(u, u, true), 0);
+  EXPECT_TRUE(k.accesses[k.access(u, u, true)].index);
+  EXPECT_EQ(k.accesses[k.access(u, u, true)].strides, (std::vector<int64_t>{1}));
+
+  OwnedGraph h;
+  int32_t table = h.add("input", LT_DTYPE_F32, {10, 8}, {});
+  int32_t idx = h.add("input", LT_DTYPE_I64, {4}, {});
+  int32_t row = h.add("gather", LT_DTYPE_F32, {4, 8}, {table, idx});
+  int32_t e = h.add("exp", LT_DTYPE_F32, {4, 8}, {row});
+  h.set_inputs({table, idx});
+  h.set_outputs({e});
+  LoopKernel gk = schedule_loops(h.view(), V{row, e}, V{e}, std::vector<int64_t>{4, 8}, {});
+  EXPECT_FALSE(gk.affine);
+  EXPECT_FALSE(gk.dense_along(1));
 }
 
 }  // namespace

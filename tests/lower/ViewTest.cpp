@@ -1,12 +1,14 @@
 // ViewTest.cpp — Views against a reference: random chains of broadcast_to / permute / slice /
 // pad / reshape / concat-part over a small buffer, every index of the result mapped back by
-// hand through the chain and compared with View::valid / View::at.
+// hand through the chain and compared with View::valid / View::at; and operand_view, how each op
+// reads its operand.
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <optional>
 #include <random>
 
+#include "lazytensor/lower/graph.hpp"
 #include "lazytensor/lower/view.hpp"
 
 namespace {
@@ -156,6 +158,39 @@ TEST(View, CoalesceMergesWhatEveryViewWalksContiguously) {
   EXPECT_EQ(one.dims, (Shape{1}));
   EXPECT_TRUE(View::dense(Shape{2, 3}).contiguous());
   EXPECT_FALSE(View::dense(Shape{2, 3}).permute(std::vector<int64_t>{1, 0}).contiguous());
+}
+
+TEST(View, OperandViewSaysHowEachOpReadsItsOperand) {
+  lt::lower::OwnedGraph g;
+  const int64_t perm[2] = {1, 0}, before[2] = {0, 1}, after[2] = {0, 2}, axes = 1;
+  const lt_attr pa{"perm", LT_ATTR_INTS, 0, 0.0, perm, 2, nullptr};
+  const lt_attr pad[3] = {{"before", LT_ATTR_INTS, 0, 0.0, before, 2, nullptr},
+                          {"after", LT_ATTR_INTS, 0, 0.0, after, 2, nullptr},
+                          {"value", LT_ATTR_FLOAT, 0, 7.0, nullptr, 0, nullptr}};
+  const lt_attr cat{"axis", LT_ATTR_INT, 1, 0.0, nullptr, 0, nullptr};
+  const lt_attr red{"axes", LT_ATTR_INTS, 0, 0.0, &axes, 1, nullptr};
+  int32_t x = g.add("input", LT_DTYPE_F32, {2, 3}, {});
+  int32_t b = g.add("input", LT_DTYPE_F32, {3}, {});
+  int32_t i = g.add("input", LT_DTYPE_I64, {2}, {});
+  int32_t add = g.add("add", LT_DTYPE_F32, {2, 3}, {x, b});
+  int32_t t = g.add("permute", LT_DTYPE_F32, {3, 2}, {x}, &pa, 1);
+  int32_t p = g.add("pad", LT_DTYPE_F32, {2, 6}, {x}, pad, 3);
+  int32_t c = g.add("concat", LT_DTYPE_F32, {2, 6}, {x, x}, &cat, 1);
+  int32_t s = g.add("sum", LT_DTYPE_F32, {2, 1}, {x}, &red, 1);
+  int32_t gt = g.add("gather", LT_DTYPE_F32, {2, 3}, {x, i});
+  const lt_graph& v = g.view();
+  EXPECT_EQ(lt::lower::operand_view(v, add, 1)->strides, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(lt::lower::operand_view(v, t, 0)->strides, (std::vector<int64_t>{1, 3}));
+  const View pv = *lt::lower::operand_view(v, p, 0);
+  EXPECT_TRUE(pv.masked());
+  EXPECT_EQ(pv.fill, 7.0);
+  EXPECT_FALSE(pv.valid(Shape{0, 0}));
+  EXPECT_EQ(pv.at(Shape{1, 1}), 3);
+  const View second = *lt::lower::operand_view(v, c, 1);  // starts at column 3
+  EXPECT_FALSE(second.valid(Shape{0, 2}));
+  EXPECT_EQ(second.at(Shape{1, 4}), 4);
+  EXPECT_EQ(lt::lower::operand_view(v, s, 0)->shape, (Shape{2, 3}));  // over its operand
+  EXPECT_FALSE(lt::lower::operand_view(v, gt, 0).has_value());
 }
 
 }  // namespace

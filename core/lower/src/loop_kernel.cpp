@@ -2,7 +2,10 @@
 #include "lazytensor/lower/loop_kernel.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string_view>
+
+#include "lazytensor/lower/view.hpp"
 
 namespace lt::lower {
 
@@ -19,6 +22,18 @@ std::vector<int32_t> LoopKernel::reductions_by_phase() const {
   std::vector<int32_t> out;
   for (const std::vector<int32_t>& p : phases) out.insert(out.end(), p.begin(), p.end());
   return out;
+}
+
+int LoopKernel::access(int32_t buffer, int32_t user, bool index) const {
+  auto it = access_of.find({index ? ~buffer : buffer, user});
+  return it == access_of.end() ? -1 : it->second;
+}
+
+bool LoopKernel::dense_along(size_t d) const {
+  if (!affine) return false;
+  for (const Access& a : accesses)
+    if (d < a.strides.size() && a.strides[d] != 0 && a.strides[d] != 1) return false;
+  return true;
 }
 
 int64_t LoopKernel::rows() const {
@@ -94,6 +109,71 @@ void plan_stashes(const lt_graph& g, LoopKernel& k, size_t row_bytes) {
   }
 }
 
+// Adds how `user` reads `buffer` (index: the flat index of node `user` itself), as strides over
+// the domain; false when no View says it. A value of a reduced role is laid out by it (a dropped
+// reduced dim takes no index); one of lower rank is broadcast from the right.
+bool add_access(const lt_graph& g, LoopKernel& k, int32_t buffer, int32_t user, bool index) {
+  if (k.access(buffer, user, index) >= 0) return true;
+  const lt_graph_node& u = g.nodes[user];
+  fusion::Role r = k.role(user);
+  std::optional<View> v;
+  if (buffer == user) {
+    v = View::dense(DescRef(u).dims());
+  } else {
+    size_t j = 0;
+    while (u.operands[j] != buffer) ++j;
+    v = operand_view(g, user, j);
+    if (fusion::is_reduction_op(u.op)) r = fusion::Role::kFull;  // reads its operand's domain
+  }
+  const bool drop = r == fusion::Role::kReducedDrop;
+  if (!v || v->masked() || v->shape.size() > k.domain.size()) return false;
+  Access acc{buffer, user, index, v->offset, std::vector<int64_t>(k.domain.size(), 0)};
+  for (size_t j = 0, d = drop ? 0 : k.domain.size() - v->shape.size(); d < k.domain.size(); ++d) {
+    if (drop && k.is_reduced[d]) continue;
+    if (j == v->shape.size()) break;
+    if (v->shape[j] != 1) acc.strides[d] = v->strides[j];  // size-1 dims: index 0 everywhere
+    ++j;
+  }
+  k.access_of[{index ? ~buffer : buffer, user}] = static_cast<int>(k.accesses.size());
+  k.accesses.push_back(std::move(acc));
+  return true;
+}
+
+// The accesses and the loops (see LoopKernel::loop_dims): kept dims, then reduced dims, each
+// part coalesced over every access.
+void plan_loops(const lt_graph& g, LoopKernel& k) {
+  for (int32_t v : k.nodes) {
+    const lt_graph_node& n = g.nodes[v];
+    for (size_t o = 0; o < n.num_operands; ++o)
+      if (!k.in_kernel(n.operands[o]))
+        k.affine = add_access(g, k, n.operands[o], v, false) && k.affine;
+    if (std::string_view(n.op) == "arange" || std::string_view(n.op).starts_with("random_"))
+      add_access(g, k, v, v, true);
+  }
+  for (int32_t v : k.outputs) add_access(g, k, v, v, false);
+  auto part = [&](bool reduced) {
+    std::vector<View> views(k.accesses.size());
+    for (size_t a = 0; a < k.accesses.size(); ++a)
+      for (size_t d = 0; d < k.domain.size(); ++d)
+        if (bool(k.is_reduced[d]) == reduced) {
+          views[a].shape.push_back(k.domain[d]);
+          views[a].strides.push_back(k.accesses[a].strides[d]);
+        }
+    return coalesce(views);
+  };
+  const Loop outer = part(false), inner = part(true);
+  const bool reduces = !k.reduced.empty();
+  k.loop_dims = outer.dims;
+  k.outer_loops = k.loop_dims.size();
+  if (reduces) k.loop_dims.insert(k.loop_dims.end(), inner.dims.begin(), inner.dims.end());
+  for (size_t a = 0; a < k.accesses.size(); ++a) {
+    k.accesses[a].strides = outer.strides[a];
+    if (reduces)
+      k.accesses[a].strides.insert(k.accesses[a].strides.end(), inner.strides[a].begin(),
+                                   inner.strides[a].end());
+  }
+}
+
 }  // namespace
 
 LoopKernel schedule_loops(const lt_graph& graph, std::span<const int32_t> nodes,
@@ -139,6 +219,7 @@ LoopKernel schedule_loops(const lt_graph& graph, std::span<const int32_t> nodes,
     if (p >= 0) (k.roles[p] == fusion::Role::kFull ? k.full_outputs : k.row_outputs).push_back(o);
   }
   plan_stashes(graph, k, options.stash_row_bytes);
+  plan_loops(graph, k);
   return k;
 }
 

@@ -2,6 +2,7 @@
 #include "lazytensor/lower/view.hpp"
 
 #include "lazytensor/lower/error.hpp"
+#include "lazytensor/lower/fusion.hpp"
 
 namespace lt::lower {
 
@@ -193,6 +194,32 @@ Loop coalesce(std::span<const View> views) {
     for (size_t k = 0; k < n; ++k) l.strides[k].push_back(0);
   }
   return l;
+}
+
+std::optional<View> operand_view(const lt_graph& graph, int32_t user, size_t k) {
+  const lt_graph_node& n = graph.nodes[user];
+  const std::string_view op = n.op;
+  const DescRef in(graph.nodes[n.operands[k]]), out(n);
+  const View src = View::dense(in.dims());
+  if (fusion::is_reduction_op(op)) return src;
+  const Attrs a(n);
+  if (op == "slice")
+    return src.slice(a.ints("starts", n.rank), a.ints("steps", n.rank), out.dims());
+  if (op == "permute") return src.permute(a.ints("perm", n.rank));
+  if (op == "pad") return src.pad(a.ints("before", n.rank), a.ints("after", n.rank), a.f("value"));
+  if (op == "reshape") return src.reshape(out.dims());
+  if (op == "concat") {
+    const int64_t axis = a.i("axis");
+    int64_t at = 0;
+    for (size_t j = 0; j < k; ++j) at += graph.nodes[n.operands[j]].shape[axis];
+    return src.concat_part(axis, at, n.shape[axis]);
+  }
+  const OpInfo* info = find_op(op);
+  const bool broadcasts =
+      op == "broadcast_to" ||
+      (info && (info->category == Category::kElementwise || info->category == Category::kCreation));
+  if (!broadcasts || in.rank > n.rank) return std::nullopt;
+  return src.broadcast_to(out.dims());
 }
 
 }  // namespace lt::lower

@@ -1,7 +1,7 @@
-// codegen.cpp — LLVM IR for fused groups: a loop nest over the coalesced domain, operands read
-// through lower::View index maps (broadcasts, strided slices), row-wise multi-phase reductions,
-// f32 transcendentals from vecmath (no scalar libm call). Which nodes it lowers is the shared
-// kernel planner's cpu_jit target (lower::cpu_jit_kernel_node).
+// codegen.cpp — LLVM IR for fused groups: a loop nest over the shared schedule's coalesced loops,
+// operands read through its accesses (lower::LoopKernel: broadcasts, strided slices), row-wise
+// multi-phase reductions, f32 transcendentals from vecmath (no scalar libm call). Which nodes it
+// lowers is the shared kernel planner's cpu_jit target (lower::cpu_jit_kernel_node).
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -26,11 +26,6 @@ namespace {
 // Stashes pay while a row of the stashed value stays in L2 with the row it is computed from.
 constexpr lower::LoopOptions kLoops{.stash_row_bytes = 64 << 10};
 
-struct Access {
-  int slot;                      // -1: a node's own flat index (arange, random_*), no buffer
-  std::vector<int64_t> strides;  // per loop dim (after reorder + coalescing)
-  int64_t offset = 0;            // elements (a slice's start)
-};
 using Offsets = std::vector<llvm::Value*>;  // per access: the element offset at this point
 
 class Emitter {
@@ -72,40 +67,6 @@ class Emitter {
 
   bool in_kernel(int32_t v) const { return lk_.in_kernel(v); }
   Role role(int32_t v) const { return lk_.role(v); }
-
-  // How `user` reads `buf` (index: the flat index of node `buf` itself, no buffer), as strides
-  // over the kernel's domain.
-  int access_of(int32_t buf, int32_t user, bool index = false) {
-    auto [it, fresh] = acc_of_.try_emplace({index ? ~buf : buf, user}, int(acc_.size()));
-    if (!fresh) return it->second;
-    const lt_graph_node& u = g_.nodes[user];
-    lower::View v = lower::View::dense(lower::DescRef(g_.nodes[buf]).dims());
-    std::span<const int64_t> at = lower::DescRef(u).dims();
-    Role r = role(user);
-    if (fusion::is_reduction_op(u.op) && buf != user) {
-      // A reduction reads its operand over the full domain; its own output (buf == user) is
-      // laid out by its reduced role like any reduced-shape node (else rows overwrite row 0).
-      r = Role::kFull;
-    } else if (std::string_view(u.op) == "slice" && buf != user) {
-      lower::Attrs a(u);  // an affine index map: operand[start + i·step], steps may be < 0
-      v = v.slice(a.ints("starts"), a.ints("steps"), at);
-    } else {
-      v = v.broadcast_to(at);
-    }
-    Access acc{-1, std::vector<int64_t>(k_.domain.size(), 0), v.offset};
-    for (size_t j = 0, d = 0; d < k_.domain.size() && j < v.shape.size(); ++d) {
-      if (r == Role::kReducedDrop && lk_.is_reduced[d]) continue;
-      if (v.shape[j] != 1) acc.strides[d] = v.strides[j];  // size-1 dims: index 0 everywhere
-      ++j;
-    }
-    if (!index) {
-      auto [s, added] = slot_.try_emplace(buf, int(k_.slots.size()));
-      if (added) k_.slots.push_back(buf);
-      acc.slot = s->second;
-    }
-    acc_.push_back(std::move(acc));
-    return it->second;
-  }
 
   // fold_tail: the vectoriser masks the last iteration instead of adding a scalar loop.
   template <class Body>
@@ -174,12 +135,12 @@ class Emitter {
 
   // Slot k's accesses are in alias scope k and noalias with every other slot.
   llvm::Value* address(int acc, const Offsets& offs, lt_dtype d) {
-    return b_.CreateInBoundsGEP(mem_type(d), base_[acc_[acc].slot], offs[acc]);
+    return b_.CreateInBoundsGEP(mem_type(d), base_[slot_of_[acc]], offs[acc]);
   }
   template <class I>
   I* tag(I* mem, int acc) {
-    mem->setMetadata(llvm::LLVMContext::MD_alias_scope, scope_[acc_[acc].slot]);
-    mem->setMetadata(llvm::LLVMContext::MD_noalias, noalias_[acc_[acc].slot]);
+    mem->setMetadata(llvm::LLVMContext::MD_alias_scope, scope_[slot_of_[acc]]);
+    mem->setMetadata(llvm::LLVMContext::MD_noalias, noalias_[slot_of_[acc]]);
     return mem;
   }
   llvm::Value* load(int acc, const Offsets& offs, lt_dtype d) {
@@ -189,7 +150,7 @@ class Emitter {
   void store(int32_t v, const Offsets& offs, llvm::Value* x) {
     lt_dtype d = g_.nodes[v].dtype;
     if (d == LT_DTYPE_BOOL) x = b_.CreateZExt(x, b_.getInt8Ty());
-    int acc = acc_of_.at({v, v});
+    int acc = lk_.access(v, v);
     tag(b_.CreateStore(x, address(acc, offs, d)), acc);
   }
 
@@ -212,11 +173,9 @@ class Emitter {
       std::vector<llvm::Value*> args;
       for (size_t k = 0; k < n.num_operands; ++k) {
         int32_t o = n.operands[k];
-        args.push_back(in_kernel(o) ? memo.at(o)
-                                    : load(acc_of_.at({o, v}), offs, g_.nodes[o].dtype));
+        args.push_back(in_kernel(o) ? memo.at(o) : load(lk_.access(o, v), offs, g_.nodes[o].dtype));
       }
-      auto index = acc_of_.find({~v, v});
-      if (index != acc_of_.end()) args.push_back(offs[index->second]);
+      if (int index = lk_.access(v, v, true); index >= 0) args.push_back(offs[index]);
       memo[v] = op(v, std::move(args));
     }
   }
@@ -388,14 +347,14 @@ class Emitter {
   llvm::IRBuilder<> b_;
   KernelDesc& k_;
   const lt_graph& g_;
-  const lower::LoopKernel lk_;  // roles, reduction phases, per-row nodes, output roles
+  const lower::LoopKernel lk_;  // roles, phases, per-row nodes, output roles, loops, accesses
   std::string name_;
   const MathTarget& math_;
-  std::map<int32_t, int> slot_;  // node -> slot
-  std::vector<Access> acc_;
-  std::map<std::pair<int32_t, int32_t>, int> acc_of_;  // (buf or ~node, user) -> access
-  std::vector<int64_t> loop_dims_;                     // coalesced loop extents
-  size_t n_outer_ = 0;                                 // first n_outer_ loop dims are outer
+  const std::vector<lower::Access>& acc_ = lk_.accesses;   // reads by kernel nodes, then stores
+  const std::vector<int64_t>& loop_dims_ = lk_.loop_dims;  // kept loops, then reduced loops
+  const size_t n_outer_ = lk_.outer_loops;                 // first n_outer_ loop dims are outer
+  std::map<int32_t, int> slot_;                            // node -> slot
+  std::vector<int> slot_of_;                               // per access: slot (-1: an index)
   int64_t lanes_ = 16;              // lanes of the widest vector of the kernel's narrowest element
   std::vector<llvm::Value*> base_;  // slot -> base pointer
   // A written slot's accesses are in its own scope, read-only slots' in one shared scope;
@@ -407,16 +366,16 @@ class Emitter {
 };
 
 llvm::Error Emitter::run() {
-  for (int32_t v : k_.nodes) {
-    const lt_graph_node& n = g_.nodes[v];
-    std::string_view op = n.op;
-    for (size_t k = 0; k < n.num_operands; ++k)
-      if (!in_kernel(n.operands[k])) access_of(n.operands[k], v);
-    if (op == "arange" || op.starts_with("random_")) access_of(v, v, true);
-    if (op == "slice" && in_kernel(n.operands[0]))
+  for (int32_t v : k_.nodes)
+    if (std::string_view(g_.nodes[v].op) == "slice" && in_kernel(g_.nodes[v].operands[0]))
       return llvm::createStringError("slice fused with its operand (planner invariant)");
+  if (!lk_.affine) return llvm::createStringError("a read with no index map (planner invariant)");
+  for (const lower::Access& a : acc_) {  // a slot per buffer, in the order of first access
+    auto [s, added] =
+        a.index ? std::pair{slot_.end(), false} : slot_.try_emplace(a.buffer, int(k_.slots.size()));
+    if (added) k_.slots.push_back(a.buffer);
+    slot_of_.push_back(a.index ? -1 : s->second);
   }
-  for (int32_t v : k_.outputs) access_of(v, v);
   size_t narrowest = 8;
   for (int32_t v : k_.nodes) narrowest = std::min(narrowest, lt_dtype_size(g_.nodes[v].dtype));
   for (int32_t v : k_.slots) narrowest = std::min(narrowest, lt_dtype_size(g_.nodes[v].dtype));
@@ -424,28 +383,6 @@ llvm::Error Emitter::run() {
   if (!lk_.reductions.empty() && k_.reduce_axes.empty())
     return llvm::createStringError("reduction in a kernel without reduce axes");
 
-  // Loop order: kept dims, then reduced dims; lower::coalesce merges neighbours within each.
-  auto part = [&](bool red) {
-    std::vector<lower::View> views(acc_.size());
-    for (size_t a = 0; a < acc_.size(); ++a)
-      for (size_t d = 0; d < k_.domain.size(); ++d)
-        if (bool(lk_.is_reduced[d]) == red) {
-          views[a].shape.push_back(k_.domain[d]);
-          views[a].strides.push_back(acc_[a].strides[d]);
-        }
-    return lower::coalesce(views);
-  };
-  lower::Loop outer = part(false), inner = part(true);
-  loop_dims_ = outer.dims;
-  n_outer_ = loop_dims_.size();
-  bool red = !k_.reduce_axes.empty();
-  if (red) loop_dims_.insert(loop_dims_.end(), inner.dims.begin(), inner.dims.end());
-  for (size_t a = 0; a < acc_.size(); ++a) {
-    acc_[a].strides = outer.strides[a];
-    if (red)
-      acc_[a].strides.insert(acc_[a].strides.end(), inner.strides[a].begin(),
-                             inner.strides[a].end());
-  }
   int64_t outer_numel = 1;
   for (size_t i = 0; i < n_outer_; ++i) outer_numel *= loop_dims_[i];
   k_.parallel_extent = outer_numel == 0 ? 0 : loop_dims_[0];
@@ -482,7 +419,7 @@ llvm::Error Emitter::run() {
     base_.push_back(b_.CreateLoad(ptr, b_.CreateConstInBoundsGEP1_64(ptr, fn_->getArg(0), s)));
   }
   Offsets offs;
-  for (const Access& a : acc_) offs.push_back(b_.getInt64(a.offset));
+  for (const lower::Access& a : acc_) offs.push_back(b_.getInt64(a.offset));
   if (lk_.reductions.empty()) {
     nest(0, loop_dims_.size(), offs, true, [&](Offsets& o) {
       std::map<int32_t, llvm::Value*> memo;
@@ -518,14 +455,11 @@ bool Emitter::emit_column_reductions(Offsets& offs) {
   for (int32_t v : k_.nodes)  // nothing reads a reduction, nothing else is per row
     if (!fusion::is_reduction_op(g_.nodes[v].op) && (lk_.level(v) || role(v) != Role::kFull))
       return false;
-  bool contiguous = false;
-  for (size_t a = 0; a < acc_.size(); ++a) {
-    int64_t s = acc_[a].strides[0];
-    if (s != 0 && s != 1) return false;
-    bool reads_reduced = false;
-    for (size_t d = 1; d < loop_dims_.size(); ++d) reads_reduced |= acc_[a].strides[d] != 0;
-    contiguous |= s == 1 && reads_reduced;
-  }
+  if (!lk_.dense_along(0)) return false;  // the kept loop is the vectorised one
+  bool contiguous = false;                // some source is read along it
+  for (size_t a = 0; a < acc_.size(); ++a)
+    for (size_t d = 1; d < loop_dims_.size(); ++d)
+      contiguous |= acc_[a].strides[0] == 1 && acc_[a].strides[d] != 0;
   if (!contiguous) return false;
 
   llvm::Value* lo = fn_->getArg(1);
@@ -556,8 +490,8 @@ bool Emitter::emit_column_reductions(Offsets& offs) {
       for (int32_t r : reductions) {
         const lt_graph_node& n = g_.nodes[r];
         int32_t src = n.operands[0];
-        llvm::Value* x = in_kernel(src) ? memo.at(src) : load(acc_of_.at({src, r}), io, n.dtype);
-        store(r, io, combine(n, load(acc_of_.at({r, r}), io, n.dtype), x));
+        llvm::Value* x = in_kernel(src) ? memo.at(src) : load(lk_.access(src, r), io, n.dtype);
+        store(r, io, combine(n, load(lk_.access(r, r), io, n.dtype), x));
       }
     });
   };
@@ -571,7 +505,7 @@ bool Emitter::emit_column_reductions(Offsets& offs) {
     if (std::string_view(g_.nodes[r].op) != "mean") continue;
     loop(lo, hi, true, [&](llvm::Value* j) {
       Offsets o = at(offs, 0, j);
-      llvm::Value* v = load(acc_of_.at({r, r}), o, g_.nodes[r].dtype);
+      llvm::Value* v = load(lk_.access(r, r), o, g_.nodes[r].dtype);
       store(r, o, b_.CreateFDiv(v, fconst(v->getType(), static_cast<double>(count))));
     });
   }
@@ -605,7 +539,7 @@ void Emitter::emit_reductions(Offsets& offs) {
         for (int32_t r : rs) {
           const lt_graph_node& n = g_.nodes[r];
           int32_t src = n.operands[0];
-          llvm::Value* x = in_kernel(src) ? memo.at(src) : load(acc_of_.at({src, r}), io, n.dtype);
+          llvm::Value* x = in_kernel(src) ? memo.at(src) : load(lk_.access(src, r), io, n.dtype);
           b_.CreateStore(combine(n, b_.CreateLoad(reg_type(n.dtype), accs[r]), x), accs[r]);
         }
         if (p == lk_.phases.size())
@@ -627,7 +561,7 @@ void Emitter::emit_reductions(Offsets& offs) {
     nest(n_outer_, loop_dims_.size(), o, true, [&](Offsets& io) {
       std::map<int32_t, llvm::Value*> memo = outer;
       for (const lower::LoopKernel::Stash& s : lk_.stashes)  // stored by the last phase
-        memo[s.value] = load(acc_of_.at({s.output, s.output}), io, g_.nodes[s.output].dtype);
+        memo[s.value] = load(lk_.access(s.output, s.output), io, g_.nodes[s.output].dtype);
       eval(full_out, memo, io);
       for (int32_t v : full_out) store(v, io, memo.at(v));
     });

@@ -73,9 +73,7 @@ class CpuJit final : public lt::kit::Backend {
     emit("compile_ms", compile_ms_);
     emit("compiles", compiles_);
     emit("cache_hits", cache_hits_);
-    const lt::lower::DiskCache::Stats d = disk_.stats();
-    emit("persistent_cache_hits", double(d.hits));
-    emit("persistent_cache_misses", double(d.misses));
+    lt::kit::disk_cache_stats(disk_, emit);
   }
 
  private:

@@ -188,9 +188,7 @@ void Device::stats(const kit::Stats& emit) const {
   emit("programs_built", static_cast<double>(built_));
   emit("program_cache_hits", static_cast<double>(memory_hits_ + disk_hits_));
   emit("program_disk_cache_hits", static_cast<double>(disk_hits_));
-  const lower::DiskCache::Stats d = disk_.stats();
-  emit("persistent_cache_hits", double(d.hits));
-  emit("persistent_cache_misses", double(d.misses));
+  kit::disk_cache_stats(disk_, emit);
   emit("compile_ms", compile_ms_);
 }
 

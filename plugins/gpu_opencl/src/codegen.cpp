@@ -287,27 +287,15 @@ class Emitter {
       r.push_back(ci);
       r.insert(r.end(), I.begin() + axis + static_cast<int64_t>(ind.rank), I.end());
       return load(n.operands[0], View::dense(shape_of(x)), normalize(n.operands[0], r));
-    } else {  // layout ops: the operand's buffer through a View
-      const View src = View::dense(shape_of(in(0)));
-      const Shape out = shape_of(n);
-      if (op == "concat") {
-        const int64_t axis = a.i("axis");
-        std::vector<View> parts;
-        for (int64_t k = 0, at = 0; k < static_cast<int64_t>(n.num_operands); ++k) {
-          parts.push_back(View::dense(shape_of(in(k))).concat_part(axis, at, out[axis]));
-          at += in(k).shape[axis];
-        }
-        e = literal(0, d);  // never read: the parts' windows tile the axis
+    } else {  // layout ops: the operand's buffer through its View (lower::operand_view)
+      if (op == "concat") {  // each part's window: the parts tile the axis
+        e = literal(0, d);   // never read
         bool part_vec = false;
-        for (size_t k = parts.size(); k-- > 0;)
-          e = access(n.operands[k], parts[k], I, e, &part_vec);
+        for (size_t k = n.num_operands; k-- > 0;)
+          e = access(n.operands[k], *lower::operand_view(g_, node, k), I, e, &part_vec);
         return define(e, d, false);
       }
-      std::optional<View> v;
-      if (op == "permute") v = src.permute(a.ints("perm", n.rank));
-      if (op == "slice") v = src.slice(a.ints("starts", n.rank), a.ints("steps", n.rank), out);
-      if (op == "pad") v = src.pad(a.ints("before", n.rank), a.ints("after", n.rank), a.f("value"));
-      if (op == "reshape") v = src.reshape(out);  // a dense buffer always reshapes
+      std::optional<View> v = is_elementwise(op) ? std::nullopt : lower::operand_view(g_, node, 0);
       if (!v) fail(LT_STATUS_UNSUPPORTED, "cannot generate op " + std::string(op));
       return load(n.operands[0], *v, I);
     }
@@ -469,6 +457,7 @@ class Generator {
     for (size_t d = lk.kept.size(); d < domain.size(); ++d)  // the reduced dims are the last
       trailing = trailing && lk.is_reduced[d];
     for (int32_t r : reds) trailing = trailing && lower::is_float(g_.nodes[r].dtype);
+    trailing = trailing && lk.dense_along(lk.loop_dims.size() - 1);  // vector loads of the row
     int W = 4;
     while (W < 16 && W < static_cast<int>(caps_.vec_width)) W *= 2;
     while (trailing && W > 4 && domain.back() % W != 0) W /= 2;

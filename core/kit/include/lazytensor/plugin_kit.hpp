@@ -150,6 +150,13 @@ class Stats {
   void* user_;
 };
 
+// The persistent cache's counters, under the names every compiling backend reports them.
+inline void disk_cache_stats(const lower::DiskCache& cache, const Stats& emit) {
+  const lower::DiskCache::Stats d = cache.stats();
+  emit("persistent_cache_hits", double(d.hits));
+  emit("persistent_cache_misses", double(d.misses));
+}
+
 struct Device {
   std::string name = "cpu";  // short: "cpu", "pocl-cpu"
   std::string kind = "cpu";  // "cpu", "gpu", "tpu", "accelerator"

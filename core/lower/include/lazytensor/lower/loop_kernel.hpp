@@ -4,10 +4,13 @@
 // split into kept dims (one row per kept index) and reduced dims, each node's role, the
 // reduction phases (a reduction reading another runs in a later pass over the row: max, then the
 // sum of exp(x - max), ...), which nodes are evaluated once per row after each phase, and which
-// outputs are stored once per row and which over the full domain.
+// outputs are stored once per row and which over the full domain; and the loops themselves: how
+// every buffer is read as an offset plus a stride per loop, over the kept and the reduced dims,
+// each coalesced.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <vector>
 
@@ -15,6 +18,18 @@
 #include "lazytensor/lower/kernel_plan.hpp"
 
 namespace lt::lower {
+
+// How a kernel reads one buffer, or a node's own flat index, at a point of its loops: the
+// element offset + Σ i_d·strides[d] over LoopKernel::loop_dims. Renderers evaluate it as that
+// sum (cpu_jit: one running offset per access, advanced by each loop), so broadcasting, a slice's
+// map and the row a per-row value is read at are decided here once.
+struct Access {
+  int32_t buffer = -1;           // the node whose value is read (an output: its own buffer)
+  int32_t user = -1;             // the node reading it (buffer == user: the node's own buffer)
+  bool index = false;            // the flat index of node `user` (arange, random_*): no buffer
+  int64_t offset = 0;            // elements (a slice's start)
+  std::vector<int64_t> strides;  // per loop dim; 0 where the index does not move the read
+};
 
 struct LoopKernel {
   std::vector<int32_t> nodes;       // the kernel's nodes, ascending
@@ -43,6 +58,15 @@ struct LoopKernel {
     int32_t output, value;
   };
   std::vector<Stash> stashes;
+  // The loops: the kept dims (the rows; the first `outer_loops`), then the reduced dims (none in
+  // an elementwise kernel), each part coalesced over every access (lower::coalesce).
+  std::vector<int64_t> loop_dims;
+  size_t outer_loops = 0;
+  // Every read of a value from outside the kernel by a kernel node, each arange / random node's
+  // own index, then every output's own buffer, in that order (the kernel's nodes ascending).
+  std::vector<Access> accesses;
+  bool affine = true;  // every read of a buffer is an Access (false: gather's, pad's, ...)
+  std::map<std::pair<int32_t, int32_t>, int> access_of;  // (buffer, or ~node: index; user)
 
   std::vector<int32_t> reductions_by_phase() const;  // phases[0], then phases[1], ...
   bool in_kernel(int32_t node) const;
@@ -56,6 +80,10 @@ struct LoopKernel {
     const int p = position(node);
     return p < 0 ? 0 : levels[p];
   }
+  int access(int32_t buffer, int32_t user, bool index = false) const;  // in accesses; -1: none
+  // Whether every read moves by 0 or 1 element per step of loop `d`: contiguous or broadcast, so
+  // a vector of consecutive indices of d is one vector load (false when some read is not affine).
+  bool dense_along(size_t d) const;
   int64_t rows() const;        // product of `kept`
   int64_t row_length() const;  // product of `reduced`
 };

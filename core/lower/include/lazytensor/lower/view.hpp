@@ -43,6 +43,13 @@ struct View {
   std::optional<View> reshape(std::span<const int64_t> out) const;
 };
 
+// How node `user` of `graph` reads its operand `k`, as a View of the operand's dense buffer over
+// the user's own index space: broadcast by elementwise and creation ops (a random op's seed) and
+// broadcast_to; a view through slice, permute, pad, reshape and each part of concat; dense by a
+// reduction (over its operand's own shape). nullopt where no View says it (gather, contractions,
+// an operand of higher rank, a reshape that needs a copy). The code generators' one answer.
+std::optional<View> operand_view(const lt_graph& graph, int32_t user, size_t k);
+
 // The iteration space of several unmasked Views over one shape, after dropping size-1 dims
 // and merging neighbours that are contiguous for every view: fewer, longer loops. At least one
 // dim (a single element gives dims {1} with stride 0).
