@@ -73,6 +73,28 @@ void StepProgram::add_custom(std::vector<int32_t> writes, std::vector<int32_t> r
   customs_.push_back({std::move(writes), std::move(reads), std::move(run), std::move(name)});
 }
 
+void StepProgram::add_attention(const AttentionMatch& m) {
+  std::vector<int32_t> reads = {m.q, m.k, m.v};
+  // A constant scale (`full`) is read from its attribute: a backend may have fused it away.
+  const bool constant_scale = m.scale >= 0 && std::string_view(g_.nodes[m.scale].op) == "full";
+  const float scale =
+      constant_scale ? static_cast<float>(lower::Attrs(g_.nodes[m.scale]).f("value")) : 1.0f;
+  if (m.scale >= 0 && !constant_scale) reads.push_back(m.scale);
+  if (m.mask >= 0) reads.push_back(m.mask);
+  add_custom(
+      {m.output}, std::move(reads),
+      [m, scale, constant_scale, dims = attention_dims(g_, m)](void* const* p) {
+        const float* s = constant_scale ? &scale
+                         : m.scale >= 0 ? static_cast<const float*>(p[m.scale])
+                                        : nullptr;
+        attention(dims, static_cast<const float*>(p[m.q]), static_cast<const float*>(p[m.k]),
+                  static_cast<const float*>(p[m.v]), s,
+                  m.mask >= 0 ? static_cast<const float*>(p[m.mask]) : nullptr,
+                  static_cast<float*>(p[m.output]));
+      },
+      "attention");
+}
+
 void StepProgram::finish() {
   const lt_graph& g = g_;
   // Every materialised node that is neither an input nor bound to an output gets a slice of

@@ -15,9 +15,10 @@ namespace lt::cpujit {
 
 bool program_supports(const lt_graph& g, size_t node) {
   std::string_view op = g.nodes[node].op;
-  // max/sub/exp/sum/div (the core's decomposition) fuse into one row kernel: faster than the
-  // host's softmax, which runs libm exp per element.
-  if (op == "softmax" || op == "log_softmax") return false;
+  // max/sub/exp/sum/div (the core's decomposition) fuse into one row kernel with their
+  // producers; the softmax of an attention is taken whole and runs in the fused host step.
+  if (op == "softmax") return host::in_attention(g, node);
+  if (op == "log_softmax") return false;
   if (lower::cpu_jit_kernel_node(g, node)) return true;
   std::vector<int64_t> params;
   return host::prepare(g, node, &params) != nullptr;
@@ -26,9 +27,45 @@ bool program_supports(const lt_graph& g, size_t node) {
 namespace {
 
 // The shared kernel planner's steps (lazytensor/lower/kernel_plan.hpp) for cpu_jit: `order`
-// lists a node the host kernels run, or ~k for generated kernel k of `kernels`.
-void plan_steps(const lt_graph& g, std::vector<int64_t>& order, std::vector<KernelDesc>& kernels) {
-  for (lower::Step& s : lower::plan_kernels(g, *lower::builtin_kernel_target("cpu_jit")).steps) {
+// lists a node the host kernels run, ~k for generated kernel k of `kernels`, or num_nodes + a
+// for fused attention a of `attention` (host::find_attention), which replaces the steps of its
+// interior nodes where those steps compute nothing else.
+void plan_steps(const lt_graph& g, std::vector<int64_t>& order, std::vector<KernelDesc>& kernels,
+                std::vector<host::AttentionMatch>& attention) {
+  lower::KernelPlan plan = lower::plan_kernels(g, *lower::builtin_kernel_target("cpu_jit"));
+  const std::vector<host::AttentionMatch> found = host::find_attention(g);
+  std::vector<int32_t> match_of(g.num_nodes, -1);  // per interior node
+  for (size_t a = 0; a < found.size(); ++a)
+    for (int32_t v : found[a].interior) match_of[v] = static_cast<int32_t>(a);
+  std::vector<char> fusable(found.size(), 1);
+  std::vector<int32_t> replaced(plan.steps.size(), -1);  // per step: the match replacing it
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    int32_t a = -1;
+    for (int32_t v : plan.steps[s].nodes)
+      if (match_of[v] >= 0) a = match_of[v];
+    if (a < 0) continue;
+    replaced[s] = a;
+    // Anything else computed there (a constant scale no other step reads is read from its
+    // attribute) keeps the decomposition's steps.
+    for (int32_t v : plan.steps[s].nodes)
+      if (match_of[v] != a &&
+          !(v == found[a].scale && !plan.stored[v] && std::string_view(g.nodes[v].op) == "full"))
+        fusable[a] = 0;
+  }
+  for (size_t a = 0; a < found.size(); ++a)
+    for (int32_t v : {found[a].q, found[a].k, found[a].v, found[a].mask})
+      if (v >= 0 && !plan.stored[v]) fusable[a] = 0;
+  std::vector<int32_t> fused_at(g.num_nodes, -1);  // per output node: its match
+  for (size_t a = 0; a < found.size(); ++a)
+    if (fusable[a]) fused_at[found[a].output] = static_cast<int32_t>(a);
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    lower::Step& s = plan.steps[i];
+    if (replaced[i] >= 0 && fusable[replaced[i]]) continue;
+    if (s.kind == lower::StepKind::kHost && fused_at[s.anchor] >= 0) {
+      order.push_back(static_cast<int64_t>(g.num_nodes + attention.size()));
+      attention.push_back(found[fused_at[s.anchor]]);
+      continue;
+    }
     if (s.kind == lower::StepKind::kHost) {
       order.push_back(s.anchor);
       continue;
@@ -48,13 +85,14 @@ Program::Program(const lt_graph& graph, Compiler& compiler) {
     owned_ = lower::copy_graph(graph);
   g_ = &owned_.view();
   const lt_graph& g = *g_;
-  plan_steps(g, order_, kernels_);
+  plan_steps(g, order_, kernels_, attention_);
   if (!kernels_.empty()) fns_ = compiler.compile(kernels_, &code_);
   if (!lower::dynamic_of(g).empty()) {  // one Program for every size if none changes the code
     auto build = [&](const lt_graph& at) {
       std::vector<int64_t> order;
       std::vector<KernelDesc> ks;
-      plan_steps(at, order, ks);
+      std::vector<host::AttentionMatch> attention;
+      plan_steps(at, order, ks, attention);
       lower::Build b{compiler.ir(ks), {}};
       for (int64_t o : order) b.code += " " + std::to_string(o);
       for (const KernelDesc& k : ks) {
@@ -76,6 +114,7 @@ Program::Program(const lt_graph& at, std::shared_ptr<const Program> dynamic)
     : owned_(lower::copy_graph(at)),
       order_(dynamic->order_),
       kernels_(dynamic->kernels_),
+      attention_(dynamic->attention_),
       base_(dynamic),
       fns_(dynamic->fns_),
       code_(dynamic->code_) {
@@ -103,6 +142,10 @@ void Program::add_steps() {
   // A generated kernel writes its outputs and reads its slots (both filled by codegen).
   steps_ = std::make_unique<host::StepProgram>(*g_);
   for (int64_t a : order_) {
+    if (a >= static_cast<int64_t>(g_->num_nodes)) {
+      steps_->add_attention(attention_[a - g_->num_nodes]);
+      continue;
+    }
     if (a >= 0) {
       steps_->add_node(static_cast<int32_t>(a));
       continue;
