@@ -202,16 +202,17 @@ TEST_P(CpuJit, ChunkedLoopsCoverEveryRemainderLength) {
   }
 }
 
-// softmax and log_softmax are declined, so that the core decomposes them into max, sub, exp,
-// sum and div, which fuse into one row kernel each; a region that holds them anyway is
-// decomposed the same way by compile.
+// softmax and log_softmax of a value a kernel computes are declined, so that the core
+// decomposes them into max, sub, exp, sum and div, which fuse with that producer into one row
+// kernel each; a region that holds them anyway is decomposed the same way by compile.
 TEST_P(CpuJit, SoftmaxIsDeclinedAndItsDecompositionFuses) {
   const int64_t R = 37, C = 1000;
   lt_attr axis{"axis", LT_ATTR_INT, 1, 0.0, nullptr, 0, nullptr};
   OwnedGraph g;
   int32_t x = g.add("input", LT_DTYPE_F32, {R, C}, {});
-  int32_t s = g.add("softmax", LT_DTYPE_F32, {R, C}, {x}, &axis, 1);
-  int32_t l = g.add("log_softmax", LT_DTYPE_F32, {R, C}, {x}, &axis, 1);
+  int32_t y = g.add("neg", LT_DTYPE_F32, {R, C}, {x});
+  int32_t s = g.add("softmax", LT_DTYPE_F32, {R, C}, {y}, &axis, 1);
+  int32_t l = g.add("log_softmax", LT_DTYPE_F32, {R, C}, {y}, &axis, 1);
   g.set_inputs({x});
   g.set_outputs({s, l});
   EXPECT_EQ(supported(g.view(), s), 0);
@@ -224,14 +225,49 @@ TEST_P(CpuJit, SoftmaxIsDeclinedAndItsDecompositionFuses) {
   std::vector<std::vector<float>> out = {lt::plugin_test::as<float>(raw_out[0]),
                                          lt::plugin_test::as<float>(raw_out[1])};
   EXPECT_LE(exe_stats["kernels"], 2.0);
+  EXPECT_GE(exe_stats["kernels"], 1.0);
+  for (int64_t r = 0; r < R; ++r) {
+    double m = -INFINITY, z = 0;
+    for (int64_t c = 0; c < C; ++c) m = std::max(m, -(double)xs[r * C + c]);
+    for (int64_t c = 0; c < C; ++c) z += std::exp(-xs[r * C + c] - m);
+    for (int64_t c = 0; c < C; ++c) {
+      double ref = std::exp(-xs[r * C + c] - m) / z;
+      ASSERT_NEAR(out[0][r * C + c], ref, 1e-6 + 1e-5 * ref);
+      ASSERT_NEAR(out[1][r * C + c], -xs[r * C + c] - m - std::log(z), 1e-4);
+    }
+  }
+}
+
+// A softmax of a value no kernel computes (here a graph input) has nothing to fuse with: it is
+// taken whole and runs as a host step (the vector row), with the decomposition's results.
+TEST_P(CpuJit, SoftmaxOfAnInputIsAHostStep) {
+  const int64_t R = 37, C = 1000;
+  lt_attr axis{"axis", LT_ATTR_INT, 1, 0.0, nullptr, 0, nullptr};
+  OwnedGraph g;
+  int32_t x = g.add("input", LT_DTYPE_F32, {R, C}, {});
+  int32_t s = g.add("softmax", LT_DTYPE_F32, {R, C}, {x}, &axis, 1);
+  g.set_inputs({x});
+  g.set_outputs({s});
+  EXPECT_EQ(supported(g.view(), s), 1);
+  auto xs = random(R * C, -20, 20);
+  xs[5 * C + 7] = NAN;  // a NaN row, as the decomposition gives it
+  std::vector<std::vector<char>> raw_out;
+  lt::plugin_test::Stats exe_stats;
+  ASSERT_EQ(session_->run(g.view(), {lt::plugin_test::raw(xs)}, &raw_out, &exe_stats).message, "");
+  ASSERT_EQ(raw_out.size(), 1u);
+  std::vector<float> out = lt::plugin_test::as<float>(raw_out[0]);
+  EXPECT_EQ(exe_stats["kernels"], 0.0);
   for (int64_t r = 0; r < R; ++r) {
     double m = -INFINITY, z = 0;
     for (int64_t c = 0; c < C; ++c) m = std::max(m, (double)xs[r * C + c]);
     for (int64_t c = 0; c < C; ++c) z += std::exp(xs[r * C + c] - m);
     for (int64_t c = 0; c < C; ++c) {
+      if (r == 5) {
+        ASSERT_TRUE(std::isnan(out[r * C + c])) << c;
+        continue;
+      }
       double ref = std::exp(xs[r * C + c] - m) / z;
-      ASSERT_NEAR(out[0][r * C + c], ref, 1e-6 + 1e-5 * ref);
-      ASSERT_NEAR(out[1][r * C + c], xs[r * C + c] - m - std::log(z), 1e-4);
+      ASSERT_NEAR(out[r * C + c], ref, 1e-6 + 1e-5 * ref);
     }
   }
 }
@@ -524,15 +560,17 @@ TEST_P(CpuJit, ProgramCacheIsBoundedLru) {
 }
 
 // Declined: arithmetic on bf16 (a storage type: the host kernels only convert it) and the
-// composites the core decomposes for cpu_jit (softmax fuses better decomposed; silu has no
-// kernel of its own). A region that still holds such a node does not compile.
+// composites the core decomposes for cpu_jit (softmax of a computed value fuses better
+// decomposed; silu has no kernel of its own). A region that still holds such a node does not
+// compile.
 TEST_P(CpuJit, DeclinesWhatItCannotRunAndWhatFusesBetterDecomposed) {
   OwnedGraph g;
   lt_attr axis{"axis", LT_ATTR_INT, 0, 0.0, nullptr, 0, nullptr};
   int32_t x = g.add("input", LT_DTYPE_BF16, {4}, {});
   int32_t y = g.add("input", LT_DTYPE_F32, {4}, {});
   int32_t e = g.add("exp", LT_DTYPE_BF16, {4}, {x});
-  int32_t s = g.add("softmax", LT_DTYPE_F32, {4}, {y}, &axis, 1);
+  int32_t ey = g.add("exp", LT_DTYPE_F32, {4}, {y});  // a producer the softmax fuses with
+  int32_t s = g.add("softmax", LT_DTYPE_F32, {4}, {ey}, &axis, 1);
   int32_t si = g.add("silu", LT_DTYPE_F32, {4}, {y});
   int32_t c = g.add("cast", LT_DTYPE_F32, {4}, {x});  // bf16 -> f32: a host kernel
   g.set_inputs({x, y});

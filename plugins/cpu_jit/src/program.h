@@ -52,8 +52,9 @@ class Compiler {
 std::unique_ptr<Compiler> create_compiler(unsigned vector_bits, lower::DiskCache& cache);
 
 // Whether cpu_jit runs node `node` of a validated graph: codegen or a host kernel does, unless
-// it is softmax / log_softmax (the core decomposes those: their decomposition fuses better)
-// outside a fused attention (lazytensor/host/attention.hpp), whose softmax it takes whole.
+// it is softmax / log_softmax (the core decomposes those: their decomposition fuses with their
+// producers). It takes whole the softmax of a fused attention (lazytensor/host/attention.hpp)
+// and an f32 softmax of a value no generated kernel computes (a host step runs it).
 bool program_supports(const lt_graph& graph, size_t node);
 
 class Program {
