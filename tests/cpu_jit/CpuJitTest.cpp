@@ -272,6 +272,56 @@ TEST_P(CpuJit, SoftmaxOfAnInputIsAHostStep) {
   }
 }
 
+// softmax(Q·K · c + mask)·V runs as the fused host attention step (host::find_attention): its
+// softmax is claimed, the scale's kernel (a constant `full` times the scores) is replaced, so no
+// kernel is generated, and the result is the decomposition's (a fully masked row is NaN).
+TEST_P(CpuJit, AttentionIsOneFusedHostStep) {
+  const int64_t B = 6, T = 40, N = 33, D = 8;
+  lt_attr axis{"axis", LT_ATTR_INT, 2, 0.0, nullptr, 0, nullptr};
+  lt_attr value{"value", LT_ATTR_FLOAT, 0, 0.35, nullptr, 0, nullptr};
+  OwnedGraph g;
+  int32_t q = g.add("input", LT_DTYPE_F32, {B, T, D}, {});
+  int32_t k = g.add("input", LT_DTYPE_F32, {B, D, N}, {});
+  int32_t v = g.add("input", LT_DTYPE_F32, {B, N, D}, {});
+  int32_t mask = g.add("input", LT_DTYPE_F32, {T, N}, {});
+  int32_t c = g.add("full", LT_DTYPE_F32, {}, {}, &value, 1);
+  int32_t s = g.add("matmul", LT_DTYPE_F32, {B, T, N}, {q, k});
+  int32_t x =
+      g.add("add", LT_DTYPE_F32, {B, T, N}, {g.add("mul", LT_DTYPE_F32, {B, T, N}, {s, c}), mask});
+  int32_t p = g.add("softmax", LT_DTYPE_F32, {B, T, N}, {x}, &axis, 1);
+  int32_t o = g.add("matmul", LT_DTYPE_F32, {B, T, D}, {p, v});
+  g.set_inputs({q, k, v, mask});
+  g.set_outputs({o});
+  auto qs = random(B * T * D, -1, 1), ks = random(B * D * N, -1, 1), vs = random(B * N * D, -1, 1),
+       ms = random(T * N, -2, 1);
+  for (int64_t j = 0; j < N; ++j) ms[3 * N + j] = -INFINITY;  // query row 3 sees no key
+  double kernels = -1;
+  std::vector<std::vector<float>> out = run(g, {qs, ks, vs, ms}, &kernels);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(kernels, 0.0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < T; ++i) {
+      std::vector<double> e(N);
+      double mx = -INFINITY, z = 0;
+      for (int64_t j = 0; j < N; ++j) {
+        float dot = 0;
+        for (int64_t d = 0; d < D; ++d) dot += qs[(b * T + i) * D + d] * ks[(b * D + d) * N + j];
+        e[j] = double(dot * 0.35f + ms[i * N + j]);
+        mx = std::max(mx, e[j]);
+      }
+      for (double& ej : e) z += (ej = std::exp(ej - mx));
+      for (int64_t d = 0; d < D; ++d) {
+        double ref = 0;
+        for (int64_t j = 0; j < N; ++j) ref += e[j] / z * vs[(b * N + j) * D + d];
+        const float got = out[0][(b * T + i) * D + d];
+        if (i == 3)
+          ASSERT_TRUE(std::isnan(got)) << b << " " << d;
+        else
+          ASSERT_NEAR(got, ref, 1e-5 * (1 + std::fabs(ref))) << b << " " << i << " " << d;
+      }
+    }
+}
+
 TEST_P(CpuJit, LayerNormGeluIsOneKernel) {
   const int64_t R = 16, C = 768;
   int64_t ax = 1;
