@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <memory>
 #include <string_view>
 
 #include "kernels.h"
@@ -200,6 +201,49 @@ bool in_attention(const lt_graph& g, size_t softmax) {
   return false;
 }
 
+PlannedAttention plan_attention(const lt_graph& g, const lower::KernelPlan& plan) {
+  PlannedAttention out;
+  out.replaced.assign(plan.steps.size(), 0);
+  out.at.assign(plan.steps.size(), -1);
+  const std::vector<AttentionMatch> found = find_attention(g);
+  if (found.empty()) return out;
+  std::vector<int32_t> match_of(g.num_nodes, -1);  // per interior node
+  for (size_t a = 0; a < found.size(); ++a)
+    for (int32_t v : found[a].interior) match_of[v] = static_cast<int32_t>(a);
+  auto constant = [&](int32_t v) { return std::string_view(g.nodes[v].op) == "full"; };
+  std::vector<char> fusable(found.size(), 1);
+  std::vector<int32_t> step_match(plan.steps.size(), -1);
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    for (int32_t v : plan.steps[s].nodes)
+      if (match_of[v] >= 0) step_match[s] = match_of[v];
+    const int32_t a = step_match[s];
+    if (a < 0) continue;
+    // Anything else computed there keeps the decomposition's steps.
+    for (int32_t v : plan.steps[s].nodes)
+      if (match_of[v] != a && !(v == found[a].scale && constant(v) && !plan.stored[v]))
+        fusable[a] = 0;
+  }
+  for (size_t a = 0; a < found.size(); ++a) {
+    const AttentionMatch& m = found[a];
+    for (int32_t v : {m.q, m.k, m.v, m.mask, m.scale >= 0 && constant(m.scale) ? -1 : m.scale})
+      if (v >= 0 && !plan.stored[v]) fusable[a] = 0;
+  }
+  std::vector<int32_t> index(found.size(), -1);
+  for (size_t a = 0; a < found.size(); ++a)
+    if (fusable[a]) {
+      index[a] = static_cast<int32_t>(out.matches.size());
+      out.matches.push_back(found[a]);
+    }
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const lower::Step& st = plan.steps[s];
+    out.replaced[s] = step_match[s] >= 0 && fusable[step_match[s]];
+    if (st.kind != lower::StepKind::kHost) continue;
+    for (size_t a = 0; a < found.size(); ++a)
+      if (fusable[a] && found[a].output == st.anchor) out.at[s] = index[a];
+  }
+  return out;
+}
+
 AttentionDims attention_dims(const lt_graph& g, const AttentionMatch& m) {
   AttentionDims d;
   const lt_graph_node& out = g.nodes[m.output];
@@ -262,9 +306,10 @@ void attention(const AttentionDims& d, const float* q, const float* k, const flo
   const int64_t blocks = (d.m + mb - 1) / mb;
   const float s = scale ? *scale : 1.0f;
   auto body = [&](int64_t lo, int64_t hi) {
-    thread_local std::vector<float> tile;
-    if (tile.size() < static_cast<size_t>(mb * d.n)) tile.resize(mb * d.n);
-    float* S = tile.data();
+    // One block's scores per chunk of tasks (not thread_local: a dlopen'ed plugin's dynamic
+    // TLS is not scanned by LeakSanitizer, which then reports it at exit).
+    const auto tile = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(mb * d.n));
+    float* S = tile.get();
     for (int64_t t = lo; t < hi; ++t) {
       const int64_t b = t / blocks, i0 = (t % blocks) * mb, rows = std::min(mb, d.m - i0);
       const float* qb = q + (b * d.m + i0) * d.d;

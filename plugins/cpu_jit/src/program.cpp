@@ -39,37 +39,13 @@ namespace {
 void plan_steps(const lt_graph& g, std::vector<int64_t>& order, std::vector<KernelDesc>& kernels,
                 std::vector<host::AttentionMatch>& attention) {
   lower::KernelPlan plan = lower::plan_kernels(g, *lower::builtin_kernel_target("cpu_jit"));
-  const std::vector<host::AttentionMatch> found = host::find_attention(g);
-  std::vector<int32_t> match_of(g.num_nodes, -1);  // per interior node
-  for (size_t a = 0; a < found.size(); ++a)
-    for (int32_t v : found[a].interior) match_of[v] = static_cast<int32_t>(a);
-  std::vector<char> fusable(found.size(), 1);
-  std::vector<int32_t> replaced(plan.steps.size(), -1);  // per step: the match replacing it
-  for (size_t s = 0; s < plan.steps.size(); ++s) {
-    int32_t a = -1;
-    for (int32_t v : plan.steps[s].nodes)
-      if (match_of[v] >= 0) a = match_of[v];
-    if (a < 0) continue;
-    replaced[s] = a;
-    // Anything else computed there (a constant scale no other step reads is read from its
-    // attribute) keeps the decomposition's steps.
-    for (int32_t v : plan.steps[s].nodes)
-      if (match_of[v] != a &&
-          !(v == found[a].scale && !plan.stored[v] && std::string_view(g.nodes[v].op) == "full"))
-        fusable[a] = 0;
-  }
-  for (size_t a = 0; a < found.size(); ++a)
-    for (int32_t v : {found[a].q, found[a].k, found[a].v, found[a].mask})
-      if (v >= 0 && !plan.stored[v]) fusable[a] = 0;
-  std::vector<int32_t> fused_at(g.num_nodes, -1);  // per output node: its match
-  for (size_t a = 0; a < found.size(); ++a)
-    if (fusable[a]) fused_at[found[a].output] = static_cast<int32_t>(a);
+  const host::PlannedAttention fused = host::plan_attention(g, plan);
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     lower::Step& s = plan.steps[i];
-    if (replaced[i] >= 0 && fusable[replaced[i]]) continue;
-    if (s.kind == lower::StepKind::kHost && fused_at[s.anchor] >= 0) {
+    if (fused.replaced[i]) continue;
+    if (fused.at[i] >= 0) {
       order.push_back(static_cast<int64_t>(g.num_nodes + attention.size()));
-      attention.push_back(found[fused_at[s.anchor]]);
+      attention.push_back(fused.matches[fused.at[i]]);
       continue;
     }
     if (s.kind == lower::StepKind::kHost) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "lazytensor/lower/kernel_plan.hpp"
 #include "lazytensor/lt_plugin.h"
 
 namespace lt::host {
@@ -36,6 +37,18 @@ std::vector<AttentionMatch> find_attention(const lt_graph& graph);
 // takes such a softmax whole and declines the others). O(1) for a softmax not fed by a matmul
 // through reshapes, a scale and a mask; otherwise one find_attention over the graph.
 bool in_attention(const lt_graph& graph, size_t softmax);
+
+// The attentions a kernel planner's steps (lazytensor/lower/kernel_plan.hpp) can run fused: a
+// match whose interior nodes' steps compute nothing else (but a constant `full` scale that no
+// other step reads) and whose other operands have buffers. For a backend that runs the plan's
+// host steps through StepProgram (cpu_jit): skip step s where `replaced[s]`; where at[s] >= 0,
+// add_attention(matches[at[s]]) instead of step s (the final matmul's host step).
+struct PlannedAttention {
+  std::vector<AttentionMatch> matches;
+  std::vector<char> replaced;  // per step
+  std::vector<int32_t> at;     // per step
+};
+PlannedAttention plan_attention(const lt_graph& graph, const lower::KernelPlan& plan);
 
 // The sizes of a match in one graph: `batch` products of [m, d]·[d, n], softmax over n, then
 // [m, n]·[n, dv]; the mask's element strides (0 where broadcast) for each leading score dim,
