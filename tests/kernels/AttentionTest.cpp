@@ -27,13 +27,15 @@ struct Case {
 // products accumulated in double.
 std::vector<float> reference(const AttentionDims& a, const std::vector<float>& q,
                              const std::vector<float>& k, const std::vector<float>& v,
-                             const float* scale, const float* mask) {
+                             const float* scale, const float* mask, const uint8_t* cond = nullptr,
+                             float fill = 0) {
   std::vector<float> out(a.batch * a.m * a.dv);
   std::vector<float> x(a.n);
   for (int64_t b = 0; b < a.batch; ++b) {
-    int64_t moff = 0, rest = b;
+    int64_t moff = 0, coff = 0, rest = b;
     for (size_t i = a.lead.size(); i-- > 0;) {
       moff += (rest % a.lead[i]) * a.mask_stride[i];
+      if (cond) coff += (rest % a.lead[i]) * a.cond_stride[i];
       rest /= a.lead[i];
     }
     for (int64_t i = 0; i < a.m; ++i) {
@@ -44,6 +46,7 @@ std::vector<float> reference(const AttentionDims& a, const std::vector<float>& q
                k[a.trans_k ? (b * a.n + j) * a.d + p : (b * a.d + p) * a.n + j];
         x[j] = float(s);
         if (scale) x[j] = a.scale_divides ? x[j] / *scale : x[j] * *scale;
+        if (cond && !cond[coff + i * a.cond_si + j * a.cond_sj]) x[j] = fill;
         if (mask) x[j] = x[j] + mask[moff + i * a.mask_si + j * a.mask_sj];
       }
       float mx = -kInf;  // max propagates NaN
@@ -150,6 +153,36 @@ TEST(Attention, KeepsTheDecompositionsNaNAndInfinityRows) {
   for (int64_t c = 0; c < a.dv; ++c) EXPECT_FLOAT_EQ(out[c], v[c]);
 }
 
+TEST(Attention, SelectsWithACausalConditionLikeTheDecomposition) {
+  // where(cond, scores * scale, fill) + mask: cond [m, n] causal for every head, fill -1e9 (as
+  // lt::models::Gpt writes it) and -inf (a fully masked first row when keys start later).
+  for (float fill : {-1e9f, -kInf}) {
+    AttentionDims a;
+    a.batch = 3, a.m = 37, a.n = 37, a.d = 5, a.dv = 4;
+    a.lead = {3};
+    a.mask_stride = {0};
+    a.cond_stride = {0};
+    a.cond_si = a.n, a.cond_sj = 1;
+    std::vector<uint8_t> cond(a.m * a.n);
+    for (int64_t i = 0; i < a.m; ++i)
+      for (int64_t j = 0; j < a.n; ++j) cond[i * a.n + j] = j <= i - (fill < -1e30f ? 1 : 0);
+    std::mt19937 rng(5);
+    const std::vector<float> q = randoms(a.batch * a.m * a.d, rng),
+                             k = randoms(a.batch * a.n * a.d, rng),
+                             v = randoms(a.batch * a.n * a.dv, rng);
+    const float scale = 0.5f;
+    std::vector<float> out(a.batch * a.m * a.dv);
+    lt::host::attention(a, q.data(), k.data(), v.data(), &scale, nullptr, out.data(), cond.data(),
+                        fill);
+    expect_close(out, reference(a, q, k, v, &scale, nullptr, cond.data(), fill), "where");
+    // Row 0 sees key 0 only with fill -1e9 (its output is v's row 0); with -inf none: NaN.
+    if (fill > -1e30f)
+      EXPECT_FLOAT_EQ(out[0], v[0]);
+    else
+      EXPECT_TRUE(std::isnan(out[0]));
+  }
+}
+
 // A graph the core hands a backend for softmax(Q·Kᵀ·scale + mask)·V over [B, H, T, D] (the
 // batched matmuls as reshapes around rank-3 ones), optionally reading K through a transpose.
 struct AttentionGraph {
@@ -157,7 +190,7 @@ struct AttentionGraph {
   int32_t q, k, v, scale, mask, softmax, out;
 };
 
-void build(AttentionGraph& ag, bool transposed_k, bool softmax_is_output) {
+void build(AttentionGraph& ag, bool transposed_k, bool softmax_is_output, bool causal = false) {
   using lt::lower::Shape;
   lt::lower::Builder b(ag.g);
   const int64_t B = 2, H = 3, T = 40, D = 8;
@@ -169,7 +202,13 @@ void build(AttentionGraph& ag, bool transposed_k, bool softmax_is_output) {
   ag.mask = input({T, T});
   const int32_t kk = transposed_k ? b.permute(ag.k, {0, 2, 1}) : b.reshape(ag.k, {B * H, D, T});
   const int32_t s = b.reshape(b.matmul(b.reshape(ag.q, {B * H, T, D}), kk), {B, H, T, T});
-  const int32_t x = b.add(b.mul(s, ag.scale), ag.mask);
+  int32_t scaled = b.mul(s, ag.scale);
+  if (causal) {  // lt::models::Gpt's mask: where(j <= i, scores, -1e9)
+    const int32_t i = b.reshape(b.arange(T, 0, 1, LT_DTYPE_I64), {T, 1});
+    const int32_t j = b.reshape(b.arange(T, 0, 1, LT_DTYPE_I64), {1, T});
+    scaled = b.where(b.binary(lt::kOpLe, j, i), scaled, b.scalar(-1e9, LT_DTYPE_F32));
+  }
+  const int32_t x = b.add(scaled, ag.mask);
   lt_attr axis{"axis", LT_ATTR_INT, 3, 0, nullptr, 0, nullptr};
   ag.softmax = ag.g.add("softmax", LT_DTYPE_F32, {B, H, T, T}, {x}, &axis, 1);
   const int32_t o = b.matmul(b.reshape(ag.softmax, {B * H, T, T}), b.reshape(ag.v, {B * H, T, D}));
@@ -232,6 +271,26 @@ TEST(Attention, FindsThePatternAndRunsItAsOneStep) {
     for (size_t i = 0; i < in[4].size(); i += 41) in[4][i] = -kInf;
     expect_close(run(g, true, in), run(g, false, in), "fused against node by node");
   }
+}
+
+TEST(Attention, FindsACausalWhereAndRunsItAsOneStep) {
+  AttentionGraph ag;
+  build(ag, false, false, true);
+  const lt_graph& g = ag.g.view();
+  const std::vector<lt::host::AttentionMatch> found = lt::host::find_attention(g);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_GE(found[0].cond, 0);
+  EXPECT_STREQ(g.nodes[found[0].cond].op, "le");
+  EXPECT_STREQ(g.nodes[found[0].fill].op, "full");
+  EXPECT_EQ(found[0].mask, ag.mask);
+  EXPECT_TRUE(lt::host::in_attention(g, ag.softmax));
+  std::mt19937 rng(9);
+  std::vector<std::vector<float>> in = {randoms(2 * 3 * 40 * 8, rng),
+                                        randoms(2 * 3 * 40 * 8, rng),
+                                        randoms(2 * 3 * 40 * 8, rng),
+                                        {0.35f},
+                                        randoms(40 * 40, rng, -3, 1)};
+  expect_close(run(g, true, in), run(g, false, in), "causal, fused against node by node");
 }
 
 TEST(Attention, LeavesAnAttentionWhoseProbabilitiesAreReadAlone) {

@@ -103,6 +103,25 @@ struct Matcher {
     return scores(x, softmax);
   }
 
+  // Optional where(cond, scaled scores, fill), then the scale.
+  bool selected(int32_t x, int32_t softmax) {
+    const lt_graph_node& n = node(x);
+    if (is(x, "where") && inner(x) && f32(x) && same_shape(x, softmax)) {
+      const int32_t c = n.operands[0], a = n.operands[1], f = n.operands[2];
+      if (node(c).dtype == LT_DTYPE_BOOL && a != f && numel(f) == 1 && f32(f) && same_shape(a, x)) {
+        const size_t mark = m.interior.size();
+        m.interior.push_back(x);
+        if (scaled(a, softmax)) {
+          m.cond = c;
+          m.fill = f;
+          return true;
+        }
+        fail(mark);
+      }
+    }
+    return scaled(x, softmax);
+  }
+
   bool match(int32_t pv) {
     const lt_graph_node& out = node(pv);
     if (!is(pv, "matmul") || !f32(pv) || (out.rank != 2 && out.rank != 3)) return false;
@@ -126,14 +145,14 @@ struct Matcher {
       for (int side = 0; side < 2; ++side) {
         const int32_t c = xn.operands[side], mk = xn.operands[1 - side];
         if (c == mk || !f32(mk) || !same_shape(c, x)) continue;
-        if (scaled(c, sm)) {
+        if (selected(c, sm)) {
           m.mask = mk;
           return true;
         }
       }
       fail(mark);
     }
-    return scaled(x, sm);
+    return selected(x, sm);
   }
 };
 
@@ -165,7 +184,7 @@ std::vector<AttentionMatch> find_attention(const lt_graph& g) {
     AttentionMatch& m = mt.m;
     // The values read must not be replaced by this match or an earlier one.
     bool clash = false;
-    for (int32_t v : {m.q, m.k, m.v, m.scale, m.mask})
+    for (int32_t v : {m.q, m.k, m.v, m.scale, m.mask, m.cond, m.fill})
       clash =
           clash || (v >= 0 && (replaced[v] || std::count(m.interior.begin(), m.interior.end(), v)));
     if (clash) continue;
@@ -180,7 +199,7 @@ std::vector<AttentionMatch> find_attention(const lt_graph& g) {
 bool in_attention(const lt_graph& g, size_t softmax) {
   const lt_graph_node& sm = g.nodes[softmax];
   if (std::string_view(sm.op) != "softmax" || sm.dtype != LT_DTYPE_F32) return false;
-  // A few steps back through add / mul / div / reshape must reach a matmul.
+  // A few steps back through add / mul / div / where / reshape must reach a matmul.
   std::vector<int32_t> frontier = {sm.operands[0]};
   bool matmul = false;
   for (int hops = 0; hops < 8 && !frontier.empty() && !matmul; ++hops) {
@@ -189,7 +208,7 @@ bool in_attention(const lt_graph& g, size_t softmax) {
       const lt_graph_node& n = g.nodes[v];
       const std::string_view op = n.op;
       matmul = matmul || op == "matmul";
-      if (op == "add" || op == "mul" || op == "div" || op == "reshape")
+      if (op == "add" || op == "mul" || op == "div" || op == "where" || op == "reshape")
         next.insert(next.end(), n.operands, n.operands + n.num_operands);
     }
     frontier = std::move(next);
@@ -220,13 +239,15 @@ PlannedAttention plan_attention(const lt_graph& g, const lower::KernelPlan& plan
     if (a < 0) continue;
     // Anything else computed there keeps the decomposition's steps.
     for (int32_t v : plan.steps[s].nodes)
-      if (match_of[v] != a && !(v == found[a].scale && constant(v) && !plan.stored[v]))
+      if (match_of[v] != a &&
+          !((v == found[a].scale || v == found[a].fill) && constant(v) && !plan.stored[v]))
         fusable[a] = 0;
   }
   for (size_t a = 0; a < found.size(); ++a) {
     const AttentionMatch& m = found[a];
-    for (int32_t v : {m.q, m.k, m.v, m.mask, m.scale >= 0 && constant(m.scale) ? -1 : m.scale})
-      if (v >= 0 && !plan.stored[v]) fusable[a] = 0;
+    for (int32_t v : {m.q, m.k, m.v, m.mask, m.cond, m.scale, m.fill})
+      if (v >= 0 && !plan.stored[v] && !((v == m.scale || v == m.fill) && constant(v)))
+        fusable[a] = 0;
   }
   std::vector<int32_t> index(found.size(), -1);
   for (size_t a = 0; a < found.size(); ++a)
@@ -263,21 +284,24 @@ AttentionDims attention_dims(const lt_graph& g, const AttentionMatch& m) {
     if (std::string_view(g.nodes[v].op) == "softmax") sm = v;
   const lt_graph_node& s = g.nodes[sm];
   d.lead.assign(s.shape, s.shape + s.rank - 2);
-  d.mask_stride.assign(d.lead.size(), 0);
-  if (m.mask >= 0) {
-    // Row-major strides of the mask, right-aligned to the scores, 0 along broadcast dims.
-    const lt_graph_node& mk = g.nodes[m.mask];
+  // Row-major strides of a value broadcast to the scores, right-aligned, 0 along broadcast dims:
+  // per leading dim, then the query and key axes.
+  auto broadcast = [&](int32_t value, std::vector<int64_t>& lead, int64_t& si, int64_t& sj) {
+    lead.assign(d.lead.size(), 0);
+    if (value < 0) return;
+    const lt_graph_node& b = g.nodes[value];
     std::vector<int64_t> stride(s.rank, 0);
     int64_t step = 1;
-    for (size_t i = mk.rank; i-- > 0;) {
-      const size_t at = s.rank - mk.rank + i;
-      stride[at] = mk.shape[i] == 1 ? 0 : step;
-      step *= mk.shape[i];
+    for (size_t i = b.rank; i-- > 0;) {
+      stride[s.rank - b.rank + i] = b.shape[i] == 1 ? 0 : step;
+      step *= b.shape[i];
     }
-    std::copy(stride.begin(), stride.end() - 2, d.mask_stride.begin());
-    d.mask_si = stride[s.rank - 2];
-    d.mask_sj = stride[s.rank - 1];
-  }
+    std::copy(stride.begin(), stride.end() - 2, lead.begin());
+    si = stride[s.rank - 2];
+    sj = stride[s.rank - 1];
+  };
+  broadcast(m.mask, d.mask_stride, d.mask_si, d.mask_sj);
+  broadcast(m.cond, d.cond_stride, d.cond_si, d.cond_sj);
   return d;
 }
 
@@ -296,7 +320,7 @@ int64_t block_rows(int64_t m, int64_t n) {
 }  // namespace
 
 void attention(const AttentionDims& d, const float* q, const float* k, const float* v,
-               const float* scale, const float* mask, float* out) {
+               const float* scale, const float* mask, float* out, const uint8_t* cond, float fill) {
   if (d.batch == 0 || d.m == 0 || d.dv == 0) return;
   if (d.n == 0) {  // softmax over no keys, then a product over no terms: zeros
     std::fill(out, out + d.batch * d.m * d.dv, 0.0f);
@@ -320,21 +344,27 @@ void attention(const AttentionDims& d, const float* q, const float* k, const flo
       else
         cblas_sgemm(CblasRowMajor, CblasNoTrans, d.trans_k ? CblasTrans : CblasNoTrans, rows, d.n,
                     d.d, 1.0f, qb, d.d, kb, d.trans_k ? d.d : d.n, 0.0f, S, d.n);
-      const float* mrow = nullptr;
-      if (mask) {
+      // The batch entry's offset into a value broadcast to the scores.
+      auto at_batch = [&](const std::vector<int64_t>& stride) {
         int64_t off = 0, rest = b;
         for (size_t x = d.lead.size(); x-- > 0;) {
-          off += (rest % d.lead[x]) * d.mask_stride[x];
+          off += (rest % d.lead[x]) * stride[x];
           rest /= d.lead[x];
         }
-        mrow = mask + off + i0 * d.mask_si;
-      }
+        return off;
+      };
+      const float* mrow = mask ? mask + at_batch(d.mask_stride) + i0 * d.mask_si : nullptr;
+      const uint8_t* crow = cond ? cond + at_batch(d.cond_stride) + i0 * d.cond_si : nullptr;
       for (int64_t r = 0; r < rows; ++r) {
         float* row = S + r * d.n;
         if (scale && d.scale_divides)
           for (int64_t j = 0; j < d.n; ++j) row[j] = row[j] / s;
         else if (scale)
           for (int64_t j = 0; j < d.n; ++j) row[j] = row[j] * s;
+        if (crow) {
+          const uint8_t* cr = crow + r * d.cond_si;
+          for (int64_t j = 0; j < d.n; ++j) row[j] = cr[j * d.cond_sj] ? row[j] : fill;
+        }
         if (mrow) {
           const float* mr = mrow + r * d.mask_si;
           if (d.mask_sj == 1)

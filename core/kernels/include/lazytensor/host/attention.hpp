@@ -22,15 +22,18 @@ struct AttentionMatch {
   bool trans_k = false, trans_v = false;  // K stored [b, n, d] / V stored [b, dv, n]
   int32_t scale = -1;                     // a one-element f32 value, or -1
   bool scale_divides = false;             // scores / scale instead of scores * scale
-  int32_t mask = -1;                      // an f32 value added after the scale, or -1
-  std::vector<int32_t> interior;          // nodes the fused step replaces (ascending)
+  // where(cond, scores, fill) after the scale: a bool value broadcast to the scores and a
+  // one-element f32 value (a causal mask as lt::models::Gpt writes it), or -1.
+  int32_t cond = -1, fill = -1;
+  int32_t mask = -1;              // an f32 value added last, or -1
+  std::vector<int32_t> interior;  // nodes the fused step replaces (ascending)
 };
 
 // Every occurrence, each node in at most one. A node is interior only when nothing else reads
 // it and it is no graph output (an attention whose probabilities a backward pass reads is left
 // alone); every value is f32; softmax is over the keys axis. The scale may be either operand of
 // a mul (or the divisor of a div), the mask either operand of an add whose other operand is the
-// (scaled) scores, broadcast to the scores' shape.
+// (scaled, selected) scores, broadcast to the scores' shape.
 std::vector<AttentionMatch> find_attention(const lt_graph& graph);
 
 // Whether softmax node `softmax` is interior to a match of find_attention (for a backend that
@@ -60,15 +63,19 @@ struct AttentionDims {
   std::vector<int64_t> lead;         // the scores' leading dims (their product is batch)
   std::vector<int64_t> mask_stride;  // per leading dim
   int64_t mask_si = 0, mask_sj = 0;
+  std::vector<int64_t> cond_stride;  // the same for `cond`
+  int64_t cond_si = 0, cond_sj = 0;
 };
 AttentionDims attention_dims(const lt_graph& graph, const AttentionMatch& match);
 
-// out[b] = softmax(q[b]·k[b] ∘ scale + mask[b]) · v[b] with the decomposition's element
-// semantics: the product rounded to f32, then multiplied (divided) by *scale, then the mask
-// added, each in f32; a softmax row holding NaN, +inf or only -inf gives the softmax kernel's
-// NaN row. `scale` and `mask` may be null. Threads over (batch, query block) on TBB, each a
-// single-threaded OpenBLAS call (the one thread budget).
+// out[b] = softmax(where(cond[b], q[b]·k[b] ∘ scale, fill) + mask[b]) · v[b] with the
+// decomposition's element semantics: the product rounded to f32, then multiplied (divided) by
+// *scale, then `fill` where cond is 0, then the mask added, each in f32; a softmax row holding
+// NaN, +inf or only -inf gives the softmax kernel's NaN row. `scale`, `mask` and `cond` (bytes,
+// 0 or 1) may be null. Threads over (batch, query block) on TBB, each a single-threaded
+// OpenBLAS call (the one thread budget).
 void attention(const AttentionDims& dims, const float* q, const float* k, const float* v,
-               const float* scale, const float* mask, float* out);
+               const float* scale, const float* mask, float* out, const uint8_t* cond = nullptr,
+               float fill = 0);
 
 }  // namespace lt::host
