@@ -21,9 +21,22 @@ Executable::Executable(const lt_graph& g) : graph_(lower::copy_graph(g)), nodes_
     if (live[i])
       for (size_t k = 0; k < own.nodes[i].num_operands; ++k) live[own.nodes[i].operands[k]] = 1;
   steps_ = std::make_unique<host::StepProgram>(own);
+  // softmax(Q·K·scale + mask)·V runs as one fused host step (lazytensor/host/attention.hpp):
+  // its interior nodes get none, the final matmul's step is the fused one.
+  std::vector<int32_t> fused(own.num_nodes, -1);  // per node: match index, -2 if interior
+  const std::vector<host::AttentionMatch> attention = host::find_attention(own);
+  for (size_t a = 0; a < attention.size(); ++a) {
+    if (!live[attention[a].output]) continue;
+    fused[attention[a].output] = static_cast<int32_t>(a);
+    for (int32_t v : attention[a].interior) fused[v] = -2;
+  }
   for (size_t i = 0; i < own.num_nodes; ++i) {
     const lt_graph_node& n = own.nodes[i];
-    if (!live[i] || std::string_view(n.op) == "input") continue;
+    if (!live[i] || std::string_view(n.op) == "input" || fused[i] == -2) continue;
+    if (fused[i] >= 0) {
+      steps_->add_attention(attention[fused[i]]);
+      continue;
+    }
     if (!lower::find_op(n.op))
       kit::fail(LT_STATUS_UNKNOWN_OP,
                 "node " + std::to_string(i) + ": op '" + n.op + "' is not known to cpu_eager");

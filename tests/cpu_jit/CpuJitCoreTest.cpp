@@ -113,18 +113,21 @@ TEST_F(CpuJitCore, ElementwiseChainOfEightOpsIsOneKernel) {
   EXPECT_EQ(metric("fallback_nodes"), 0.0);
 }
 
+// The softmax of a computed value (here -x): decomposed and fused with its producer.
 TEST_F(CpuJitCore, SoftmaxIsAtMostTwoKernels) {
   std::vector<float> xv = ramp(64 * 33, -5, 5);
-  lt_tensor* y = nullptr;
-  ASSERT_EQ(take(lt_softmax(from(xv, {64, 33}), 1, &y)), "");
+  lt_tensor *n = nullptr, *y = nullptr;
+  ASSERT_EQ(take(lt_neg(from(xv, {64, 33}), &n)), "");
+  own(n);
+  ASSERT_EQ(take(lt_softmax(n, 1, &y)), "");
   own(y);
   std::vector<float> out = read(y, xv.size());
   for (int r = 0; r < 64; ++r) {
     double mx = -1e30, s = 0;
-    for (int c = 0; c < 33; ++c) mx = std::max<double>(mx, xv[r * 33 + c]);
-    for (int c = 0; c < 33; ++c) s += std::exp(xv[r * 33 + c] - mx);
+    for (int c = 0; c < 33; ++c) mx = std::max<double>(mx, -xv[r * 33 + c]);
+    for (int c = 0; c < 33; ++c) s += std::exp(-xv[r * 33 + c] - mx);
     for (int c = 0; c < 33; ++c)
-      ASSERT_NEAR(out[r * 33 + c], std::exp(xv[r * 33 + c] - mx) / s, 1e-6);
+      ASSERT_NEAR(out[r * 33 + c], std::exp(-xv[r * 33 + c] - mx) / s, 1e-6);
   }
   EXPECT_LE(metric("plugin.cpu_jit.kernels"), 2.0);
   EXPECT_GE(metric("plugin.cpu_jit.kernels"), 1.0);

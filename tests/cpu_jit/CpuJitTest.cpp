@@ -202,16 +202,17 @@ TEST_P(CpuJit, ChunkedLoopsCoverEveryRemainderLength) {
   }
 }
 
-// softmax and log_softmax are declined, so that the core decomposes them into max, sub, exp,
-// sum and div, which fuse into one row kernel each; a region that holds them anyway is
-// decomposed the same way by compile.
+// softmax and log_softmax of a value a kernel computes are declined, so that the core
+// decomposes them into max, sub, exp, sum and div, which fuse with that producer into one row
+// kernel each; a region that holds them anyway is decomposed the same way by compile.
 TEST_P(CpuJit, SoftmaxIsDeclinedAndItsDecompositionFuses) {
   const int64_t R = 37, C = 1000;
   lt_attr axis{"axis", LT_ATTR_INT, 1, 0.0, nullptr, 0, nullptr};
   OwnedGraph g;
   int32_t x = g.add("input", LT_DTYPE_F32, {R, C}, {});
-  int32_t s = g.add("softmax", LT_DTYPE_F32, {R, C}, {x}, &axis, 1);
-  int32_t l = g.add("log_softmax", LT_DTYPE_F32, {R, C}, {x}, &axis, 1);
+  int32_t y = g.add("neg", LT_DTYPE_F32, {R, C}, {x});
+  int32_t s = g.add("softmax", LT_DTYPE_F32, {R, C}, {y}, &axis, 1);
+  int32_t l = g.add("log_softmax", LT_DTYPE_F32, {R, C}, {y}, &axis, 1);
   g.set_inputs({x});
   g.set_outputs({s, l});
   EXPECT_EQ(supported(g.view(), s), 0);
@@ -224,16 +225,101 @@ TEST_P(CpuJit, SoftmaxIsDeclinedAndItsDecompositionFuses) {
   std::vector<std::vector<float>> out = {lt::plugin_test::as<float>(raw_out[0]),
                                          lt::plugin_test::as<float>(raw_out[1])};
   EXPECT_LE(exe_stats["kernels"], 2.0);
+  EXPECT_GE(exe_stats["kernels"], 1.0);
+  for (int64_t r = 0; r < R; ++r) {
+    double m = -INFINITY, z = 0;
+    for (int64_t c = 0; c < C; ++c) m = std::max(m, -(double)xs[r * C + c]);
+    for (int64_t c = 0; c < C; ++c) z += std::exp(-xs[r * C + c] - m);
+    for (int64_t c = 0; c < C; ++c) {
+      double ref = std::exp(-xs[r * C + c] - m) / z;
+      ASSERT_NEAR(out[0][r * C + c], ref, 1e-6 + 1e-5 * ref);
+      ASSERT_NEAR(out[1][r * C + c], -xs[r * C + c] - m - std::log(z), 1e-4);
+    }
+  }
+}
+
+// A softmax of a value no kernel computes (here a graph input) has nothing to fuse with: it is
+// taken whole and runs as a host step (the vector row), with the decomposition's results.
+TEST_P(CpuJit, SoftmaxOfAnInputIsAHostStep) {
+  const int64_t R = 37, C = 1000;
+  lt_attr axis{"axis", LT_ATTR_INT, 1, 0.0, nullptr, 0, nullptr};
+  OwnedGraph g;
+  int32_t x = g.add("input", LT_DTYPE_F32, {R, C}, {});
+  int32_t s = g.add("softmax", LT_DTYPE_F32, {R, C}, {x}, &axis, 1);
+  g.set_inputs({x});
+  g.set_outputs({s});
+  EXPECT_EQ(supported(g.view(), s), 1);
+  auto xs = random(R * C, -20, 20);
+  xs[5 * C + 7] = NAN;  // a NaN row, as the decomposition gives it
+  std::vector<std::vector<char>> raw_out;
+  lt::plugin_test::Stats exe_stats;
+  ASSERT_EQ(session_->run(g.view(), {lt::plugin_test::raw(xs)}, &raw_out, &exe_stats).message, "");
+  ASSERT_EQ(raw_out.size(), 1u);
+  std::vector<float> out = lt::plugin_test::as<float>(raw_out[0]);
+  EXPECT_EQ(exe_stats["kernels"], 0.0);
   for (int64_t r = 0; r < R; ++r) {
     double m = -INFINITY, z = 0;
     for (int64_t c = 0; c < C; ++c) m = std::max(m, (double)xs[r * C + c]);
     for (int64_t c = 0; c < C; ++c) z += std::exp(xs[r * C + c] - m);
     for (int64_t c = 0; c < C; ++c) {
+      if (r == 5) {
+        ASSERT_TRUE(std::isnan(out[r * C + c])) << c;
+        continue;
+      }
       double ref = std::exp(xs[r * C + c] - m) / z;
-      ASSERT_NEAR(out[0][r * C + c], ref, 1e-6 + 1e-5 * ref);
-      ASSERT_NEAR(out[1][r * C + c], xs[r * C + c] - m - std::log(z), 1e-4);
+      ASSERT_NEAR(out[r * C + c], ref, 1e-6 + 1e-5 * ref);
     }
   }
+}
+
+// softmax(Q·K · c + mask)·V runs as the fused host attention step (host::find_attention): its
+// softmax is claimed, the scale's kernel (a constant `full` times the scores) is replaced, so no
+// kernel is generated, and the result is the decomposition's (a fully masked row is NaN).
+TEST_P(CpuJit, AttentionIsOneFusedHostStep) {
+  const int64_t B = 6, T = 40, N = 33, D = 8;
+  lt_attr axis{"axis", LT_ATTR_INT, 2, 0.0, nullptr, 0, nullptr};
+  lt_attr value{"value", LT_ATTR_FLOAT, 0, 0.35, nullptr, 0, nullptr};
+  OwnedGraph g;
+  int32_t q = g.add("input", LT_DTYPE_F32, {B, T, D}, {});
+  int32_t k = g.add("input", LT_DTYPE_F32, {B, D, N}, {});
+  int32_t v = g.add("input", LT_DTYPE_F32, {B, N, D}, {});
+  int32_t mask = g.add("input", LT_DTYPE_F32, {T, N}, {});
+  int32_t c = g.add("full", LT_DTYPE_F32, {}, {}, &value, 1);
+  int32_t s = g.add("matmul", LT_DTYPE_F32, {B, T, N}, {q, k});
+  int32_t x =
+      g.add("add", LT_DTYPE_F32, {B, T, N}, {g.add("mul", LT_DTYPE_F32, {B, T, N}, {s, c}), mask});
+  int32_t p = g.add("softmax", LT_DTYPE_F32, {B, T, N}, {x}, &axis, 1);
+  int32_t o = g.add("matmul", LT_DTYPE_F32, {B, T, D}, {p, v});
+  g.set_inputs({q, k, v, mask});
+  g.set_outputs({o});
+  auto qs = random(B * T * D, -1, 1), ks = random(B * D * N, -1, 1), vs = random(B * N * D, -1, 1),
+       ms = random(T * N, -2, 1);
+  for (int64_t j = 0; j < N; ++j) ms[3 * N + j] = -INFINITY;  // query row 3 sees no key
+  double kernels = -1;
+  std::vector<std::vector<float>> out = run(g, {qs, ks, vs, ms}, &kernels);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(kernels, 0.0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < T; ++i) {
+      std::vector<double> e(N);
+      double mx = -INFINITY, z = 0;
+      for (int64_t j = 0; j < N; ++j) {
+        float dot = 0;
+        for (int64_t d = 0; d < D; ++d) dot += qs[(b * T + i) * D + d] * ks[(b * D + d) * N + j];
+        e[j] = double(dot * 0.35f + ms[i * N + j]);
+        mx = std::max(mx, e[j]);
+      }
+      for (double& ej : e) z += (ej = std::exp(ej - mx));
+      for (int64_t d = 0; d < D; ++d) {
+        double ref = 0;
+        for (int64_t j = 0; j < N; ++j) ref += e[j] / z * vs[(b * N + j) * D + d];
+        const float got = out[0][(b * T + i) * D + d];
+        if (i == 3)
+          ASSERT_TRUE(std::isnan(got)) << b << " " << d;
+        else
+          ASSERT_NEAR(got, ref, 1e-5 * (1 + std::fabs(ref))) << b << " " << i << " " << d;
+      }
+    }
 }
 
 TEST_P(CpuJit, LayerNormGeluIsOneKernel) {
@@ -524,15 +610,17 @@ TEST_P(CpuJit, ProgramCacheIsBoundedLru) {
 }
 
 // Declined: arithmetic on bf16 (a storage type: the host kernels only convert it) and the
-// composites the core decomposes for cpu_jit (softmax fuses better decomposed; silu has no
-// kernel of its own). A region that still holds such a node does not compile.
+// composites the core decomposes for cpu_jit (softmax of a computed value fuses better
+// decomposed; silu has no kernel of its own). A region that still holds such a node does not
+// compile.
 TEST_P(CpuJit, DeclinesWhatItCannotRunAndWhatFusesBetterDecomposed) {
   OwnedGraph g;
   lt_attr axis{"axis", LT_ATTR_INT, 0, 0.0, nullptr, 0, nullptr};
   int32_t x = g.add("input", LT_DTYPE_BF16, {4}, {});
   int32_t y = g.add("input", LT_DTYPE_F32, {4}, {});
   int32_t e = g.add("exp", LT_DTYPE_BF16, {4}, {x});
-  int32_t s = g.add("softmax", LT_DTYPE_F32, {4}, {y}, &axis, 1);
+  int32_t ey = g.add("exp", LT_DTYPE_F32, {4}, {y});  // a producer the softmax fuses with
+  int32_t s = g.add("softmax", LT_DTYPE_F32, {4}, {ey}, &axis, 1);
   int32_t si = g.add("silu", LT_DTYPE_F32, {4}, {y});
   int32_t c = g.add("cast", LT_DTYPE_F32, {4}, {x});  // bf16 -> f32: a host kernel
   g.set_inputs({x, y});

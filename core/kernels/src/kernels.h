@@ -4,6 +4,8 @@
 // parameters; they leave fn null for what the host kernels do not compute, never re-check.
 #pragma once
 
+#include <cblas.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -53,6 +55,33 @@ enum class ConvPass : int64_t { kForward, kData, kWeights };
 bool onednn_conv_available(ConvPass pass, const ConvGeom& g, bool bias);
 bool onednn_conv(ConvPass pass, const ConvGeom& g, const float* a, const float* b,
                  const float* bias, float* out);
+
+// One contiguous f32 softmax row (`out` may be `in`) with the softmax kernel's semantics: the
+// vector row where it applies, the scalar loop for a row holding NaN or +inf or all -inf
+// (reduce.cpp). The fused attention kernel runs its score rows through it.
+void softmax_contiguous_row(float* out, const float* in, int64_t n);
+
+// Caps OpenBLAS at one thread while alive. The thread count is process-wide: a concurrent
+// large BLAS call elsewhere may briefly run single-threaded (slower, never wrong); the
+// previous count is restored on exit.
+class SerialBlasScope {
+ public:
+  SerialBlasScope() {
+    prev_ = openblas_get_num_threads();
+    if (prev_ > 1)
+      openblas_set_num_threads(1);
+    else
+      prev_ = 0;
+  }
+  ~SerialBlasScope() {
+    if (prev_ > 1) openblas_set_num_threads(prev_);
+  }
+  SerialBlasScope(const SerialBlasScope&) = delete;
+  SerialBlasScope& operator=(const SerialBlasScope&) = delete;
+
+ private:
+  int prev_ = 0;
+};
 
 // Dtypes the kernels compute in (bf16/f16 are storage only: cast and data movement).
 inline bool is_float(lt_dtype d) {

@@ -89,33 +89,60 @@ void prepare_concat(PrepareCall& c) {
 // ---- pad ----
 // params: [0] value (double bits), [1..rank] before
 
+// `count` elements of `es` bytes, each the bytes of `v` (typed stores, not a call per element).
+void fill_elements(char* dst, int64_t count, const char* v, size_t es) {
+  auto fill = [&](auto tag) {
+    using U = decltype(tag);
+    U u;
+    std::memcpy(&u, v, sizeof u);
+    std::fill_n(reinterpret_cast<U*>(dst), count, u);
+  };
+  if (es == 1)
+    fill(uint8_t{});
+  else if (es == 2)
+    fill(uint16_t{});
+  else if (es == 4)
+    fill(uint32_t{});
+  else
+    fill(uint64_t{});
+}
+
+// One output row (innermost dim) at a time: rows outside the operand are filled, rows through
+// it get the fill before and after one copy of the operand's row, so every output byte is
+// written once (the GPT step's slice gradients: 3 pads of [32, 128, 768] per layer).
 void pad_kernel(const KernelCall& c) {
   const size_t es = esize(c.out);
   alignas(8) char v[8];
   store_double_as(c.out.dtype, read_double(c.params), v);
-  const int64_t n = c.out.numel;
-  char* out = c.out.data;
-  parallel_for(n, 1, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) std::memcpy(out + i * static_cast<int64_t>(es), v, es);
-  });
+  if (c.out.numel == 0) return;
   const TensorArg& a = c.in[0];
-  if (a.numel == 0) return;
-  // Copy the operand into the interior, one innermost row at a time.
-  int64_t ost[kMaxRank];
-  dense_strides(c.out.shape, c.out.rank, ost);
-  const int r = a.rank;
-  const int64_t row = r ? a.shape[r - 1] : 1;
-  const int64_t rows = a.numel / row;
+  const int r = c.out.rank;
+  const int64_t orow = r ? c.out.shape[r - 1] : 1, arow = r ? a.shape[r - 1] : 1;
   const int64_t* before = c.params + 1;
-  parallel_for(rows, row, [&](int64_t b, int64_t e) {
+  const int64_t lead = r ? before[r - 1] : 0;
+  char* out = c.out.data;
+  parallel_for(c.out.numel / orow, orow, [&](int64_t b, int64_t e) {
     for (int64_t q = b; q < e; ++q) {
-      int64_t rem = q, off = r ? before[r - 1] : 0;
-      for (int i = r - 2; i >= 0; --i) {
-        off += (rem % a.shape[i] + before[i]) * ost[i];
-        rem /= a.shape[i];
+      char* dst = out + q * orow * static_cast<int64_t>(es);
+      // The operand's row under output row q, or -1 when q lies in the padding.
+      int64_t src = a.numel > 0 ? 0 : -1, rem = q, scale = 1;
+      for (int i = r - 2; i >= 0 && src >= 0; --i) {
+        const int64_t at = rem % c.out.shape[i] - before[i];
+        rem /= c.out.shape[i];
+        if (at < 0 || at >= a.shape[i])
+          src = -1;
+        else
+          src += at * scale;
+        scale *= a.shape[i];
       }
-      std::memcpy(out + off * static_cast<int64_t>(es), a.data + q * row * static_cast<int64_t>(es),
-                  static_cast<size_t>(row) * es);
+      if (src < 0) {
+        fill_elements(dst, orow, v, es);
+        continue;
+      }
+      fill_elements(dst, lead, v, es);
+      std::memcpy(dst + lead * static_cast<int64_t>(es),
+                  a.data + src * arow * static_cast<int64_t>(es), static_cast<size_t>(arow) * es);
+      fill_elements(dst + (lead + arow) * static_cast<int64_t>(es), orow - lead - arow, v, es);
     }
   });
 }

@@ -26,28 +26,6 @@ namespace {
 constexpr int64_t kSerialGemm = int64_t{1} << 18;
 constexpr int64_t kBlasThreadsGemm = int64_t{1} << 24;
 
-// Caps OpenBLAS at one thread while alive. The thread count is process-wide: a concurrent
-// large BLAS call elsewhere may briefly run single-threaded (slower, never wrong); the
-// previous count is restored on exit.
-class SerialBlasScope {
- public:
-  SerialBlasScope() {
-    prev_ = openblas_get_num_threads();
-    if (prev_ > 1)
-      openblas_set_num_threads(1);
-    else
-      prev_ = 0;
-  }
-  ~SerialBlasScope() {
-    if (prev_ > 1) openblas_set_num_threads(prev_);
-  }
-  SerialBlasScope(const SerialBlasScope&) = delete;
-  SerialBlasScope& operator=(const SerialBlasScope&) = delete;
-
- private:
-  int prev_ = 0;
-};
-
 template <class T>
 void blas(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
           int64_t ldc, bool accumulate, bool ta, bool tb) {

@@ -301,6 +301,35 @@ void prepare_argmax(PrepareCall& c) {
   c.fn = LT_HOST_PICK_NUMERIC(c.in[0].dtype, argmax_kernel);
 }
 
+// One softmax row at stride `inner` (w may be p): the scalar loop, which also owns the special
+// cases (a NaN or +inf in the row, a row all -inf) that the vector row leaves to it.
+template <class T>
+void scalar_softmax_row(T* w, const T* p, int64_t dim, int64_t inner, bool log_form) {
+  T m = -std::numeric_limits<T>::infinity();
+  bool nan = false;
+  for (int64_t d = 0; d < dim; ++d) {
+    const T v = p[d * inner];
+    if (v != v) nan = true;
+    if (v > m) m = v;
+  }
+  if (nan) m = std::numeric_limits<T>::quiet_NaN();
+  if (std::isinf(m) && m < 0) m = 0;  // all -inf: keep the arithmetic NaN-free
+  double s = 0;
+  if (log_form) {
+    for (int64_t d = 0; d < dim; ++d) s += std::exp(static_cast<double>(p[d * inner] - m));
+    const T ls = static_cast<T>(std::log(s));
+    for (int64_t d = 0; d < dim; ++d) w[d * inner] = p[d * inner] - m - ls;
+  } else {
+    for (int64_t d = 0; d < dim; ++d) {
+      const T ev = std::exp(p[d * inner] - m);
+      w[d * inner] = ev;
+      s += static_cast<double>(ev);
+    }
+    const T inv = static_cast<T>(1.0 / s);
+    for (int64_t d = 0; d < dim; ++d) w[d * inner] *= inv;
+  }
+}
+
 // params: [0] axis, [1] 1 for log_softmax
 template <class T>
 void softmax_kernel(const KernelCall& c) {
@@ -318,29 +347,7 @@ void softmax_kernel(const KernelCall& c) {
       if constexpr (std::is_same_v<T, float>) {
         if (inner == 1 && vt.softmax_row && vt.softmax_row(w, p, dim, log_form)) continue;
       }
-      T m = -std::numeric_limits<T>::infinity();
-      bool nan = false;
-      for (int64_t d = 0; d < dim; ++d) {
-        const T v = p[d * inner];
-        if (v != v) nan = true;
-        if (v > m) m = v;
-      }
-      if (nan) m = std::numeric_limits<T>::quiet_NaN();
-      if (std::isinf(m) && m < 0) m = 0;  // all -inf: keep the arithmetic NaN-free
-      double s = 0;
-      if (log_form) {
-        for (int64_t d = 0; d < dim; ++d) s += std::exp(static_cast<double>(p[d * inner] - m));
-        const T ls = static_cast<T>(std::log(s));
-        for (int64_t d = 0; d < dim; ++d) w[d * inner] = p[d * inner] - m - ls;
-      } else {
-        for (int64_t d = 0; d < dim; ++d) {
-          const T ev = std::exp(p[d * inner] - m);
-          w[d * inner] = ev;
-          s += static_cast<double>(ev);
-        }
-        const T inv = static_cast<T>(1.0 / s);
-        for (int64_t d = 0; d < dim; ++d) w[d * inner] *= inv;
-      }
+      scalar_softmax_row(w, p, dim, inner, log_form);
     }
   });
 }
@@ -353,6 +360,12 @@ void prepare_softmax(PrepareCall& c) {
 }
 
 }  // namespace
+
+void softmax_contiguous_row(float* out, const float* in, int64_t n) {
+  static const vec::Table& vt = vec::table();
+  if (n > 0 && vt.softmax_row && vt.softmax_row(out, in, n, false)) return;
+  scalar_softmax_row(out, in, n, 1, false);
+}
 
 void add_reduce_ops(PrepareFn* t) {
   for (OpId op : {kOpSum, kOpMean, kOpMax, kOpMin}) t[op] = prepare_reduce;

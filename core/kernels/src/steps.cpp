@@ -106,6 +106,35 @@ void StepProgram::add_custom(std::vector<int32_t> writes, std::vector<int32_t> r
   customs_.push_back({std::move(writes), std::move(reads), std::move(run), std::move(name)});
 }
 
+void StepProgram::add_attention(const AttentionMatch& m) {
+  std::vector<int32_t> reads = {m.q, m.k, m.v};
+  // A constant scale or fill (`full`) is read from its attribute: a backend may have fused it
+  // away; any other is read from its buffer.
+  auto constant = [&](int32_t v, float* value) {
+    if (v < 0 || std::string_view(g_.nodes[v].op) != "full") return false;
+    *value = static_cast<float>(lower::Attrs(g_.nodes[v]).f("value"));
+    return true;
+  };
+  float scale = 1.0f, fill = 0.0f;
+  const bool scale_known = constant(m.scale, &scale), fill_known = constant(m.fill, &fill);
+  for (int32_t v : {scale_known ? -1 : m.scale, fill_known ? -1 : m.fill, m.mask, m.cond})
+    if (v >= 0) reads.push_back(v);
+  add_custom(
+      {m.output}, std::move(reads),
+      [m, scale, fill, scale_known, fill_known, dims = attention_dims(g_, m)](void* const* p) {
+        const float* s = scale_known    ? &scale
+                         : m.scale >= 0 ? static_cast<const float*>(p[m.scale])
+                                        : nullptr;
+        const float f = fill_known || m.fill < 0 ? fill : *static_cast<const float*>(p[m.fill]);
+        attention(dims, static_cast<const float*>(p[m.q]), static_cast<const float*>(p[m.k]),
+                  static_cast<const float*>(p[m.v]), s,
+                  m.mask >= 0 ? static_cast<const float*>(p[m.mask]) : nullptr,
+                  static_cast<float*>(p[m.output]),
+                  m.cond >= 0 ? static_cast<const uint8_t*>(p[m.cond]) : nullptr, f);
+      },
+      "attention");
+}
+
 void StepProgram::finish() {
   flush_held(-1);
   const lt_graph& g = g_;

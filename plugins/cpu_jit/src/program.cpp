@@ -15,9 +15,16 @@ namespace lt::cpujit {
 
 bool program_supports(const lt_graph& g, size_t node) {
   std::string_view op = g.nodes[node].op;
-  // max/sub/exp/sum/div (the core's decomposition) fuse into one row kernel: faster than the
-  // host's softmax, which runs libm exp per element.
-  if (op == "softmax" || op == "log_softmax") return false;
+  // max/sub/exp/sum/div (the core's decomposition) fuse into one row kernel with their
+  // producers. Taken whole: the softmax of an attention (the fused host step), and an f32
+  // softmax whose operand no generated kernel computes (an input, a matmul: nothing to fuse
+  // with), which the host row runs faster (4096x1024, one thread: 1.42 against 2.20 ms CPU).
+  if (op == "softmax") {
+    const int32_t x = g.nodes[node].operands[0];
+    return host::in_attention(g, node) ||
+           (g.nodes[node].dtype == LT_DTYPE_F32 && !lower::cpu_jit_kernel_node(g, size_t(x)));
+  }
+  if (op == "log_softmax") return false;
   if (lower::cpu_jit_kernel_node(g, node)) return true;
   std::vector<int64_t> params;
   return host::prepare(g, node, &params) != nullptr;
@@ -26,9 +33,21 @@ bool program_supports(const lt_graph& g, size_t node) {
 namespace {
 
 // The shared kernel planner's steps (lazytensor/lower/kernel_plan.hpp) for cpu_jit: `order`
-// lists a node the host kernels run, or ~k for generated kernel k of `kernels`.
-void plan_steps(const lt_graph& g, std::vector<int64_t>& order, std::vector<KernelDesc>& kernels) {
-  for (lower::Step& s : lower::plan_kernels(g, *lower::builtin_kernel_target("cpu_jit")).steps) {
+// lists a node the host kernels run, ~k for generated kernel k of `kernels`, or num_nodes + a
+// for fused attention a of `attention` (host::find_attention), which replaces the steps of its
+// interior nodes where those steps compute nothing else.
+void plan_steps(const lt_graph& g, std::vector<int64_t>& order, std::vector<KernelDesc>& kernels,
+                std::vector<host::AttentionMatch>& attention) {
+  lower::KernelPlan plan = lower::plan_kernels(g, *lower::builtin_kernel_target("cpu_jit"));
+  const host::PlannedAttention fused = host::plan_attention(g, plan);
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    lower::Step& s = plan.steps[i];
+    if (fused.replaced[i]) continue;
+    if (fused.at[i] >= 0) {
+      order.push_back(static_cast<int64_t>(g.num_nodes + attention.size()));
+      attention.push_back(fused.matches[fused.at[i]]);
+      continue;
+    }
     if (s.kind == lower::StepKind::kHost) {
       order.push_back(s.anchor);
       continue;
@@ -48,13 +67,14 @@ Program::Program(const lt_graph& graph, Compiler& compiler) {
     owned_ = lower::copy_graph(graph);
   g_ = &owned_.view();
   const lt_graph& g = *g_;
-  plan_steps(g, order_, kernels_);
+  plan_steps(g, order_, kernels_, attention_);
   if (!kernels_.empty()) fns_ = compiler.compile(kernels_, &code_);
   if (!lower::dynamic_of(g).empty()) {  // one Program for every size if none changes the code
     auto build = [&](const lt_graph& at) {
       std::vector<int64_t> order;
       std::vector<KernelDesc> ks;
-      plan_steps(at, order, ks);
+      std::vector<host::AttentionMatch> attention;
+      plan_steps(at, order, ks, attention);
       lower::Build b{compiler.ir(ks), {}};
       for (int64_t o : order) b.code += " " + std::to_string(o);
       for (const KernelDesc& k : ks) {
@@ -76,6 +96,7 @@ Program::Program(const lt_graph& at, std::shared_ptr<const Program> dynamic)
     : owned_(lower::copy_graph(at)),
       order_(dynamic->order_),
       kernels_(dynamic->kernels_),
+      attention_(dynamic->attention_),
       base_(dynamic),
       fns_(dynamic->fns_),
       code_(dynamic->code_) {
@@ -103,6 +124,10 @@ void Program::add_steps() {
   // A generated kernel writes its outputs and reads its slots (both filled by codegen).
   steps_ = std::make_unique<host::StepProgram>(*g_);
   for (int64_t a : order_) {
+    if (a >= static_cast<int64_t>(g_->num_nodes)) {
+      steps_->add_attention(attention_[a - g_->num_nodes]);
+      continue;
+    }
     if (a >= 0) {
       steps_->add_node(static_cast<int32_t>(a));
       continue;

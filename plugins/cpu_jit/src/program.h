@@ -52,7 +52,9 @@ class Compiler {
 std::unique_ptr<Compiler> create_compiler(unsigned vector_bits, lower::DiskCache& cache);
 
 // Whether cpu_jit runs node `node` of a validated graph: codegen or a host kernel does, unless
-// it is softmax / log_softmax (the core decomposes those: their decomposition fuses better).
+// it is softmax / log_softmax (the core decomposes those: their decomposition fuses with their
+// producers). It takes whole the softmax of a fused attention (lazytensor/host/attention.hpp)
+// and an f32 softmax of a value no generated kernel computes (a host step runs it).
 bool program_supports(const lt_graph& graph, size_t node);
 
 class Program {
@@ -80,9 +82,11 @@ class Program {
  private:
   lower::OwnedGraph owned_;
   const lt_graph* g_ = nullptr;
-  void add_steps();             // steps_ from order_ and kernels_
-  std::vector<int64_t> order_;  // the steps: a node the host kernels run, or ~kernel index
+  void add_steps();  // steps_ from order_, kernels_ and attention_
+  // The steps: a node the host kernels run, ~kernel index, or num_nodes + attention index.
+  std::vector<int64_t> order_;
   std::vector<KernelDesc> kernels_;
+  std::vector<host::AttentionMatch> attention_;
   std::vector<lower::DimForm> extents_;  // dynamic: kernel k's parallel extent
   bool dynamic_ = false;
   std::shared_ptr<const Program> base_;  // an instance: the dynamic program it runs

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "lazytensor/host/attention.hpp"
 #include "lazytensor/host/kernels.hpp"
 
 namespace lt::host {
@@ -37,6 +38,9 @@ class StepProgram {
   using Custom = std::function<void(void* const* node_buffers)>;
   void add_custom(std::vector<int32_t> writes, std::vector<int32_t> reads, Custom run,
                   std::string name = "kernel");
+  // The fused attention of `match` (find_attention on this graph) as one step writing
+  // match.output; add none of its interior nodes (they get no step and no buffer).
+  void add_attention(const AttentionMatch& match);
   // Plans the arena; call once, after the last step.
   void finish();
 
