@@ -5,7 +5,6 @@
 
 #include <chrono>
 
-#include "custom_ops.h"
 #include "device_client.h"
 #include "graph_dump.h"
 #include "lazytensor/host/steps.hpp"
@@ -48,7 +47,8 @@ std::shared_ptr<Plan> compile_optimized(Device* dev, const lt_graph& g, const Pl
     opt.level = level;
     opt.recompute_tags = tags;
     opt.eval = host::evaluate;
-    opt.is_opaque = [](const char* op) { return find_custom_op(std::string(op)) != nullptr; };
+    // No is_opaque: a custom op never has a built-in's name (register_op refuses a duplicate),
+    // and the optimiser treats every op outside the op table as opaque already.
     if (!rt->config.dump_dir.empty()) {
       write_graph_text(rt, g, src.key, "opt0_traced", "as traced");
       opt.after_pass = [rt, &src](std::string_view pass, const lt_graph& after) {

@@ -44,7 +44,7 @@ lt::lower::Optimized run(const lt_graph& g, OptLevel level = OptLevel::kExact,
   o.level = level;
   o.recompute_tags = keep;
   lt::lower::Optimized out = lt::lower::optimize(g, o);
-  if (!out.changed) out.graph = lt::lower::copy_graph(g);  // what the core compiles then
+  if (!out.changed) out.graph.borrow(g);  // what the core compiles then
   return out;
 }
 

@@ -48,6 +48,7 @@ WNode make_full(Work& w, lt_dtype d, std::span<const int64_t> shape, double v) {
 
 int32_t Work::add(WNode n) {
   n.dead = true;  // until something reads it (replace, set_operand)
+  n.opaque = !n.is_input() && op_opaque(n.op, n.info);
   nodes.push_back(n);
   repl.push_back(static_cast<int32_t>(nodes.size() - 1));
   uses.push_back(0);
@@ -87,12 +88,6 @@ void Work::replace(int32_t from, int32_t to) {
   release(from);
 }
 
-int32_t Work::operand(int32_t v, size_t k) {
-  int32_t& o = nodes[static_cast<size_t>(v)].operands[k];
-  o = resolve(o);
-  return o;
-}
-
 void Work::set_operand(int32_t v, size_t k, int32_t to) {
   const int32_t old = operand(v, k);
   to = resolve(to);
@@ -111,34 +106,35 @@ void Work::set_attrs(int32_t v, std::vector<OwnedAttr> attrs) {
   nodes[static_cast<size_t>(v)].own_attrs = true;
 }
 
-bool Work::opaque(const WNode& n) const {
-  if (n.is_input()) return false;
-  if (!n.info) return true;  // a custom op: effects the graph does not show
-  if (n.info->category == Category::kCollective) return true;
+bool Work::op_opaque(const char* op, const OpInfo* info) {
+  if (!info) return true;  // a custom op: effects the graph does not show
+  if (info->category == Category::kCollective) return true;
   if (!opt || !opt->is_opaque) return false;
-  // The caller's answer per built-in op, asked once (the core looks the name up in its
-  // custom-op registry, a string map: once a node per sweep was a quarter of the optimiser).
-  const size_t id = static_cast<size_t>(n.info->id);
+  const size_t id = static_cast<size_t>(info->id);
   if (id >= opaque_op_.size()) opaque_op_.resize(id + 1, -1);
-  if (opaque_op_[id] < 0) opaque_op_[id] = opt->is_opaque(n.op) ? 1 : 0;
+  if (opaque_op_[id] < 0) opaque_op_[id] = opt->is_opaque(op) ? 1 : 0;
   return opaque_op_[id] == 1;
 }
 
 Work Work::from_graph(const lt_graph& g, const OptimizeOptions& opt) {
   // The core names every node of one op with the same interned string, so the op table is
   // searched once per name pointer (a hash of the name per node was a tenth of the optimiser).
+  // Whether the op is opaque is cached with it.
   constexpr size_t kCache = 64;
   const char* names[kCache] = {};
   const OpInfo* infos[kCache] = {};
-  auto lookup = [&](const char* op) {
-    const size_t h = (reinterpret_cast<uintptr_t>(op) >> 3) % kCache;
-    if (names[h] != op) {
-      names[h] = op;
-      infos[h] = find_op(op);
-    }
-    return infos[h];
-  };
+  bool opaques[kCache] = {};
   Work w;
+  auto lookup = [&](WNode& n) {
+    const size_t h = (reinterpret_cast<uintptr_t>(n.op) >> 3) % kCache;
+    if (names[h] != n.op) {
+      names[h] = n.op;
+      infos[h] = std::strcmp(n.op, "input") == 0 ? nullptr : find_op(n.op);
+      opaques[h] = std::strcmp(n.op, "input") != 0 && w.op_opaque(n.op, infos[h]);
+    }
+    n.info = infos[h];
+    n.opaque = opaques[h];
+  };
   w.level = opt.level;
   w.opt = &opt;
   size_t total = 0;
@@ -152,7 +148,7 @@ Work Work::from_graph(const lt_graph& g, const OptimizeOptions& opt) {
     const lt_graph_node& gn = g.nodes[i];
     WNode& n = w.nodes[i];
     n.op = gn.op;
-    if (std::strcmp(gn.op, "input") != 0) n.info = lookup(gn.op);
+    lookup(n);
     n.dtype = gn.dtype;
     n.shape = {gn.shape, gn.rank};
     n.operands = {w.operand_store.data() + at, gn.num_operands};
@@ -164,6 +160,7 @@ Work Work::from_graph(const lt_graph& g, const OptimizeOptions& opt) {
     n.origin = static_cast<int32_t>(i);
     w.repl[i] = static_cast<int32_t>(i);
   }
+  w.inputs.reserve(g.num_inputs);
   for (size_t k = 0; k < g.num_inputs; ++k) {
     w.inputs.push_back(g.inputs[k]);
     w.nodes[static_cast<size_t>(g.inputs[k])].input = static_cast<int32_t>(k);
@@ -184,70 +181,87 @@ Work Work::from_graph(const lt_graph& g, const OptimizeOptions& opt) {
   return w;
 }
 
-OwnedGraph Work::to_graph(std::vector<int32_t>* origin,
-                          std::vector<std::vector<unsigned char>>* take_constants) {
+OptGraph Work::to_graph(std::vector<int32_t>* origin,
+                        std::vector<std::vector<unsigned char>>* take_constants) {
   // The order: inputs first, then the live nodes in their present order (the traced order the
   // core schedules by, docs/memory.md), a node a rewrite made placed just before its first
   // reader (operands first). A walk from the roots would move every value next to its last
-  // reader's root and undo the schedule that recomputation relies on.
+  // reader's root and undo the schedule that recomputation relies on. Operands are written
+  // back resolved (uses are counted on what they resolve to: nothing else changes).
   std::vector<int32_t> order;
-  std::vector<uint8_t> state(nodes.size(), 0);  // 0 new, 1 on the stack, 2 placed
-  order.reserve(live);
-  for (int32_t in : inputs) state[static_cast<size_t>(in)] = 2, order.push_back(in);
+  std::vector<int32_t> index(nodes.size(), -1);  // node -> its position in `order`, once placed
+  order.reserve(live + constants.size());
+  size_t total_operands = 0;
+  auto place = [&](int32_t v) {
+    index[static_cast<size_t>(v)] = static_cast<int32_t>(order.size());
+    order.push_back(v);
+    total_operands += nodes[static_cast<size_t>(v)].operands.size();
+  };
+  for (int32_t in : inputs) place(in);
   std::vector<std::pair<int32_t, size_t>> stack;
   auto visit = [&](int32_t root) {
-    if (state[static_cast<size_t>(root)]) return;
+    if (index[static_cast<size_t>(root)] >= 0) return;
+    // Most nodes' operands are placed already (they come before it): no walk.
+    bool ready = true;
+    for (int32_t& o : nodes[static_cast<size_t>(root)].operands) {
+      o = resolve(o);
+      ready = ready && index[static_cast<size_t>(o)] >= 0;
+    }
+    if (ready) return place(root);
     stack.push_back({root, 0});
-    state[static_cast<size_t>(root)] = 1;
+    index[static_cast<size_t>(root)] = -2;  // on the stack
     while (!stack.empty()) {
       auto& [v, next] = stack.back();
-      const WNode& n = nodes[static_cast<size_t>(v)];
+      WNode& n = nodes[static_cast<size_t>(v)];
       if (next < n.operands.size()) {
-        const int32_t o = resolve(n.operands[next++]);
-        if (!state[static_cast<size_t>(o)]) {
-          state[static_cast<size_t>(o)] = 1;
+        const int32_t o = n.operands[next] = resolve(n.operands[next]);
+        ++next;
+        if (index[static_cast<size_t>(o)] == -1) {
+          index[static_cast<size_t>(o)] = -2;
+          for (int32_t& oo : nodes[static_cast<size_t>(o)].operands) oo = resolve(oo);
           stack.push_back({o, 0});
         }
         continue;
       }
-      state[static_cast<size_t>(v)] = 2;
-      order.push_back(v);
+      const int32_t done = v;
       stack.pop_back();
+      place(done);
     }
   };
   for (size_t i = 0; i < nodes.size(); ++i)
     if (!nodes[i].dead && repl[i] == static_cast<int32_t>(i)) visit(static_cast<int32_t>(i));
   for (int32_t o : outputs) visit(resolve(o));  // an output read by nothing else
-  std::vector<int32_t> index(nodes.size(), -1);
-  OwnedGraph g;
+  OptGraph g;
+  g.nodes.resize(order.size());
+  g.operands.resize(total_operands);
   std::vector<int32_t> const_inputs;
-  std::vector<int32_t> ops;
-  if (origin) origin->clear();
-  for (int32_t v : order) {
-    const WNode& n = nodes[static_cast<size_t>(v)];
-    ops.clear();
-    for (int32_t o : n.operands) ops.push_back(index[static_cast<size_t>(resolve(o))]);
-    // Names and shapes come from the input graph or the op table; attributes too unless a
-    // rewrite made them (Work's storage dies with it: those few are copied).
-    index[static_cast<size_t>(v)] =
-        n.own_attrs ? g.add(n.op, n.dtype, Shape(n.shape.begin(), n.shape.end()), ops,
-                            n.attrs.data(), n.attrs.size())
-                    : g.add_borrowed(n.op, n.dtype, n.shape, ops, n.attrs);
+  if (origin) origin->resize(order.size());
+  size_t at = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const WNode& n = nodes[static_cast<size_t>(order[k])];
+    int32_t* ops = g.operands.data() + at;
+    for (size_t j = 0; j < n.operands.size(); ++j)
+      ops[j] = index[static_cast<size_t>(n.operands[j])];
+    at += n.operands.size();
+    g.nodes[k] =
+        lt_graph_node{n.op, n.dtype,        n.shape.size(), n.shape.data(), n.operands.size(),
+                      ops,  n.attrs.size(), n.attrs.data()};
     if (n.constant >= 0) {
-      const_inputs.push_back(index[static_cast<size_t>(v)]);
+      const_inputs.push_back(static_cast<int32_t>(k));
       if (take_constants)
         take_constants->push_back(std::move(constants[static_cast<size_t>(n.constant)]));
     }
-    if (origin) origin->push_back(n.origin);
+    if (origin) (*origin)[k] = n.origin;
   }
-  std::vector<int32_t> ins;
-  ins.reserve(inputs.size() + const_inputs.size());
-  for (int32_t in : inputs) ins.push_back(index[static_cast<size_t>(in)]);
-  ins.insert(ins.end(), const_inputs.begin(), const_inputs.end());
-  g.set_inputs(std::move(ins));
-  std::vector<int32_t> outs;
-  for (int32_t o : outputs) outs.push_back(index[static_cast<size_t>(resolve(o))]);
-  g.set_outputs(std::move(outs));
+  g.inputs.reserve(inputs.size() + const_inputs.size());
+  for (int32_t in : inputs) g.inputs.push_back(index[static_cast<size_t>(in)]);
+  g.inputs.insert(g.inputs.end(), const_inputs.begin(), const_inputs.end());
+  g.outputs.reserve(outputs.size());
+  for (int32_t o : outputs) g.outputs.push_back(index[static_cast<size_t>(resolve(o))]);
+  if (take_constants) {  // the attributes rewrites made go with the graph (addresses kept)
+    g.attr_store = std::move(attr_store);
+    g.attr_views = std::move(attr_views);
+  }
   return g;
 }
 

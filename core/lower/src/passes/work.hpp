@@ -30,6 +30,7 @@ struct WNode {
   int32_t origin = -1;     // the input graph's node this one computes (messages), or -1
   bool dead = false;       // no output reads it any more (dropped by to_graph)
   bool own_attrs = false;  // attrs live in Work's storage (made or rewritten), not the input
+  bool opaque = false;     // Work::opaque's answer, decided once per op when the node is made
 
   bool is(OpId id) const { return info && info->id == id; }
   // A graph input or a folded constant (a leaf no pass rewrites; only inputs never die).
@@ -66,29 +67,38 @@ struct Work {
     return v;
   }
   // Operand k of v, resolved (and written back resolved).
-  int32_t operand(int32_t v, size_t k);
+  int32_t operand(int32_t v, size_t k) {
+    int32_t& o = nodes[static_cast<size_t>(v)].operands[k];
+    o = resolve(o);
+    return o;
+  }
   // Operand k of v reads `to` instead of what it read (which may die).
   void set_operand(int32_t v, size_t k, int32_t to);
   // v's attributes replaced by `attrs` (kept in Work's storage).
   void set_attrs(int32_t v, std::vector<OwnedAttr> attrs);
   // True for nodes a pass must never merge, fold or drop into another: collectives, custom
-  // (non-built-in) ops.
-  bool opaque(const WNode& n) const;
+  // (non-built-in) ops, what the caller's is_opaque names. Decided when the node is made.
+  bool opaque(const WNode& n) const { return n.opaque && !n.is_input(); }
 
   static Work from_graph(const lt_graph& g, const OptimizeOptions& opt);
   // The live graph in the traced order, its folded constants as inputs after the original
   // ones; `origin` (if given) gets each node's origin; `take_constants` (if given) gets the
-  // constants' bytes in the order of those inputs, moved out of this Work (the last call).
-  OwnedGraph to_graph(std::vector<int32_t>* origin = nullptr,
-                      std::vector<std::vector<unsigned char>>* take_constants = nullptr);
+  // constants' bytes in the order of those inputs, and the graph the attributes rewrites made,
+  // both moved out of this Work (the last call). Without it the graph borrows those
+  // attributes from this Work (a print-after snapshot).
+  OptGraph to_graph(std::vector<int32_t>* origin = nullptr,
+                    std::vector<std::vector<unsigned char>>* take_constants = nullptr);
 
   // Storage for the attributes rewrites make (stable addresses).
   std::deque<std::vector<lt_attr>> attr_views;
   std::deque<std::vector<OwnedAttr>> attr_store;
 
  private:
-  void release(int32_t v);                 // one use of v went; v dies with its last one
-  mutable std::vector<int8_t> opaque_op_;  // per built-in OpId: -1 not asked yet, 0, 1
+  void release(int32_t v);  // one use of v went; v dies with its last one
+  // Whether nodes of op `op` (built-in: `info`) are opaque; the caller's is_opaque is asked
+  // once per built-in op (the core looks the name up in its custom-op registry, a string map).
+  bool op_opaque(const char* op, const OpInfo* info);
+  std::vector<int8_t> opaque_op_;  // per built-in OpId: -1 not asked yet, 0, 1
   std::vector<int32_t> operand_store;
 };
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <span>
 #include <string>
@@ -55,6 +56,31 @@ struct OptimizeOptions {
   std::function<void(std::string_view pass, const lt_graph& g)> after_pass;
 };
 
+// The optimiser's result as an lt_graph, flat: one array of nodes and one of their operands,
+// nothing per node allocated (the per-node vectors and strings of an OwnedGraph were a third of
+// the optimiser's cost in a compile, issue #27's compile-time bound). Op names, shapes and
+// attributes are borrowed from the optimised graph (valid while it is), but for the attributes
+// a rewrite made, which this graph keeps (`attr_store`, views in `attr_views`).
+struct OptGraph {
+  std::vector<lt_graph_node> nodes;
+  std::vector<int32_t> operands;  // every node's operands, node after node
+  std::vector<int32_t> inputs, outputs;
+  uint64_t hash = 0;
+  std::deque<std::vector<OwnedAttr>> attr_store;
+  std::deque<std::vector<lt_attr>> attr_views;
+
+  size_t size() const { return nodes.size(); }
+  const lt_graph_node& node(size_t i) const { return nodes[i]; }
+  // The borrowed view; valid until this graph changes or goes.
+  const lt_graph& view();
+  // Makes this graph `g` (static) as it is (its arrays copied; names, shapes, attributes borrowed):
+  // what a caller compiles when nothing changed (Optimized::changed is false).
+  void borrow(const lt_graph& g);
+
+ private:
+  lt_graph graph_{};
+};
+
 // The optimised graph: its inputs are the input graph's, in the same order, followed by one
 // input per folded constant (constants[k] is the data of input num_inputs + k); its outputs are
 // the input graph's, in the same order (an output may now be an input, a constant, or the same
@@ -65,7 +91,7 @@ struct Optimized {
   // Under exact: the rewrites would have changed whether a matmul reads a transpose in place
   // (docs/optimizer.md), so the input is to be compiled as it is (changed is false).
   bool kept_gemm_layout = false;
-  OwnedGraph graph;
+  OptGraph graph;
   std::vector<std::vector<unsigned char>> constants;
   std::vector<int32_t> origin;  // per node: the input graph's node it computes, or -1
   std::vector<PassStats> stats;
