@@ -31,7 +31,7 @@ constexpr PassEntry kPasses[] = {{"simplify", opt::simplify},
 // rewrite changed that (a concat reading it became dead, a slice of a concat now reads it), the
 // graph is compiled unoptimised. Returns false in that case. Linear, and nothing is allocated
 // for a graph in which no matmul reads a permute.
-bool gemm_layouts_kept(const lt_graph& g, const opt::Work& w) {
+bool gemm_layouts_kept(const lt_graph& g, opt::Work& w) {
   // Node i < g.num_nodes of w is g's node i: its op (WNode::info) never changes.
   auto is = [&w](size_t i, OpId op) { return w.nodes[i].is(op); };
   bool any = false;
@@ -40,7 +40,8 @@ bool gemm_layouts_kept(const lt_graph& g, const opt::Work& w) {
       for (size_t k = 0; k < g.nodes[i].num_operands; ++k)
         any = any || is(static_cast<size_t>(g.nodes[i].operands[k]), kOpPermute);
   if (!any) return true;
-  std::vector<int32_t> now(g.num_nodes, -1);  // original node -> its live node in w, if kept
+  std::vector<int32_t>& now = w.ints1;  // original node -> its live node in w, if kept
+  now.assign(g.num_nodes, -1);
   for (size_t i = 0; i < w.nodes.size(); ++i) {
     const opt::WNode& n = w.nodes[i];
     if (!n.dead && w.repl[i] == static_cast<int32_t>(i) && n.origin >= 0 &&
@@ -48,7 +49,9 @@ bool gemm_layouts_kept(const lt_graph& g, const opt::Work& w) {
       now[static_cast<size_t>(n.origin)] = static_cast<int32_t>(i);
   }
   // Per original node: read by a matmul that survives; read by anything but a matmul.
-  std::vector<uint8_t> live_gemm(g.num_nodes, 0), other(g.num_nodes, 0);
+  std::vector<uint8_t>&live_gemm = w.flags1, &other = w.flags2;
+  live_gemm.assign(g.num_nodes, 0);
+  other.assign(g.num_nodes, 0);
   for (size_t u = 0; u < g.num_nodes; ++u) {
     const bool mm = is(u, kOpMatmul);
     for (size_t k = 0; k < g.nodes[u].num_operands; ++k) {
@@ -58,7 +61,8 @@ bool gemm_layouts_kept(const lt_graph& g, const opt::Work& w) {
     }
   }
   // The same "read by anything but a matmul" in the optimised graph.
-  std::vector<uint8_t> w_other(w.nodes.size(), 0);
+  std::vector<uint8_t>& w_other = w.flags3;
+  w_other.assign(w.nodes.size(), 0);
   for (size_t u = 0; u < w.nodes.size(); ++u) {
     const opt::WNode& n = w.nodes[u];
     if (n.dead || w.repl[u] != static_cast<int32_t>(u) || n.is(kOpMatmul)) continue;
@@ -137,7 +141,24 @@ Optimized optimize(const lt_graph& g, const OptimizeOptions& options) {
     out.changed = false;
     return out;
   }
-  opt::Work w = opt::Work::from_graph(g, options);
+  // One Work per thread, its arrays reused from graph to graph (trimmed after a big one); a
+  // nested call (an after-pass hook that optimises) gets a Work of its own.
+  thread_local opt::Work kept;
+  thread_local bool busy = false;
+  opt::Work own;
+  const bool nested = busy;
+  busy = true;
+  struct Done {  // however this call ends
+    bool nested;
+    opt::Work& w;
+    ~Done() {
+      if (nested) return;
+      w.trim();
+      busy = false;
+    }
+  } done{nested, nested ? own : kept};
+  opt::Work& w = done.w;
+  w.load(g, options);
   out.stats.reserve(std::size(kPasses));
   size_t k = 0;
   bool folded = false;

@@ -36,9 +36,10 @@ uint64_t mix(uint64_t h, uint64_t v) {
   return h;
 }
 
+// The name is left out (equal() compares it): one op's attributes come in one order, and
+// hashing each name's characters was a tenth of the pass.
 uint64_t attr_hash(const lt_attr& a) {
   uint64_t h = static_cast<uint64_t>(a.kind);
-  for (const char* c = a.name; c && *c; ++c) h = h * 131 + static_cast<unsigned char>(*c);
   uint64_t fb = 0;
   std::memcpy(&fb, &a.f, sizeof fb);
   h = mix(mix(h, static_cast<uint64_t>(a.i)), fb);
@@ -78,7 +79,8 @@ size_t cse(Work& w, PassStats& s) {
   // Under `exact`, permutes a matmul reads stay apart: merged with one that something else
   // reads, the transpose is materialised and the GEMM reads another layout, rounding otherwise
   // (see simplify.cpp).
-  std::vector<uint8_t> gemm_operand(n, 0);
+  std::vector<uint8_t>& gemm_operand = w.flags1;
+  gemm_operand.assign(n, 0);
   if (w.level != OptLevel::kFast)
     for (size_t i = 0; i < n; ++i)
       if (!w.nodes[i].dead && w.nodes[i].is(kOpMatmul))
@@ -87,8 +89,10 @@ size_t cse(Work& w, PassStats& s) {
   // Open addressing over node ids, sized for every node at most half full.
   size_t cap = 16;
   while (cap < 2 * n) cap *= 2;
-  std::vector<int32_t> slot(cap, -1);
-  std::vector<uint64_t> slot_hash(cap, 0);
+  std::vector<int32_t>& slot = w.ints1;
+  std::vector<uint64_t>& slot_hash = w.hashes;
+  slot.assign(cap, -1);
+  slot_hash.assign(cap, 0);
   size_t merged = 0;
   auto visit = [&](size_t i) {
     WNode& node = w.nodes[i];

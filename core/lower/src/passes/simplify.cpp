@@ -50,7 +50,7 @@ bool is_value(const WNode& n, double want, bool check_sign) {
 
 class Simplifier {
  public:
-  explicit Simplifier(Work& w) : w_(w) {}
+  explicit Simplifier(Work& w) : w_(w), gemm_read_(w.flags1) {}
 
   // One sweep in index order (topological but for made nodes, which have no operands); returns
   // the rewrites made. Dead and replaced nodes are skipped; nodes made during the sweep are
@@ -290,7 +290,7 @@ class Simplifier {
   }
 
   Work& w_;
-  std::vector<uint8_t> gemm_read_;
+  std::vector<uint8_t>& gemm_read_;  // Work's scratch
 };
 
 }  // namespace
@@ -298,7 +298,10 @@ class Simplifier {
 size_t simplify(Work& w, PassStats& s) {
   Simplifier simp(w);
   size_t total = 0;
-  std::vector<int32_t> again, next;
+  std::vector<int32_t>& again = w.ints1;
+  std::vector<int32_t>& next = w.ints2;
+  again.clear();
+  next.clear();
   for (int round = 0; round < 8; ++round) {  // in-place rewrites may match again
     const size_t n = simp.sweep(round ? &again : nullptr, &next);
     total += n;

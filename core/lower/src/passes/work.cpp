@@ -56,7 +56,8 @@ int32_t Work::add(WNode n) {
 }
 
 void Work::release(int32_t v) {
-  std::vector<int32_t> stack{v};
+  std::vector<int32_t>& stack = release_stack_;
+  stack.assign(1, v);
   while (!stack.empty()) {
     const size_t x = static_cast<size_t>(stack.back());
     stack.pop_back();
@@ -116,7 +117,7 @@ bool Work::op_opaque(const char* op, const OpInfo* info) {
   return opaque_op_[id] == 1;
 }
 
-Work Work::from_graph(const lt_graph& g, const OptimizeOptions& opt) {
+void Work::load(const lt_graph& g, const OptimizeOptions& options) {
   // The core names every node of one op with the same interned string, so the op table is
   // searched once per name pointer (a hash of the name per node was a tenth of the optimiser).
   // Whether the op is opaque is cached with it.
@@ -124,19 +125,28 @@ Work Work::from_graph(const lt_graph& g, const OptimizeOptions& opt) {
   const char* names[kCache] = {};
   const OpInfo* infos[kCache] = {};
   bool opaques[kCache] = {};
-  Work w;
+  Work& w = *this;
+  w.opt = &options;
+  w.opaque_op_.clear();  // the caller's is_opaque may differ from the last graph's
   auto lookup = [&](WNode& n) {
     const size_t h = (reinterpret_cast<uintptr_t>(n.op) >> 3) % kCache;
     if (names[h] != n.op) {
       names[h] = n.op;
-      infos[h] = std::strcmp(n.op, "input") == 0 ? nullptr : find_op(n.op);
-      opaques[h] = std::strcmp(n.op, "input") != 0 && w.op_opaque(n.op, infos[h]);
+      const bool input = std::strcmp(n.op, "input") == 0;
+      infos[h] = input ? nullptr : find_op(n.op);
+      opaques[h] = !input && w.op_opaque(n.op, infos[h]);
     }
     n.info = infos[h];
     n.opaque = opaques[h];
   };
+  const OptimizeOptions& opt = options;
+  w.constants.clear();
+  w.attr_views.clear();
+  w.attr_store.clear();
+  w.unread_at_start = 0;
+  w.nodes.clear();
+  w.inputs.clear();
   w.level = opt.level;
-  w.opt = &opt;
   size_t total = 0;
   for (size_t i = 0; i < g.num_nodes; ++i) total += g.nodes[i].num_operands;
   w.operand_store.resize(total);
@@ -178,7 +188,15 @@ Work Work::from_graph(const lt_graph& g, const OptimizeOptions& opt) {
     ++w.unread_at_start;
     for (int32_t o : n.operands) --w.uses[static_cast<size_t>(o)];
   }
-  return w;
+}
+
+void Work::trim() {
+  // Past this many nodes the arrays are freed after the graph: a thread that once optimised a
+  // 1,000,000-node graph must not keep ~100 MB for the small ones that follow.
+  constexpr size_t kKeep = size_t{1} << 16;
+  if (nodes.capacity() <= kKeep && operand_store.capacity() <= 4 * kKeep) return;
+  Work fresh;
+  std::swap(*this, fresh);
 }
 
 OptGraph Work::to_graph(std::vector<int32_t>* origin,
@@ -188,8 +206,10 @@ OptGraph Work::to_graph(std::vector<int32_t>* origin,
   // reader (operands first). A walk from the roots would move every value next to its last
   // reader's root and undo the schedule that recomputation relies on. Operands are written
   // back resolved (uses are counted on what they resolve to: nothing else changes).
-  std::vector<int32_t> order;
-  std::vector<int32_t> index(nodes.size(), -1);  // node -> its position in `order`, once placed
+  std::vector<int32_t>& order = ints1;
+  std::vector<int32_t>& index = ints2;  // node -> its position in `order`, once placed
+  order.clear();
+  index.assign(nodes.size(), -1);
   order.reserve(live + constants.size());
   size_t total_operands = 0;
   auto place = [&](int32_t v) {
@@ -198,7 +218,8 @@ OptGraph Work::to_graph(std::vector<int32_t>* origin,
     total_operands += nodes[static_cast<size_t>(v)].operands.size();
   };
   for (int32_t in : inputs) place(in);
-  std::vector<std::pair<int32_t, size_t>> stack;
+  std::vector<std::pair<int32_t, size_t>>& stack = walk_;
+  stack.clear();
   auto visit = [&](int32_t root) {
     if (index[static_cast<size_t>(root)] >= 0) return;
     // Most nodes' operands are placed already (they come before it): no walk.
@@ -234,7 +255,8 @@ OptGraph Work::to_graph(std::vector<int32_t>* origin,
   OptGraph g;
   g.nodes.resize(order.size());
   g.operands.resize(total_operands);
-  std::vector<int32_t> const_inputs;
+  std::vector<int32_t>& const_inputs = ints3;
+  const_inputs.clear();
   if (origin) origin->resize(order.size());
   size_t at = 0;
   for (size_t k = 0; k < order.size(); ++k) {

@@ -4,7 +4,7 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <list>
 #include <span>
 #include <string>
 #include <vector>
@@ -80,7 +80,12 @@ struct Work {
   // (non-built-in) ops, what the caller's is_opaque names. Decided when the node is made.
   bool opaque(const WNode& n) const { return n.opaque && !n.is_input(); }
 
-  static Work from_graph(const lt_graph& g, const OptimizeOptions& opt);
+  // Makes this the working graph of `g` (`opt` must outlive the passes). Reuses the arrays a
+  // previous graph left (optimize() keeps one Work per thread: allocating a dozen arrays per
+  // compile was a tenth of the optimiser's cost on small graphs).
+  void load(const lt_graph& g, const OptimizeOptions& opt);
+  // Frees what the arrays hold when a big graph left them big (a thread keeps its Work).
+  void trim();
   // The live graph in the traced order, its folded constants as inputs after the original
   // ones; `origin` (if given) gets each node's origin; `take_constants` (if given) gets the
   // constants' bytes in the order of those inputs, and the graph the attributes rewrites made,
@@ -89,9 +94,16 @@ struct Work {
   OptGraph to_graph(std::vector<int32_t>* origin = nullptr,
                     std::vector<std::vector<unsigned char>>* take_constants = nullptr);
 
-  // Storage for the attributes rewrites make (stable addresses).
-  std::deque<std::vector<lt_attr>> attr_views;
-  std::deque<std::vector<OwnedAttr>> attr_store;
+  // Storage for the attributes rewrites make (stable addresses; a list allocates nothing while
+  // empty, and moving it keeps every element where it is).
+  std::list<std::vector<lt_attr>> attr_views;
+  std::list<std::vector<OwnedAttr>> attr_store;
+
+  // Scratch arrays the passes reuse; each pass sizes and clears what it takes, and none is
+  // held across passes.
+  std::vector<uint8_t> flags1, flags2, flags3;
+  std::vector<int32_t> ints1, ints2, ints3;
+  std::vector<uint64_t> hashes;
 
  private:
   void release(int32_t v);  // one use of v went; v dies with its last one
@@ -100,6 +112,8 @@ struct Work {
   bool op_opaque(const char* op, const OpInfo* info);
   std::vector<int8_t> opaque_op_;  // per built-in OpId: -1 not asked yet, 0, 1
   std::vector<int32_t> operand_store;
+  std::vector<int32_t> release_stack_;
+  std::vector<std::pair<int32_t, size_t>> walk_;  // to_graph's walk
 };
 
 // The passes (one file each).

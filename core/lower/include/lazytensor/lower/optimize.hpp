@@ -5,8 +5,8 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
+#include <list>
 #include <span>
 #include <string>
 #include <string_view>
@@ -66,8 +66,8 @@ struct OptGraph {
   std::vector<int32_t> operands;  // every node's operands, node after node
   std::vector<int32_t> inputs, outputs;
   uint64_t hash = 0;
-  std::deque<std::vector<OwnedAttr>> attr_store;
-  std::deque<std::vector<lt_attr>> attr_views;
+  std::list<std::vector<OwnedAttr>> attr_store;
+  std::list<std::vector<lt_attr>> attr_views;
 
   size_t size() const { return nodes.size(); }
   const lt_graph_node& node(size_t i) const { return nodes[i]; }
