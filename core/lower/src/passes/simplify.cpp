@@ -75,7 +75,7 @@ class Simplifier {
       const WNode& node = w_.nodes[i];
       if (node.is_input() || !node.info || w_.opaque(node)) return;
       for (size_t k = 0; k < node.operands.size(); ++k) w_.operand(static_cast<int32_t>(i), k);
-      if (!rewrite(static_cast<int32_t>(i))) return;
+      if (!may_match(node) || !rewrite(static_cast<int32_t>(i))) return;
       ++count;
       if (live(i)) again->push_back(static_cast<int32_t>(i));
     };
@@ -101,6 +101,37 @@ class Simplifier {
       gemm_read_[static_cast<size_t>(by)] = 1;
     w_.replace(v, by);
     return true;
+  }
+
+  // False when no rule of rewrite() can match `n` (operands resolved): what most nodes of a
+  // training step are (matmuls, reductions, unary math, arithmetic on computed values), so
+  // the sweep passes them without a call. Each case is the first test of its rule below.
+  bool may_match(const WNode& n) const {
+    auto reads = [&](OpId op) {
+      for (int32_t o : n.operands)
+        if (w_.nodes[static_cast<size_t>(o)].is(op)) return true;
+      return false;
+    };
+    switch (n.info->id) {
+      case kOpMul:
+      case kOpDiv:
+      case kOpAdd:
+      case kOpSub:
+        return reads(kOpFull) || reads(kOpBroadcastTo);
+      case kOpWhere:
+        return n.operands[1] == n.operands[2] || reads(kOpBroadcastTo);
+      case kOpNeg:
+      case kOpNot:
+      case kOpCast:
+      case kOpReshape:
+      case kOpBroadcastTo:
+      case kOpPermute:
+      case kOpSlice:
+        return true;
+      default:
+        return n.info->category == Category::kElementwise && n.operands.size() >= 2 &&
+               reads(kOpBroadcastTo);
+    }
   }
 
   bool rewrite(int32_t v) {
