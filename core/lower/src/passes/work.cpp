@@ -146,6 +146,7 @@ void Work::load(const lt_graph& g, const OptimizeOptions& options) {
   w.unread_at_start = 0;
   w.nodes.clear();
   w.inputs.clear();
+  w.loaded = g.num_nodes;
   w.level = opt.level;
   size_t total = 0;
   for (size_t i = 0; i < g.num_nodes; ++i) total += g.nodes[i].num_operands;
@@ -206,6 +207,13 @@ OptGraph Work::to_graph(std::vector<int32_t>* origin,
   // reader (operands first). A walk from the roots would move every value next to its last
   // reader's root and undo the schedule that recomputation relies on. Operands are written
   // back resolved (uses are counted on what they resolve to: nothing else changes).
+  if (nodes.size() == loaded) {  // no rewrite made a node: the order is the index order
+    OptGraph g;
+    if (in_index_order(g, origin)) {
+      if (take_constants) move_attrs(g);
+      return g;
+    }
+  }
   std::vector<int32_t>& order = ints1;
   std::vector<int32_t>& index = ints2;  // node -> its position in `order`, once placed
   order.clear();
@@ -280,11 +288,53 @@ OptGraph Work::to_graph(std::vector<int32_t>* origin,
   g.inputs.insert(g.inputs.end(), const_inputs.begin(), const_inputs.end());
   g.outputs.reserve(outputs.size());
   for (int32_t o : outputs) g.outputs.push_back(index[static_cast<size_t>(resolve(o))]);
-  if (take_constants) {  // the attributes rewrites made go with the graph (addresses kept)
-    g.attr_store = std::move(attr_store);
-    g.attr_views = std::move(attr_views);
-  }
+  if (take_constants) move_attrs(g);
   return g;
+}
+
+void Work::move_attrs(OptGraph& g) {
+  // The attributes rewrites made go with the graph (a list's elements keep their addresses).
+  g.attr_store = std::move(attr_store);
+  g.attr_views = std::move(attr_views);
+}
+
+bool Work::in_index_order(OptGraph& g, std::vector<int32_t>* origin) {
+  // Every node is the caller's, and what a use resolves to comes before it (a rewrite only
+  // redirects a use to an operand's operand, CSE to an earlier equal node): inputs, then the
+  // live nodes by index, in one pass. Checked as it goes; false sends to_graph the long way.
+  std::vector<int32_t>& index = ints2;
+  index.assign(nodes.size(), -1);
+  g.nodes.reserve(live);
+  g.operands.resize(operand_store.size());
+  if (origin) origin->clear();
+  size_t at = 0;
+  auto emit = [&](size_t v) {
+    WNode& n = nodes[v];
+    int32_t* ops = g.operands.data() + at;
+    for (size_t j = 0; j < n.operands.size(); ++j) {
+      const int32_t o = n.operands[j] = resolve(n.operands[j]);
+      ops[j] = index[static_cast<size_t>(o)];
+      if (ops[j] < 0) return false;
+    }
+    at += n.operands.size();
+    index[v] = static_cast<int32_t>(g.nodes.size());
+    g.nodes.push_back(lt_graph_node{n.op, n.dtype, n.shape.size(), n.shape.data(),
+                                    n.operands.size(), ops, n.attrs.size(), n.attrs.data()});
+    if (origin) origin->push_back(n.origin);
+    return true;
+  };
+  for (int32_t in : inputs) emit(static_cast<size_t>(in));
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (!nodes[i].dead && repl[i] == static_cast<int32_t>(i) && nodes[i].input < 0 && !emit(i)) {
+      g = OptGraph{};
+      return false;
+    }
+  g.operands.resize(at);  // no reallocation: the views stay
+  g.inputs.reserve(inputs.size());
+  for (int32_t in : inputs) g.inputs.push_back(index[static_cast<size_t>(in)]);
+  g.outputs.reserve(outputs.size());
+  for (int32_t o : outputs) g.outputs.push_back(index[static_cast<size_t>(resolve(o))]);
+  return true;
 }
 
 }  // namespace lt::lower::opt

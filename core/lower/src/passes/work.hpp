@@ -55,6 +55,7 @@ struct Work {
   std::vector<int32_t> uses;   // per node: operand slots of live nodes and outputs reading it
   size_t live = 0;             // nodes not dead
   size_t unread_at_start = 0;  // nodes of the caller's graph that no output read
+  size_t loaded = 0;           // nodes of the caller's graph (those after it a rewrite made)
   OptLevel level = OptLevel::kExact;
   const OptimizeOptions* opt = nullptr;
 
@@ -107,6 +108,10 @@ struct Work {
 
  private:
   void release(int32_t v);  // one use of v went; v dies with its last one
+  // to_graph when no rewrite made a node: false (and `g` empty) if an operand came after its
+  // reader, which the rewrites never cause.
+  bool in_index_order(OptGraph& g, std::vector<int32_t>* origin);
+  void move_attrs(OptGraph& g);
   // Whether nodes of op `op` (built-in: `info`) are opaque; the caller's is_opaque is asked
   // once per built-in op (the core looks the name up in its custom-op registry, a string map).
   bool op_opaque(const char* op, const OpInfo* info);
