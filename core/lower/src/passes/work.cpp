@@ -154,6 +154,11 @@ void Work::load(const lt_graph& g, const OptimizeOptions& options) {
   w.nodes.resize(g.num_nodes);
   w.repl.resize(g.num_nodes);
   w.uses.assign(g.num_nodes, 0);
+  // Room for the nodes rewrites make (a reallocation copies every node).
+  const size_t room = g.num_nodes + g.num_nodes / 8 + 16;
+  w.nodes.reserve(room);
+  w.repl.reserve(room);
+  w.uses.reserve(room);
   size_t at = 0;
   for (size_t i = 0; i < g.num_nodes; ++i) {
     const lt_graph_node& gn = g.nodes[i];
@@ -207,9 +212,9 @@ OptGraph Work::to_graph(std::vector<int32_t>* origin,
   // reader (operands first). A walk from the roots would move every value next to its last
   // reader's root and undo the schedule that recomputation relies on. Operands are written
   // back resolved (uses are counted on what they resolve to: nothing else changes).
-  if (nodes.size() == loaded) {  // no rewrite made a node: the order is the index order
+  {
     OptGraph g;
-    if (in_index_order(g, origin)) {
+    if (in_index_order(g, origin, take_constants)) {
       if (take_constants) move_attrs(g);
       return g;
     }
@@ -298,40 +303,60 @@ void Work::move_attrs(OptGraph& g) {
   g.attr_views = std::move(attr_views);
 }
 
-bool Work::in_index_order(OptGraph& g, std::vector<int32_t>* origin) {
-  // Every node is the caller's, and what a use resolves to comes before it (a rewrite only
-  // redirects a use to an operand's operand, CSE to an earlier equal node): inputs, then the
-  // live nodes by index, in one pass. Checked as it goes; false sends to_graph the long way.
+bool Work::in_index_order(OptGraph& g, std::vector<int32_t>* origin,
+                          std::vector<std::vector<unsigned char>>* take_constants) {
+  // What a use resolves to comes before it, or is a node a rewrite made (it has no operands): a
+  // rewrite only redirects a use to an operand's operand, CSE to an earlier equal node, and
+  // a made node is placed just before its first reader. So: inputs, then the live nodes by
+  // index, in one pass. Checked as it goes; false sends to_graph the long way.
   std::vector<int32_t>& index = ints2;
+  std::vector<int32_t>& const_inputs = ints3;
+  std::vector<int32_t>& const_data = ints1;  // their Work::constants, moved once it succeeded
   index.assign(nodes.size(), -1);
+  const_inputs.clear();
+  const_data.clear();
   g.nodes.reserve(live);
   g.operands.resize(operand_store.size());
   if (origin) origin->clear();
   size_t at = 0;
+  auto push = [&](size_t v, const int32_t* ops) {
+    const WNode& n = nodes[v];
+    index[v] = static_cast<int32_t>(g.nodes.size());
+    g.nodes.push_back(lt_graph_node{n.op, n.dtype, n.shape.size(), n.shape.data(),
+                                    n.operands.size(), ops, n.attrs.size(), n.attrs.data()});
+    if (origin) origin->push_back(n.origin);
+    if (n.constant >= 0) {
+      const_inputs.push_back(index[v]);
+      const_data.push_back(n.constant);
+    }
+  };
   auto emit = [&](size_t v) {
     WNode& n = nodes[v];
     int32_t* ops = g.operands.data() + at;
     for (size_t j = 0; j < n.operands.size(); ++j) {
       const int32_t o = n.operands[j] = resolve(n.operands[j]);
+      if (index[static_cast<size_t>(o)] < 0 && static_cast<size_t>(o) >= loaded &&
+          nodes[static_cast<size_t>(o)].operands.empty())
+        push(static_cast<size_t>(o), nullptr);  // a made node, before its first reader
       ops[j] = index[static_cast<size_t>(o)];
       if (ops[j] < 0) return false;
     }
     at += n.operands.size();
-    index[v] = static_cast<int32_t>(g.nodes.size());
-    g.nodes.push_back(lt_graph_node{n.op, n.dtype, n.shape.size(), n.shape.data(),
-                                    n.operands.size(), ops, n.attrs.size(), n.attrs.data()});
-    if (origin) origin->push_back(n.origin);
+    push(v, ops);
     return true;
   };
   for (int32_t in : inputs) emit(static_cast<size_t>(in));
   for (size_t i = 0; i < nodes.size(); ++i)
-    if (!nodes[i].dead && repl[i] == static_cast<int32_t>(i) && nodes[i].input < 0 && !emit(i)) {
+    if (!nodes[i].dead && repl[i] == static_cast<int32_t>(i) && index[i] < 0 && !emit(i)) {
       g = OptGraph{};
       return false;
     }
+  if (take_constants)
+    for (int32_t c : const_data) take_constants->push_back(std::move(constants[size_t(c)]));
   g.operands.resize(at);  // no reallocation: the views stay
-  g.inputs.reserve(inputs.size());
+  g.inputs.reserve(inputs.size() + const_inputs.size());
   for (int32_t in : inputs) g.inputs.push_back(index[static_cast<size_t>(in)]);
+  g.inputs.insert(g.inputs.end(), const_inputs.begin(), const_inputs.end());
   g.outputs.reserve(outputs.size());
   for (int32_t o : outputs) g.outputs.push_back(index[static_cast<size_t>(resolve(o))]);
   return true;

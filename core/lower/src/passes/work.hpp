@@ -108,9 +108,10 @@ struct Work {
 
  private:
   void release(int32_t v);  // one use of v went; v dies with its last one
-  // to_graph when no rewrite made a node: false (and `g` empty) if an operand came after its
-  // reader, which the rewrites never cause.
-  bool in_index_order(OptGraph& g, std::vector<int32_t>* origin);
+  // to_graph in one pass in index order, a made node placed before its first reader: false
+  // (and `g` empty) if an operand came after its reader, which the rewrites never cause.
+  bool in_index_order(OptGraph& g, std::vector<int32_t>* origin,
+                      std::vector<std::vector<unsigned char>>* take_constants);
   void move_attrs(OptGraph& g);
   // Whether nodes of op `op` (built-in: `info`) are opaque; the caller's is_opaque is asked
   // once per built-in op (the core looks the name up in its custom-op registry, a string map).

@@ -57,11 +57,18 @@ struct OptimizeOptions {
 };
 
 // The optimiser's result as an lt_graph, flat: one array of nodes and one of their operands,
-// nothing per node allocated (the per-node vectors and strings of an OwnedGraph were a third of
-// the optimiser's cost in a compile, issue #27's compile-time bound). Op names, shapes and
-// attributes are borrowed from the optimised graph (valid while it is), but for the attributes
-// a rewrite made, which this graph keeps (`attr_store`, views in `attr_views`).
+// nothing per node allocated (the per-node vectors and strings of an OwnedGraph were two fifths
+// of the optimiser's cost in a compile, issue #27's compile-time bound). Op names, shapes and
+// attributes are borrowed from the input graph (valid while it is), but for the attributes a
+// rewrite made, which this graph keeps (`attr_store`, views in `attr_views`). Move-only: the
+// nodes point into its own arrays.
 struct OptGraph {
+  OptGraph() = default;
+  OptGraph(OptGraph&&) noexcept = default;
+  OptGraph& operator=(OptGraph&&) noexcept = default;
+  OptGraph(const OptGraph&) = delete;
+  OptGraph& operator=(const OptGraph&) = delete;
+
   std::vector<lt_graph_node> nodes;
   std::vector<int32_t> operands;  // every node's operands, node after node
   std::vector<int32_t> inputs, outputs;
