@@ -151,14 +151,14 @@ void Work::load(const lt_graph& g, const OptimizeOptions& options) {
   size_t total = 0;
   for (size_t i = 0; i < g.num_nodes; ++i) total += g.nodes[i].num_operands;
   w.operand_store.resize(total);
-  w.nodes.resize(g.num_nodes);
-  w.repl.resize(g.num_nodes);
-  w.uses.assign(g.num_nodes, 0);
   // Room for the nodes rewrites make (a reallocation copies every node).
   const size_t room = g.num_nodes + g.num_nodes / 8 + 16;
   w.nodes.reserve(room);
   w.repl.reserve(room);
   w.uses.reserve(room);
+  w.nodes.resize(g.num_nodes);
+  w.repl.resize(g.num_nodes);
+  w.uses.assign(g.num_nodes, 0);
   size_t at = 0;
   for (size_t i = 0; i < g.num_nodes; ++i) {
     const lt_graph_node& gn = g.nodes[i];
