@@ -54,6 +54,7 @@ bool splat_value(const std::vector<unsigned char>& bytes, lt_dtype d, double* v)
 }  // namespace
 
 size_t fold(Work& w, PassStats& s) {
+  w.fold_made_from = w.nodes.size();  // what fold makes comes after (the next simplify's cue)
   if (!w.opt || !w.opt->eval) return 0;
   const size_t n = w.nodes.size();
   auto live = [&](size_t i) { return !w.nodes[i].dead && w.repl[i] == static_cast<int32_t>(i); };

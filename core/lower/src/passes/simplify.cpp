@@ -57,10 +57,11 @@ class Simplifier {
   // already simple. `only` (if given) restricts the sweep to those nodes: in index order a
   // node's operands are final when it is visited, so what a later sweep can still rewrite is a
   // node rewritten in place (its new form may match again), listed in `again`.
-  size_t sweep(const std::vector<int32_t>* only, std::vector<int32_t>* again) {
+  // `fresh`: a first sweep (what matmuls read is found again).
+  size_t sweep(const std::vector<int32_t>* only, std::vector<int32_t>* again, bool fresh) {
     size_t count = 0;
     const size_t n = w_.nodes.size();
-    if (!only) {
+    if (fresh) {
       gemm_read_.assign(n, 0);  // what a live matmul reads (permute chains under exact)
       if (!fast())
         for (size_t i = 0; i < n; ++i)
@@ -333,8 +334,28 @@ size_t simplify(Work& w, PassStats& s) {
   std::vector<int32_t>& next = w.ints2;
   again.clear();
   next.clear();
+  if (w.fold_made_from) {
+    // After a fold: the graph is the one the first simplify left but for the nodes that now
+    // read what fold made, so those are swept first; only when one of them is rewritten is
+    // the whole graph swept again, as before.
+    std::vector<int32_t>& readers = w.ints3;
+    readers.clear();
+    for (size_t i = 0; i < w.fold_made_from; ++i) {
+      const WNode& n = w.nodes[i];
+      if (n.dead || w.repl[i] != static_cast<int32_t>(i)) continue;
+      for (size_t k = 0; k < n.operands.size(); ++k)
+        if (static_cast<size_t>(w.operand(static_cast<int32_t>(i), k)) >= w.fold_made_from) {
+          readers.push_back(static_cast<int32_t>(i));
+          break;
+        }
+    }
+    const size_t n = simp.sweep(&readers, &next, true);
+    if (!n) return 0;
+    total += n;
+    next.clear();
+  }
   for (int round = 0; round < 8; ++round) {  // in-place rewrites may match again
-    const size_t n = simp.sweep(round ? &again : nullptr, &next);
+    const size_t n = simp.sweep(round ? &again : nullptr, &next, round == 0);
     total += n;
     if (!n || next.empty()) break;
     again.swap(next);

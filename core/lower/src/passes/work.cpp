@@ -147,6 +147,7 @@ void Work::load(const lt_graph& g, const OptimizeOptions& options) {
   w.nodes.clear();
   w.inputs.clear();
   w.loaded = g.num_nodes;
+  w.fold_made_from = 0;
   w.level = opt.level;
   size_t total = 0;
   for (size_t i = 0; i < g.num_nodes; ++i) total += g.nodes[i].num_operands;

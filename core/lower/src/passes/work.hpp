@@ -56,6 +56,7 @@ struct Work {
   size_t live = 0;             // nodes not dead
   size_t unread_at_start = 0;  // nodes of the caller's graph that no output read
   size_t loaded = 0;           // nodes of the caller's graph (those after it a rewrite made)
+  size_t fold_made_from = 0;   // once fold ran: the first node it may have made
   OptLevel level = OptLevel::kExact;
   const OptimizeOptions* opt = nullptr;
 
