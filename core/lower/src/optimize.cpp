@@ -2,6 +2,7 @@
 // counts, and the after-pass hook.
 #include "lazytensor/lower/optimize.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "passes/work.hpp"
@@ -30,15 +31,17 @@ constexpr PassEntry kPasses[] = {{"simplify", opt::simplify},
 // rewrite changed that (a concat reading it became dead, a slice of a concat now reads it), the
 // graph is compiled unoptimised. Returns false in that case. Linear, and nothing is allocated
 // for a graph in which no matmul reads a permute.
-bool gemm_layouts_kept(const lt_graph& g, const opt::Work& w) {
-  auto is = [](const char* op, const char* name) { return std::strcmp(op, name) == 0; };
+bool gemm_layouts_kept(const lt_graph& g, opt::Work& w) {
+  // Node i < g.num_nodes of w is g's node i: its op (WNode::info) never changes.
+  auto is = [&w](size_t i, OpId op) { return w.nodes[i].is(op); };
   bool any = false;
   for (size_t i = 0; i < g.num_nodes && !any; ++i)
-    if (is(g.nodes[i].op, "matmul"))
+    if (is(i, kOpMatmul))
       for (size_t k = 0; k < g.nodes[i].num_operands; ++k)
-        any = any || is(g.nodes[static_cast<size_t>(g.nodes[i].operands[k])].op, "permute");
+        any = any || is(static_cast<size_t>(g.nodes[i].operands[k]), kOpPermute);
   if (!any) return true;
-  std::vector<int32_t> now(g.num_nodes, -1);  // original node -> its live node in w, if kept
+  std::vector<int32_t>& now = w.ints1;  // original node -> its live node in w, if kept
+  now.assign(g.num_nodes, -1);
   for (size_t i = 0; i < w.nodes.size(); ++i) {
     const opt::WNode& n = w.nodes[i];
     if (!n.dead && w.repl[i] == static_cast<int32_t>(i) && n.origin >= 0 &&
@@ -46,9 +49,11 @@ bool gemm_layouts_kept(const lt_graph& g, const opt::Work& w) {
       now[static_cast<size_t>(n.origin)] = static_cast<int32_t>(i);
   }
   // Per original node: read by a matmul that survives; read by anything but a matmul.
-  std::vector<uint8_t> live_gemm(g.num_nodes, 0), other(g.num_nodes, 0);
+  std::vector<uint8_t>&live_gemm = w.flags1, &other = w.flags2;
+  live_gemm.assign(g.num_nodes, 0);
+  other.assign(g.num_nodes, 0);
   for (size_t u = 0; u < g.num_nodes; ++u) {
-    const bool mm = is(g.nodes[u].op, "matmul");
+    const bool mm = is(u, kOpMatmul);
     for (size_t k = 0; k < g.nodes[u].num_operands; ++k) {
       const size_t p = static_cast<size_t>(g.nodes[u].operands[k]);
       if (!mm) other[p] = 1;
@@ -56,14 +61,15 @@ bool gemm_layouts_kept(const lt_graph& g, const opt::Work& w) {
     }
   }
   // The same "read by anything but a matmul" in the optimised graph.
-  std::vector<uint8_t> w_other(w.nodes.size(), 0);
+  std::vector<uint8_t>& w_other = w.flags3;
+  w_other.assign(w.nodes.size(), 0);
   for (size_t u = 0; u < w.nodes.size(); ++u) {
     const opt::WNode& n = w.nodes[u];
     if (n.dead || w.repl[u] != static_cast<int32_t>(u) || n.is(kOpMatmul)) continue;
     for (int32_t o : n.operands) w_other[static_cast<size_t>(w.resolve(o))] = 1;
   }
   for (size_t p = 0; p < g.num_nodes; ++p) {
-    if (!live_gemm[p] || !is(g.nodes[p].op, "permute")) continue;
+    if (!live_gemm[p] || !is(p, kOpPermute)) continue;
     const int32_t q = now[p];
     if (q < 0 || !w.nodes[static_cast<size_t>(q)].is(kOpPermute)) return false;
     if (!w_other[static_cast<size_t>(q)] != !other[p]) return false;
@@ -149,6 +155,35 @@ std::vector<std::string> pass_names(OptLevel level) {
   return out;
 }
 
+const lt_graph& OptGraph::view() {
+  graph_ = lt_graph{};
+  graph_.struct_size = LT_GRAPH_STRUCT_SIZE;
+  graph_.num_nodes = nodes.size();
+  graph_.nodes = nodes.data();
+  graph_.num_inputs = inputs.size();
+  graph_.inputs = inputs.data();
+  graph_.num_outputs = outputs.size();
+  graph_.outputs = outputs.data();
+  graph_.hash = hash;
+  return graph_;
+}
+
+void OptGraph::borrow(const lt_graph& g) {
+  nodes.assign(g.nodes, g.nodes + g.num_nodes);
+  size_t total = 0;
+  for (const lt_graph_node& n : nodes) total += n.num_operands;
+  operands.resize(total);
+  size_t at = 0;
+  for (lt_graph_node& n : nodes) {
+    std::copy(n.operands, n.operands + n.num_operands, operands.begin() + at);
+    n.operands = operands.data() + at;
+    at += n.num_operands;
+  }
+  inputs.assign(g.inputs, g.inputs + g.num_inputs);
+  outputs.assign(g.outputs, g.outputs + g.num_outputs);
+  hash = g.hash;
+}
+
 Optimized optimize(const lt_graph& g, const OptimizeOptions& options) {
   Optimized out;
   const bool dynamic = LT_GRAPH_HAS_DYNAMIC(&g);
@@ -156,7 +191,25 @@ Optimized optimize(const lt_graph& g, const OptimizeOptions& options) {
     out.changed = false;
     return out;
   }
-  opt::Work w = opt::Work::from_graph(g, options);
+  // One Work per thread, its arrays reused from graph to graph (trimmed after a big one); a
+  // nested call (an after-pass hook that optimises) gets a Work of its own.
+  thread_local opt::Work kept;
+  thread_local bool busy = false;
+  opt::Work own;
+  const bool nested = busy;
+  busy = true;
+  struct Done {  // however this call ends
+    bool nested;
+    opt::Work& w;
+    ~Done() {
+      if (nested) return;
+      w.trim();
+      busy = false;
+    }
+  } done{nested, nested ? own : kept};
+  opt::Work& w = done.w;
+  w.load(g, options);
+  out.stats.reserve(std::size(kPasses));
   size_t k = 0;
   bool folded = false;
   for (const PassEntry& p : kPasses) {
@@ -171,7 +224,7 @@ Optimized optimize(const lt_graph& g, const OptimizeOptions& options) {
     s.nodes_after = w.live;
     ++k;
     if (options.after_pass) {
-      OwnedGraph snap = w.to_graph();
+      OptGraph snap = w.to_graph();
       options.after_pass(std::to_string(k) + "_" + p.name, snap.view());
     }
     out.stats.push_back(std::move(s));
@@ -187,7 +240,7 @@ Optimized optimize(const lt_graph& g, const OptimizeOptions& options) {
   out.changed |= w.live != g.num_nodes;
   if (!out.changed) return out;  // the caller compiles `g` itself: no copy
   out.graph = w.to_graph(&out.origin, &out.constants);
-  out.graph.set_hash(g.hash);
+  out.graph.hash = g.hash;
   return out;
 }
 

@@ -36,9 +36,10 @@ uint64_t mix(uint64_t h, uint64_t v) {
   return h;
 }
 
+// The name is left out (equal() compares it): one op's attributes come in one order, and
+// hashing each name's characters was a tenth of the pass.
 uint64_t attr_hash(const lt_attr& a) {
   uint64_t h = static_cast<uint64_t>(a.kind);
-  for (const char* c = a.name; c && *c; ++c) h = h * 131 + static_cast<unsigned char>(*c);
   uint64_t fb = 0;
   std::memcpy(&fb, &a.f, sizeof fb);
   h = mix(mix(h, static_cast<uint64_t>(a.i)), fb);
@@ -78,7 +79,8 @@ size_t cse(Work& w, PassStats& s) {
   // Under `exact`, permutes a matmul reads stay apart: merged with one that something else
   // reads, the transpose is materialised and the GEMM reads another layout, rounding otherwise
   // (see simplify.cpp).
-  std::vector<uint8_t> gemm_operand(n, 0);
+  std::vector<uint8_t>& gemm_operand = w.flags1;
+  gemm_operand.assign(n, 0);
   if (w.level != OptLevel::kFast)
     for (size_t i = 0; i < n; ++i)
       if (!w.nodes[i].dead && w.nodes[i].is(kOpMatmul))
@@ -87,15 +89,14 @@ size_t cse(Work& w, PassStats& s) {
   // Open addressing over node ids, sized for every node at most half full.
   size_t cap = 16;
   while (cap < 2 * n) cap *= 2;
-  std::vector<int32_t> slot(cap, -1);
-  std::vector<uint64_t> slot_hash(cap, 0);
+  std::vector<int32_t>& slot = w.ints1;
+  std::vector<uint64_t>& slot_hash = w.hashes;
+  slot.assign(cap, -1);
+  slot_hash.assign(cap, 0);
   size_t merged = 0;
-  auto visit = [&](size_t i) {
-    WNode& node = w.nodes[i];
-    if (node.dead || w.repl[i] != static_cast<int32_t>(i)) return;
-    if (node.is_input() || w.opaque(node)) return;
-    for (size_t k = 0; k < node.operands.size(); ++k) w.operand(static_cast<int32_t>(i), k);
-    if (node.is(kOpPermute) && gemm_operand[i]) return;
+  // Looks node i up: merges it into an equal node (and returns that node) or enters it (-1).
+  auto enter = [&](int32_t i) -> int32_t {
+    const WNode& node = w.nodes[static_cast<size_t>(i)];
     uint64_t h = node.info ? static_cast<uint64_t>(node.info->id) : 0x5bd1e995u;
     h = mix(mix(h, static_cast<uint64_t>(node.dtype)), node.tag);
     for (int64_t d : node.shape) h = mix(h, static_cast<uint64_t>(d));
@@ -104,15 +105,41 @@ size_t cse(Work& w, PassStats& s) {
     for (const lt_attr& a : node.attrs) h = mix(h, attr_hash(a));
     for (size_t p = h & (cap - 1);; p = (p + 1) & (cap - 1)) {
       if (slot[p] < 0) {
-        slot[p] = static_cast<int32_t>(i);
+        slot[p] = i;
         slot_hash[p] = h;
-        return;
+        return -1;
       }
       if (slot_hash[p] == h && equal(w.nodes[static_cast<size_t>(slot[p])], node)) {
-        w.replace(static_cast<int32_t>(i), slot[p]);
+        w.replace(i, slot[p]);
         ++merged;
+        return slot[p];
+      }
+    }
+  };
+  // A node with an operand that only it reads has no equal (an equal node would read that
+  // operand too), so it is not looked up, unless a merge later gives that operand a second
+  // reader: then it is entered at that moment, before any node after the merge is looked up,
+  // which is where it would have been. Most values of a training step have one reader.
+  std::vector<int32_t>& skipped_by = w.ints2;  // operand -> the node skipped for reading it
+  skipped_by.assign(n, -1);
+  auto visit = [&](size_t i) {
+    WNode& node = w.nodes[i];
+    if (node.dead || w.repl[i] != static_cast<int32_t>(i)) return;
+    if (node.is_input() || w.opaque(node)) return;
+    for (size_t k = 0; k < node.operands.size(); ++k) w.operand(static_cast<int32_t>(i), k);
+    if (node.is(kOpPermute) && gemm_operand[i]) return;
+    for (int32_t o : node.operands)
+      if (w.uses[static_cast<size_t>(o)] == 1) {
+        skipped_by[static_cast<size_t>(o)] = static_cast<int32_t>(i);
         return;
       }
+    for (int32_t rep = enter(static_cast<int32_t>(i));
+         rep >= 0 && skipped_by[static_cast<size_t>(rep)] >= 0;) {
+      const int32_t late = skipped_by[static_cast<size_t>(rep)];
+      skipped_by[static_cast<size_t>(rep)] = -1;
+      const bool gone =
+          w.nodes[static_cast<size_t>(late)].dead || w.repl[static_cast<size_t>(late)] != late;
+      rep = gone ? -1 : enter(late);
     }
   };
   // Leaves a rewrite made (no operands, appended after their readers) first, then the rest in

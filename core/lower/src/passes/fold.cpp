@@ -54,12 +54,14 @@ bool splat_value(const std::vector<unsigned char>& bytes, lt_dtype d, double* v)
 }  // namespace
 
 size_t fold(Work& w, PassStats& s) {
+  w.fold_made_from = w.nodes.size();  // what fold makes comes after (the next simplify's cue)
   if (!w.opt || !w.opt->eval) return 0;
   const size_t n = w.nodes.size();
   auto live = [&](size_t i) { return !w.nodes[i].dead && w.repl[i] == static_cast<int32_t>(i); };
   // Constant: a built-in op whose operands are all constant (full and arange have none). Made
   // leaves come after their readers, so they are marked first.
-  std::vector<uint8_t> is_const(n, 0);
+  std::vector<uint8_t>& is_const = w.flags1;
+  is_const.assign(n, 0);
   bool any_source = false;
   for (size_t i = 0; i < n; ++i) {
     const WNode& node = w.nodes[i];
@@ -83,13 +85,15 @@ size_t fold(Work& w, PassStats& s) {
   if (!any_op) return 0;  // only lone leaves: as cheap as their copies
   // Candidates: constant nodes with operands, read by a non-constant node or an output, and
   // not already a splat.
-  std::vector<uint8_t> edge(n, 0);
+  std::vector<uint8_t>& edge = w.flags2;
+  edge.assign(n, 0);
   for (int32_t o : w.outputs) edge[static_cast<size_t>(w.resolve(o))] = 1;
   for (size_t i = 0; i < n; ++i)
     if (live(i) && !is_const[i])
       for (size_t k = 0; k < w.nodes[i].operands.size(); ++k)
         edge[static_cast<size_t>(w.operand(static_cast<int32_t>(i), k))] = 1;
-  std::vector<int32_t> cand;
+  std::vector<int32_t>& cand = w.ints1;
+  cand.clear();
   for (size_t i = 0; i < n; ++i) {
     if (!is_const[i] || w.nodes[i].operands.empty() || !edge[i]) continue;
     const size_t bytes = static_cast<size_t>(w.nodes[i].numel()) * lt_dtype_size(w.nodes[i].dtype);
@@ -97,8 +101,10 @@ size_t fold(Work& w, PassStats& s) {
   }
   if (cand.empty()) return 0;
   // One graph of every candidate's cone, candidates as its outputs.
-  std::vector<uint8_t> in_cone(n, 0);
-  std::vector<int32_t> stack = cand;
+  std::vector<uint8_t>& in_cone = w.flags3;
+  in_cone.assign(n, 0);
+  std::vector<int32_t>& stack = w.ints2;
+  stack = cand;
   while (!stack.empty()) {
     const int32_t v = stack.back();
     stack.pop_back();
@@ -107,7 +113,8 @@ size_t fold(Work& w, PassStats& s) {
     for (int32_t o : w.nodes[static_cast<size_t>(v)].operands) stack.push_back(w.resolve(o));
   }
   OwnedGraph cone;
-  std::vector<int32_t> index(n, -1);
+  std::vector<int32_t>& index = w.ints3;
+  index.assign(n, -1);
   auto add_to_cone = [&](size_t i) {
     const WNode& node = w.nodes[i];
     std::vector<int32_t> ops;

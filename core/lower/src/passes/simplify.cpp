@@ -50,17 +50,18 @@ bool is_value(const WNode& n, double want, bool check_sign) {
 
 class Simplifier {
  public:
-  explicit Simplifier(Work& w) : w_(w) {}
+  explicit Simplifier(Work& w) : w_(w), gemm_read_(w.flags1) {}
 
   // One sweep in index order (topological but for made nodes, which have no operands); returns
   // the rewrites made. Dead and replaced nodes are skipped; nodes made during the sweep are
   // already simple. `only` (if given) restricts the sweep to those nodes: in index order a
   // node's operands are final when it is visited, so what a later sweep can still rewrite is a
   // node rewritten in place (its new form may match again), listed in `again`.
-  size_t sweep(const std::vector<int32_t>* only, std::vector<int32_t>* again) {
+  // `fresh`: a first sweep (what matmuls read is found again).
+  size_t sweep(const std::vector<int32_t>* only, std::vector<int32_t>* again, bool fresh) {
     size_t count = 0;
     const size_t n = w_.nodes.size();
-    if (!only) {
+    if (fresh) {
       gemm_read_.assign(n, 0);  // what a live matmul reads (permute chains under exact)
       if (!fast())
         for (size_t i = 0; i < n; ++i)
@@ -75,7 +76,7 @@ class Simplifier {
       const WNode& node = w_.nodes[i];
       if (node.is_input() || !node.info || w_.opaque(node)) return;
       for (size_t k = 0; k < node.operands.size(); ++k) w_.operand(static_cast<int32_t>(i), k);
-      if (!rewrite(static_cast<int32_t>(i))) return;
+      if (!may_match(node) || !rewrite(static_cast<int32_t>(i))) return;
       ++count;
       if (live(i)) again->push_back(static_cast<int32_t>(i));
     };
@@ -101,6 +102,37 @@ class Simplifier {
       gemm_read_[static_cast<size_t>(by)] = 1;
     w_.replace(v, by);
     return true;
+  }
+
+  // False when no rule of rewrite() can match `n` (operands resolved): what most nodes of a
+  // training step are (matmuls, reductions, unary math, arithmetic on computed values), so
+  // the sweep passes them without a call. Each case is the first test of its rule below.
+  bool may_match(const WNode& n) const {
+    auto reads = [&](OpId op) {
+      for (int32_t o : n.operands)
+        if (w_.nodes[static_cast<size_t>(o)].is(op)) return true;
+      return false;
+    };
+    switch (n.info->id) {
+      case kOpMul:
+      case kOpDiv:
+      case kOpAdd:
+      case kOpSub:
+        return reads(kOpFull) || reads(kOpBroadcastTo);
+      case kOpWhere:
+        return n.operands[1] == n.operands[2] || reads(kOpBroadcastTo);
+      case kOpNeg:
+      case kOpNot:
+      case kOpCast:
+      case kOpReshape:
+      case kOpBroadcastTo:
+      case kOpPermute:
+      case kOpSlice:
+        return true;
+      default:
+        return n.info->category == Category::kElementwise && n.operands.size() >= 2 &&
+               reads(kOpBroadcastTo);
+    }
   }
 
   bool rewrite(int32_t v) {
@@ -290,7 +322,7 @@ class Simplifier {
   }
 
   Work& w_;
-  std::vector<uint8_t> gemm_read_;
+  std::vector<uint8_t>& gemm_read_;  // Work's scratch
 };
 
 }  // namespace
@@ -298,9 +330,32 @@ class Simplifier {
 size_t simplify(Work& w, PassStats& s) {
   Simplifier simp(w);
   size_t total = 0;
-  std::vector<int32_t> again, next;
+  std::vector<int32_t>& again = w.ints1;
+  std::vector<int32_t>& next = w.ints2;
+  again.clear();
+  next.clear();
+  if (w.fold_made_from) {
+    // After a fold: the graph is the one the first simplify left but for the nodes that now
+    // read what fold made, so those are swept first; only when one of them is rewritten is
+    // the whole graph swept again, as before.
+    std::vector<int32_t>& readers = w.ints3;
+    readers.clear();
+    for (size_t i = 0; i < w.fold_made_from; ++i) {
+      const WNode& n = w.nodes[i];
+      if (n.dead || w.repl[i] != static_cast<int32_t>(i)) continue;
+      for (size_t k = 0; k < n.operands.size(); ++k)
+        if (static_cast<size_t>(w.operand(static_cast<int32_t>(i), k)) >= w.fold_made_from) {
+          readers.push_back(static_cast<int32_t>(i));
+          break;
+        }
+    }
+    const size_t n = simp.sweep(&readers, &next, true);
+    if (!n) return 0;
+    total += n;
+    next.clear();
+  }
   for (int round = 0; round < 8; ++round) {  // in-place rewrites may match again
-    const size_t n = simp.sweep(round ? &again : nullptr, &next);
+    const size_t n = simp.sweep(round ? &again : nullptr, &next, round == 0);
     total += n;
     if (!n || next.empty()) break;
     again.swap(next);

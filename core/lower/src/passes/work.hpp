@@ -4,7 +4,7 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <list>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,6 +30,7 @@ struct WNode {
   int32_t origin = -1;     // the input graph's node this one computes (messages), or -1
   bool dead = false;       // no output reads it any more (dropped by to_graph)
   bool own_attrs = false;  // attrs live in Work's storage (made or rewritten), not the input
+  bool opaque = false;     // Work::opaque's answer, decided once per op when the node is made
 
   bool is(OpId id) const { return info && info->id == id; }
   // A graph input or a folded constant (a leaf no pass rewrites; only inputs never die).
@@ -54,6 +55,8 @@ struct Work {
   std::vector<int32_t> uses;   // per node: operand slots of live nodes and outputs reading it
   size_t live = 0;             // nodes not dead
   size_t unread_at_start = 0;  // nodes of the caller's graph that no output read
+  size_t loaded = 0;           // nodes of the caller's graph (those after it a rewrite made)
+  size_t fold_made_from = 0;   // once fold ran: the first node it may have made
   OptLevel level = OptLevel::kExact;
   const OptimizeOptions* opt = nullptr;
 
@@ -66,30 +69,58 @@ struct Work {
     return v;
   }
   // Operand k of v, resolved (and written back resolved).
-  int32_t operand(int32_t v, size_t k);
+  int32_t operand(int32_t v, size_t k) {
+    int32_t& o = nodes[static_cast<size_t>(v)].operands[k];
+    o = resolve(o);
+    return o;
+  }
   // Operand k of v reads `to` instead of what it read (which may die).
   void set_operand(int32_t v, size_t k, int32_t to);
   // v's attributes replaced by `attrs` (kept in Work's storage).
   void set_attrs(int32_t v, std::vector<OwnedAttr> attrs);
   // True for nodes a pass must never merge, fold or drop into another: collectives, custom
-  // (non-built-in) ops.
-  bool opaque(const WNode& n) const;
+  // (non-built-in) ops, what the caller's is_opaque names. Decided when the node is made.
+  bool opaque(const WNode& n) const { return n.opaque && !n.is_input(); }
 
-  static Work from_graph(const lt_graph& g, const OptimizeOptions& opt);
+  // Makes this the working graph of `g` (`opt` must outlive the passes). Reuses the arrays a
+  // previous graph left (optimize() keeps one Work per thread: allocating a dozen arrays per
+  // compile was a tenth of the optimiser's cost on small graphs).
+  void load(const lt_graph& g, const OptimizeOptions& opt);
+  // Frees what the arrays hold when a big graph left them big (a thread keeps its Work).
+  void trim();
   // The live graph in the traced order, its folded constants as inputs after the original
   // ones; `origin` (if given) gets each node's origin; `take_constants` (if given) gets the
-  // constants' bytes in the order of those inputs, moved out of this Work (the last call).
-  OwnedGraph to_graph(std::vector<int32_t>* origin = nullptr,
-                      std::vector<std::vector<unsigned char>>* take_constants = nullptr);
+  // constants' bytes in the order of those inputs, and the graph the attributes rewrites made,
+  // both moved out of this Work (the last call). Without it the graph borrows those
+  // attributes from this Work (a print-after snapshot).
+  OptGraph to_graph(std::vector<int32_t>* origin = nullptr,
+                    std::vector<std::vector<unsigned char>>* take_constants = nullptr);
 
-  // Storage for the attributes rewrites make (stable addresses).
-  std::deque<std::vector<lt_attr>> attr_views;
-  std::deque<std::vector<OwnedAttr>> attr_store;
+  // Storage for the attributes rewrites make (stable addresses; a list allocates nothing while
+  // empty, and moving it keeps every element where it is).
+  std::list<std::vector<lt_attr>> attr_views;
+  std::list<std::vector<OwnedAttr>> attr_store;
+
+  // Scratch arrays the passes reuse; each pass sizes and clears what it takes, and none is
+  // held across passes.
+  std::vector<uint8_t> flags1, flags2, flags3;
+  std::vector<int32_t> ints1, ints2, ints3;
+  std::vector<uint64_t> hashes;
 
  private:
-  void release(int32_t v);                 // one use of v went; v dies with its last one
-  mutable std::vector<int8_t> opaque_op_;  // per built-in OpId: -1 not asked yet, 0, 1
+  void release(int32_t v);  // one use of v went; v dies with its last one
+  // to_graph in one pass in index order, a made node placed before its first reader: false
+  // (and `g` empty) if an operand came after its reader, which the rewrites never cause.
+  bool in_index_order(OptGraph& g, std::vector<int32_t>* origin,
+                      std::vector<std::vector<unsigned char>>* take_constants);
+  void move_attrs(OptGraph& g);
+  // Whether nodes of op `op` (built-in: `info`) are opaque; the caller's is_opaque is asked
+  // once per built-in op (the core looks the name up in its custom-op registry, a string map).
+  bool op_opaque(const char* op, const OpInfo* info);
+  std::vector<int8_t> opaque_op_;  // per built-in OpId: -1 not asked yet, 0, 1
   std::vector<int32_t> operand_store;
+  std::vector<int32_t> release_stack_;
+  std::vector<std::pair<int32_t, size_t>> walk_;  // to_graph's walk
 };
 
 // The passes (one file each).

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <span>
 #include <string>
 #include <string_view>
@@ -55,6 +56,38 @@ struct OptimizeOptions {
   std::function<void(std::string_view pass, const lt_graph& g)> after_pass;
 };
 
+// The optimiser's result as an lt_graph, flat: one array of nodes and one of their operands,
+// nothing per node allocated (the per-node vectors and strings of an OwnedGraph were two fifths
+// of the optimiser's cost in a compile, issue #27's compile-time bound). Op names, shapes and
+// attributes are borrowed from the input graph (valid while it is), but for the attributes a
+// rewrite made, which this graph keeps (`attr_store`, views in `attr_views`). Move-only: the
+// nodes point into its own arrays.
+struct OptGraph {
+  OptGraph() = default;
+  OptGraph(OptGraph&&) noexcept = default;
+  OptGraph& operator=(OptGraph&&) noexcept = default;
+  OptGraph(const OptGraph&) = delete;
+  OptGraph& operator=(const OptGraph&) = delete;
+
+  std::vector<lt_graph_node> nodes;
+  std::vector<int32_t> operands;  // every node's operands, node after node
+  std::vector<int32_t> inputs, outputs;
+  uint64_t hash = 0;
+  std::list<std::vector<OwnedAttr>> attr_store;
+  std::list<std::vector<lt_attr>> attr_views;
+
+  size_t size() const { return nodes.size(); }
+  const lt_graph_node& node(size_t i) const { return nodes[i]; }
+  // The borrowed view; valid until this graph changes or goes.
+  const lt_graph& view();
+  // Makes this graph `g` (static) as it is (its arrays copied; names, shapes, attributes borrowed):
+  // what a caller compiles when nothing changed (Optimized::changed is false).
+  void borrow(const lt_graph& g);
+
+ private:
+  lt_graph graph_{};
+};
+
 // The optimised graph: its inputs are the input graph's, in the same order, followed by one
 // input per folded constant (constants[k] is the data of input num_inputs + k); its outputs are
 // the input graph's, in the same order (an output may now be an input, a constant, or the same
@@ -65,7 +98,7 @@ struct Optimized {
   // Under exact: the rewrites would have changed whether a matmul reads a transpose in place
   // (docs/optimizer.md), so the input is to be compiled as it is (changed is false).
   bool kept_gemm_layout = false;
-  OwnedGraph graph;
+  OptGraph graph;
   std::vector<std::vector<unsigned char>> constants;
   std::vector<int32_t> origin;  // per node: the input graph's node it computes, or -1
   std::vector<PassStats> stats;
