@@ -25,29 +25,20 @@ constexpr PassEntry kPasses[] = {{"simplify", opt::simplify},
                                  {"cse", opt::cse},
                                  {"dce", opt::dce}};
 
-// Under `exact`: the host executor reads a transpose that only GEMMs read in place, and
-// OpenBLAS's transposed and plain kernels round differently (even the sign of a zero). So every
-// permute a surviving matmul reads must keep whether it has readers other than matmuls; when a
-// rewrite changed that (a concat reading it became dead, a slice of a concat now reads it), the
-// graph is compiled unoptimised. Returns false in that case. Linear, and nothing is allocated
-// for a graph in which no matmul reads a permute.
-bool gemm_layouts_kept(const lt_graph& g, opt::Work& w) {
-  // Node i < g.num_nodes of w is g's node i: its op (WNode::info) never changes.
+// Under `exact`, the layouts the host executor gives a GEMM must not change, for OpenBLAS's
+// transposed and plain kernels round differently (even the sign of a zero):
+// - it reads a transpose that only GEMMs read in place: so every permute a surviving matmul
+//   reads must keep whether it has readers other than matmuls (a concat reading it became dead,
+//   a slice of a concat now reads it: operands_kept);
+// - it writes a 2-D matmul read once, by a transpose, as the transposed product B^T·A^T: so every
+//   2-D matmul that a permute reads must survive with as many readers, and as many of them
+//   permutes, as it had, outputs counted (CSE merged two transposes of it, a permute chain
+//   through it cancelled: products_kept).
+// When a rewrite changed either, the graph is compiled unoptimised. Linear; nothing is
+// allocated for a graph with neither pattern. `now`: original node -> its live node in w, or -1.
+// Node i < g.num_nodes of w is g's node i: its op (WNode::info) never changes.
+bool operands_kept(const lt_graph& g, opt::Work& w, const std::vector<int32_t>& now) {
   auto is = [&w](size_t i, OpId op) { return w.nodes[i].is(op); };
-  bool any = false;
-  for (size_t i = 0; i < g.num_nodes && !any; ++i)
-    if (is(i, kOpMatmul))
-      for (size_t k = 0; k < g.nodes[i].num_operands; ++k)
-        any = any || is(static_cast<size_t>(g.nodes[i].operands[k]), kOpPermute);
-  if (!any) return true;
-  std::vector<int32_t>& now = w.ints1;  // original node -> its live node in w, if kept
-  now.assign(g.num_nodes, -1);
-  for (size_t i = 0; i < w.nodes.size(); ++i) {
-    const opt::WNode& n = w.nodes[i];
-    if (!n.dead && w.repl[i] == static_cast<int32_t>(i) && n.origin >= 0 &&
-        now[static_cast<size_t>(n.origin)] < 0)
-      now[static_cast<size_t>(n.origin)] = static_cast<int32_t>(i);
-  }
   // Per original node: read by a matmul that survives; read by anything but a matmul.
   std::vector<uint8_t>&live_gemm = w.flags1, &other = w.flags2;
   live_gemm.assign(g.num_nodes, 0);
@@ -77,36 +68,21 @@ bool gemm_layouts_kept(const lt_graph& g, opt::Work& w) {
   return true;
 }
 
-// Under `exact`, the other half of the GEMM's layout: the host executor computes a 2-D matmul
-// read once, by a transpose, as the transposed product B^T·A^T (OpenBLAS then sums in another
-// order than for A·B). So every 2-D matmul that a permute reads must survive with as many readers,
-// and as many of them permutes, as it had (outputs counted); when a rewrite changed that (CSE
-// merged two transposes of it, a permute chain through it cancelled), the graph is compiled
-// unoptimised. Returns false in that case; nothing is allocated when no permute reads a matmul.
-bool gemm_products_kept(const lt_graph& g, const opt::Work& w) {
-  auto is = [](const char* op, const char* name) { return std::strcmp(op, name) == 0; };
-  bool any = false;
-  for (size_t i = 0; i < g.num_nodes && !any; ++i)
-    if (is(g.nodes[i].op, "permute") && g.nodes[i].num_operands == 1)
-      any = is(g.nodes[static_cast<size_t>(g.nodes[i].operands[0])].op, "matmul");
-  if (!any) return true;
-  std::vector<int32_t> now(g.num_nodes, -1);  // original node -> its live node in w, if kept
-  for (size_t i = 0; i < w.nodes.size(); ++i) {
-    const opt::WNode& n = w.nodes[i];
-    if (!n.dead && w.repl[i] == static_cast<int32_t>(i) && n.origin >= 0 &&
-        now[static_cast<size_t>(n.origin)] < 0)
-      now[static_cast<size_t>(n.origin)] = static_cast<int32_t>(i);
-  }
+bool products_kept(const lt_graph& g, opt::Work& w, const std::vector<int32_t>& now) {
   // Readers and permute readers per node, outputs counted as readers: in g, then in w.
-  std::vector<int32_t> readers(g.num_nodes, 0), permutes(g.num_nodes, 0);
+  std::vector<int32_t>&readers = w.ints2, &permutes = w.ints3;
+  readers.assign(g.num_nodes, 0);
+  permutes.assign(g.num_nodes, 0);
   for (size_t k = 0; k < g.num_outputs; ++k) ++readers[static_cast<size_t>(g.outputs[k])];
   for (size_t u = 0; u < g.num_nodes; ++u)
     for (size_t k = 0; k < g.nodes[u].num_operands; ++k) {
       const auto p = static_cast<size_t>(g.nodes[u].operands[k]);
       ++readers[p];
-      permutes[p] += is(g.nodes[u].op, "permute");
+      permutes[p] += w.nodes[u].is(kOpPermute);
     }
-  std::vector<int32_t> w_readers(w.nodes.size(), 0), w_permutes(w.nodes.size(), 0);
+  std::vector<int32_t>&w_readers = w.ints4, &w_permutes = w.ints5;
+  w_readers.assign(w.nodes.size(), 0);
+  w_permutes.assign(w.nodes.size(), 0);
   for (int32_t o : w.outputs) ++w_readers[static_cast<size_t>(w.resolve(o))];
   for (size_t u = 0; u < w.nodes.size(); ++u) {
     const opt::WNode& n = w.nodes[u];
@@ -118,13 +94,39 @@ bool gemm_products_kept(const lt_graph& g, const opt::Work& w) {
     }
   }
   for (size_t m = 0; m < g.num_nodes; ++m) {
-    if (!permutes[m] || g.nodes[m].rank != 2 || !is(g.nodes[m].op, "matmul")) continue;
+    if (!permutes[m] || g.nodes[m].rank != 2 || !w.nodes[m].is(kOpMatmul)) continue;
     const int32_t q = now[m];
     if (q < 0 || w_readers[static_cast<size_t>(q)] != readers[m] ||
         w_permutes[static_cast<size_t>(q)] != permutes[m])
       return false;
   }
   return true;
+}
+
+bool gemm_layouts_kept(const lt_graph& g, opt::Work& w) {
+  // Which of the two patterns the graph has: a matmul reading a permute, a permute reading a
+  // matmul.
+  bool reads_permute = false, read_by_permute = false;
+  for (size_t i = 0; i < g.num_nodes && !(reads_permute && read_by_permute); ++i) {
+    const bool mm = w.nodes[i].is(kOpMatmul), perm = w.nodes[i].is(kOpPermute);
+    if (!mm && !perm) continue;
+    for (size_t k = 0; k < g.nodes[i].num_operands; ++k) {
+      const auto o = static_cast<size_t>(g.nodes[i].operands[k]);
+      reads_permute = reads_permute || (mm && w.nodes[o].is(kOpPermute));
+      read_by_permute = read_by_permute || (perm && w.nodes[o].is(kOpMatmul));
+    }
+  }
+  if (!reads_permute && !read_by_permute) return true;
+  std::vector<int32_t>& now = w.ints1;
+  now.assign(g.num_nodes, -1);
+  for (size_t i = 0; i < w.nodes.size(); ++i) {
+    const opt::WNode& n = w.nodes[i];
+    if (!n.dead && w.repl[i] == static_cast<int32_t>(i) && n.origin >= 0 &&
+        now[static_cast<size_t>(n.origin)] < 0)
+      now[static_cast<size_t>(n.origin)] = static_cast<int32_t>(i);
+  }
+  return (!reads_permute || operands_kept(g, w, now)) &&
+         (!read_by_permute || products_kept(g, w, now));
 }
 
 }  // namespace
@@ -229,8 +231,7 @@ Optimized optimize(const lt_graph& g, const OptimizeOptions& options) {
     }
     out.stats.push_back(std::move(s));
   }
-  if (options.level == OptLevel::kExact &&
-      (!gemm_layouts_kept(g, w) || !gemm_products_kept(g, w))) {
+  if (options.level == OptLevel::kExact && !gemm_layouts_kept(g, w)) {
     out.changed = false;
     out.kept_gemm_layout = true;
     return out;

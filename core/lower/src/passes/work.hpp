@@ -101,10 +101,10 @@ struct Work {
   std::list<std::vector<lt_attr>> attr_views;
   std::list<std::vector<OwnedAttr>> attr_store;
 
-  // Scratch arrays the passes reuse; each pass sizes and clears what it takes, and none is
-  // held across passes.
+  // Scratch arrays the passes (and the GEMM layout guard after them) reuse; each sizes and
+  // clears what it takes, and none is held across passes.
   std::vector<uint8_t> flags1, flags2, flags3;
-  std::vector<int32_t> ints1, ints2, ints3;
+  std::vector<int32_t> ints1, ints2, ints3, ints4, ints5;
   std::vector<uint64_t> hashes;
 
  private:
