@@ -5,16 +5,13 @@
 
 #include "lazytensor/lower/decompose.hpp"
 #include "lazytensor/lower/fusion.hpp"
+#include "lower_graphs.hpp"
 
 namespace lt::fusion {
 namespace {
 
-lt_attr axes_attr(const int64_t* axes, size_t n) {
-  return lt_attr{"axes", LT_ATTR_INTS, 0, 0.0, axes, n, nullptr};
-}
-lt_attr keepdims_attr(int64_t k) {
-  return lt_attr{"keepdims", LT_ATTR_INT, k, 0.0, nullptr, 0, nullptr};
-}
+using test::axes_attr;
+using test::keepdims_attr;
 
 int count_kind(const Plan& p, GroupKind k) {
   int c = 0;
@@ -66,14 +63,7 @@ TEST(Fusion, DiamondWithScalarBranchesMergesIntoOneGroup) {
 
 TEST(Fusion, DecomposedSoftmaxIsOneRowReductionGroup) {
   OwnedGraph g;
-  int64_t ax = 1;
-  lt_attr at[2] = {axes_attr(&ax, 1), keepdims_attr(1)};
-  int32_t x = g.add("input", LT_DTYPE_F32, {8, 16}, {});
-  int32_t m = g.add("max", LT_DTYPE_F32, {8, 1}, {x}, at, 2);
-  int32_t s = g.add("sub", LT_DTYPE_F32, {8, 16}, {x, m});
-  int32_t e = g.add("exp", LT_DTYPE_F32, {8, 16}, {s});
-  int32_t z = g.add("sum", LT_DTYPE_F32, {8, 1}, {e}, at, 2);
-  int32_t d = g.add("div", LT_DTYPE_F32, {8, 16}, {e, z});
+  const auto [x, m, s, e, z, d] = test::add_decomposed_softmax(g, 8, 16);
   g.set_inputs({x});
   g.set_outputs({d});
   Plan p = plan(g.view());

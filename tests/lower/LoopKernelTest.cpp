@@ -6,6 +6,7 @@
 
 #include "lazytensor/lower/kernel_plan.hpp"
 #include "lazytensor/lower/loop_kernel.hpp"
+#include "lower_graphs.hpp"
 
 namespace lt::lower {
 namespace {
@@ -13,15 +14,9 @@ namespace {
 using fusion::Role;
 using V = std::vector<int32_t>;
 
-lt_attr axes_attr(const int64_t* axes, size_t n) {
-  return lt_attr{"axes", LT_ATTR_INTS, 0, 0.0, axes, n, nullptr};
-}
-lt_attr ints_attr(const char* name, const int64_t* v, size_t n) {
-  return lt_attr{name, LT_ATTR_INTS, 0, 0.0, v, n, nullptr};
-}
-lt_attr keepdims_attr(int64_t k) {
-  return lt_attr{"keepdims", LT_ATTR_INT, k, 0.0, nullptr, 0, nullptr};
-}
+using test::axes_attr;
+using test::ints_attr;
+using test::keepdims_attr;
 
 // The planner's only kernel step of `g` (for gpu_opencl, which fuses any size).
 Step only_kernel(OwnedGraph& g) {
@@ -32,15 +27,8 @@ Step only_kernel(OwnedGraph& g) {
 
 TEST(LoopKernel, SoftmaxRunsMaxThenSumAsTwoPhasesAndStoresTheQuotientOverTheRow) {
   OwnedGraph g;
-  int64_t ax = 1;
-  lt_attr at[2] = {axes_attr(&ax, 1), keepdims_attr(1)};
-  int32_t x = g.add("input", LT_DTYPE_F32, {8, 16}, {});
-  int32_t m = g.add("max", LT_DTYPE_F32, {8, 1}, {x}, at, 2);
-  int32_t s = g.add("sub", LT_DTYPE_F32, {8, 16}, {x, m});
-  int32_t e = g.add("exp", LT_DTYPE_F32, {8, 16}, {s});
-  int32_t z = g.add("sum", LT_DTYPE_F32, {8, 1}, {e}, at, 2);
+  const auto [x, m, s, e, z, d] = test::add_decomposed_softmax(g, 8, 16);
   int32_t r = g.add("div", LT_DTYPE_F32, {8, 1}, {z, z});  // per row, after the sum
-  int32_t d = g.add("div", LT_DTYPE_F32, {8, 16}, {e, z});
   g.set_inputs({x});
   g.set_outputs({d, r});
   LoopKernel k = schedule_loops(g.view(), only_kernel(g));
@@ -73,16 +61,8 @@ struct Softmax {
   OwnedGraph g;
   int32_t x, m, e, z, d;
   explicit Softmax(int64_t width) {
-    int64_t ax = 1;
-    lt_attr at[2] = {axes_attr(&ax, 1), keepdims_attr(1)};
-    x = g.add("input", LT_DTYPE_F32, {8, width}, {});
-    m = g.add("max", LT_DTYPE_F32, {8, 1}, {x}, at, 2);
-    int32_t bm = g.add("broadcast_to", LT_DTYPE_F32, {8, width}, {m});
-    int32_t s = g.add("sub", LT_DTYPE_F32, {8, width}, {x, bm});
-    e = g.add("exp", LT_DTYPE_F32, {8, width}, {s});
-    z = g.add("sum", LT_DTYPE_F32, {8, 1}, {e}, at, 2);
-    int32_t bz = g.add("broadcast_to", LT_DTYPE_F32, {8, width}, {z});
-    d = g.add("div", LT_DTYPE_F32, {8, width}, {e, bz});
+    const test::DecomposedSoftmax sm = test::add_decomposed_softmax(g, 8, width, true);
+    x = sm.x, m = sm.m, e = sm.e, z = sm.z, d = sm.d;
     g.set_inputs({x});
     g.set_outputs({d});
   }
