@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "lazytensor/lower/graph.hpp"
 #include "lazytensor/lt_plugin.h"
 
 namespace lt {
@@ -35,14 +36,7 @@ struct GraphBuf {
       n.operands = flat_ops.data() + off;
       off += n.num_operands;
     }
-    g.struct_size = LT_GRAPH_STRUCT_SIZE;
-    g.num_nodes = nodes.size();
-    g.nodes = nodes.data();
-    g.num_inputs = inputs.size();
-    g.inputs = inputs.data();
-    g.num_outputs = outputs.size();
-    g.outputs = outputs.data();
-    g.hash = hash;
+    g = lower::graph_over(nodes, inputs, outputs, hash);
     return &g;
   }
 };

@@ -10,15 +10,11 @@
 namespace lt::lower {
 
 int64_t Desc::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
+  return lower::numel(shape);
 }
 
 int64_t DescRef::numel() const {
-  int64_t n = 1;
-  for (size_t i = 0; i < rank; ++i) n *= shape[i];
-  return n;
+  return lower::numel({shape, rank});
 }
 
 std::string shape_str(std::span<const int64_t> s) {
@@ -263,14 +259,7 @@ void OwnedGraph::set_dynamic(std::vector<int64_t> values, std::vector<lt_dim_exp
 
 const lt_graph& OwnedGraph::view() {
   Impl& m = *impl_;
-  m.graph.struct_size = LT_GRAPH_STRUCT_SIZE;
-  m.graph.num_nodes = m.views.size();
-  m.graph.nodes = m.views.data();
-  m.graph.num_inputs = m.inputs.size();
-  m.graph.inputs = m.inputs.data();
-  m.graph.num_outputs = m.outputs.size();
-  m.graph.outputs = m.outputs.data();
-  m.graph.hash = m.hash;
+  m.graph = graph_over(m.views, m.inputs, m.outputs, m.hash);
   m.graph.num_symbols = m.symbol_values.size();
   m.graph.symbol_values = m.symbol_values.data();
   m.graph.num_dim_exprs = m.symbol_values.empty() ? 0 : m.exprs.size();

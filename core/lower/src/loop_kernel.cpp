@@ -37,15 +37,11 @@ bool LoopKernel::dense_along(size_t d) const {
 }
 
 int64_t LoopKernel::rows() const {
-  int64_t n = 1;
-  for (int64_t d : kept) n *= d;
-  return n;
+  return numel(kept);
 }
 
 int64_t LoopKernel::row_length() const {
-  int64_t n = 1;
-  for (int64_t d : reduced) n *= d;
-  return n;
+  return numel(reduced);
 }
 
 namespace {

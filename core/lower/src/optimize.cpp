@@ -158,15 +158,7 @@ std::vector<std::string> pass_names(OptLevel level) {
 }
 
 const lt_graph& OptGraph::view() {
-  graph_ = lt_graph{};
-  graph_.struct_size = LT_GRAPH_STRUCT_SIZE;
-  graph_.num_nodes = nodes.size();
-  graph_.nodes = nodes.data();
-  graph_.num_inputs = inputs.size();
-  graph_.inputs = inputs.data();
-  graph_.num_outputs = outputs.size();
-  graph_.outputs = outputs.data();
-  graph_.hash = hash;
+  graph_ = graph_over(nodes, inputs, outputs, hash);
   return graph_;
 }
 

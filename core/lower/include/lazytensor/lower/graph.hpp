@@ -20,6 +20,28 @@ namespace lt::lower {
 
 using Shape = std::vector<int64_t>;
 
+// The number of elements of a shape (1 for rank 0).
+inline int64_t numel(std::span<const int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+// An lt_graph over arrays the caller keeps alive and unmoved (no dynamic dimensions).
+inline lt_graph graph_over(std::span<const lt_graph_node> nodes, std::span<const int32_t> inputs,
+                           std::span<const int32_t> outputs, uint64_t hash) {
+  lt_graph g{};
+  g.struct_size = LT_GRAPH_STRUCT_SIZE;
+  g.num_nodes = nodes.size();
+  g.nodes = nodes.data();
+  g.num_inputs = inputs.size();
+  g.inputs = inputs.data();
+  g.num_outputs = outputs.size();
+  g.outputs = outputs.data();
+  g.hash = hash;
+  return g;
+}
+
 // A value's dtype and shape, owned.
 struct Desc {
   lt_dtype dtype = LT_DTYPE_INVALID;
