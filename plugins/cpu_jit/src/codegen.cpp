@@ -12,13 +12,11 @@
 #include <llvm/IR/MDBuilder.h>
 
 #include "codegen.h"
-#include "lazytensor/lower/fusion.hpp"
 #include "lazytensor/lower/loop_kernel.hpp"
 #include "lazytensor/lower/view.hpp"
 
 namespace lt::cpujit {
 
-using fusion::Role;
 using lower::is_float;
 
 namespace {
@@ -66,7 +64,6 @@ class Emitter {
   }
 
   bool in_kernel(int32_t v) const { return lk_.in_kernel(v); }
-  Role role(int32_t v) const { return lk_.role(v); }
 
   // fold_tail: the vectoriser masks the last iteration instead of adding a scalar loop.
   template <class Body>
@@ -379,9 +376,7 @@ llvm::Error Emitter::run() {
   if (!lk_.reductions.empty() && k_.reduce_axes.empty())
     return llvm::createStringError("reduction in a kernel without reduce axes");
 
-  int64_t outer_numel = 1;
-  for (size_t i = 0; i < n_outer_; ++i) outer_numel *= loop_dims_[i];
-  k_.parallel_extent = outer_numel == 0 ? 0 : loop_dims_[0];
+  k_.parallel_extent = lk_.rows() == 0 ? 0 : loop_dims_[0];  // rows: the outer loops' product
   k_.work_per_index = 1;
   for (size_t i = 1; i < loop_dims_.size(); ++i)
     k_.work_per_index *= std::max<int64_t>(1, loop_dims_[i]);
