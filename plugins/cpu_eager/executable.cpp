@@ -55,13 +55,4 @@ void Executable::stats(const kit::Stats& emit) const {
   emit("workspace_bytes", static_cast<double>(steps_->arena_bytes()));
 }
 
-void Executable::run(std::span<kit::Buffer* const> inputs, std::span<kit::Buffer* const> outputs) {
-  std::vector<void*> in(inputs.size()), out(outputs.size());
-  for (size_t k = 0; k < inputs.size(); ++k) in[k] = inputs[k]->data;
-  for (size_t k = 0; k < outputs.size(); ++k) out[k] = outputs[k]->data;
-  const kit::SpanSink& spans = kit::current_spans();  // per op while the core profiles
-  steps_->run(in.data(), out.data(), spans.fn, spans.user);
-  executions_.fetch_add(1);
-}
-
 }  // namespace lt::eager

@@ -13,17 +13,19 @@
 
 namespace lt::eager {
 
-class Executable : public kit::Executable {
+// Run, with the profiler's spans per op, and donation by kit::StepsExecutable.
+class Executable : public kit::StepsExecutable<host::StepProgram> {
  public:
   // Prepares every live node of a validated graph (dead nodes are dropped). Throws
   // UNSUPPORTED naming a node the host kernels do not run (supports() said no to it).
   explicit Executable(const lt_graph& graph);
 
-  void run(std::span<kit::Buffer* const> inputs, std::span<kit::Buffer* const> outputs) override;
-  void stats(const kit::Stats& emit) const override;
-  bool accepts_donation(size_t input, size_t output) const override {
-    return steps_->can_donate(input, output);
+  void run(std::span<kit::Buffer* const> inputs, std::span<kit::Buffer* const> outputs) override {
+    StepsExecutable::run(inputs, outputs);
+    executions_.fetch_add(1);
   }
+  void stats(const kit::Stats& emit) const override;
+  const host::StepProgram& steps() const override { return *steps_; }
 
  private:
   lower::OwnedGraph graph_;

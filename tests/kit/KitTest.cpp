@@ -495,4 +495,48 @@ TEST(KitDiskCache, StatsReportTheHitsAndMissesUnderTheSharedNames) {
                                                 {"persistent_cache_misses", 1.0}}));
 }
 
+// StepsExecutable: a host step program's executable passes the buffers' host pointers and the
+// thread's span callback (set by the kit while the core profiles) to the program, and answers
+// donation as the program does.
+struct RecordingSteps {
+  mutable std::vector<void*> inputs, outputs;
+  mutable lt_plugin_span_fn span = nullptr;
+  mutable void* span_user = nullptr;
+  void run(void* const* in, void* const* out, lt_plugin_span_fn fn, void* user) const {
+    inputs.assign(in, in + 2);
+    outputs.assign(out, out + 1);
+    span = fn;
+    span_user = user;
+  }
+  bool can_donate(size_t input, size_t output) const { return input == 1 && output == 0; }
+};
+struct RecordingExe final : lt::kit::StepsExecutable<RecordingSteps> {
+  RecordingSteps program;
+  const RecordingSteps& steps() const override { return program; }
+};
+
+TEST(KitStepsExecutable, RunsTheProgramOnHostPointersWithTheSpanCallbackAndAsksItForDonation) {
+  float a = 1, b = 2, c = 0;
+  lt::kit::Buffer in0{}, in1{}, out0{};
+  in0.data = &a;
+  in1.data = &b;
+  out0.data = &c;
+  lt::kit::Buffer* in[] = {&in0, &in1};
+  lt::kit::Buffer* out[] = {&out0};
+  RecordingExe exe;
+  auto fn = [](void*, const char*, int64_t, int64_t) {};
+  int user = 0;
+  lt::kit::current_spans() = {fn, &user};
+  exe.run(in, out);
+  lt::kit::current_spans() = {};
+  EXPECT_EQ(exe.program.inputs, (std::vector<void*>{&a, &b}));
+  EXPECT_EQ(exe.program.outputs, (std::vector<void*>{&c}));
+  EXPECT_EQ(exe.program.span, static_cast<lt_plugin_span_fn>(fn));
+  EXPECT_EQ(exe.program.span_user, &user);
+  exe.run(in, out);  // not profiling: no callback
+  EXPECT_EQ(exe.program.span, nullptr);
+  EXPECT_TRUE(exe.accepts_donation(1, 0));
+  EXPECT_FALSE(exe.accepts_donation(0, 0));
+}
+
 }  // namespace

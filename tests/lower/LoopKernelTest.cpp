@@ -190,6 +190,76 @@ TEST(LoopKernel, ARowSumOfAStridedSliceReadsThroughTheSliceAndStoresOncePerRow) 
   EXPECT_FALSE(k.dense_along(1));  // the slice steps by 2 along the row
 }
 
+// A bias gradient (the sum over [batch, time] of [batch, time, width]) and a full-size output
+// of the same kernel: one kept loop along which every read is contiguous, so the kernel runs as
+// a column reduction (the kept loop innermost, accumulating in the output).
+TEST(LoopKernel, ASumOverLeadingAxesIntoAContiguousKeptAxisIsAColumnReduction) {
+  OwnedGraph g;
+  const int64_t lead[2] = {0, 1};
+  lt_attr at[2] = {axes_attr(lead, 2), keepdims_attr(0)};
+  int32_t x = g.add("input", LT_DTYPE_F32, {4, 6, 8}, {});
+  int32_t sq = g.add("mul", LT_DTYPE_F32, {4, 6, 8}, {x, x});
+  int32_t s = g.add("sum", LT_DTYPE_F32, {8}, {sq}, at, 2);
+  int32_t m = g.add("max", LT_DTYPE_F32, {8}, {x}, at, 2);
+  g.set_inputs({x});
+  g.set_outputs({sq, s, m});
+  const std::vector<int64_t> domain{4, 6, 8}, axes{0, 1};
+  LoopKernel k = schedule_loops(g.view(), V{sq, s, m}, V{sq, s, m}, domain, axes);
+  EXPECT_EQ(k.loop_dims, (std::vector<int64_t>{8, 24}));  // the kept loop, then [4, 6] merged
+  EXPECT_EQ(k.outer_loops, 1u);
+  EXPECT_EQ(k.accesses[k.access(x, sq)].strides, (std::vector<int64_t>{1, 8}));
+  EXPECT_EQ(k.accesses[k.access(s, s)].strides, (std::vector<int64_t>{1, 0}));
+  EXPECT_TRUE(k.dense_along(0));
+  EXPECT_EQ(k.full_outputs, V{sq});
+  EXPECT_TRUE(k.column_reduction);
+  EXPECT_EQ(k.row_length(), 24);  // a mean's divisor
+}
+
+TEST(LoopKernel, RowSumsSecondPhasesPerRowValuesAndStridedKeptReadsAreNotColumnReductions) {
+  const int64_t last = 2, lead[2] = {0, 1}, outer[2] = {0, 2};
+  lt_attr row_at[2] = {axes_attr(&last, 1), keepdims_attr(0)};
+  lt_attr lead_at[2] = {axes_attr(lead, 2), keepdims_attr(1)};
+  lt_attr outer_at[2] = {axes_attr(outer, 2), keepdims_attr(0)};
+  const std::vector<int64_t> domain{4, 6, 8};
+  {  // the row sum: the kept loop steps by a row
+    OwnedGraph g;
+    int32_t x = g.add("input", LT_DTYPE_F32, {4, 6, 8}, {});
+    int32_t s = g.add("sum", LT_DTYPE_F32, {4, 6}, {x}, row_at, 2);
+    g.set_inputs({x});
+    g.set_outputs({s});
+    EXPECT_FALSE(schedule_loops(g.view(), V{s}, V{s}, domain, {{2}}).column_reduction);
+  }
+  {  // x - mean over the leading axes: a second pass reads the reduction
+    OwnedGraph g;
+    int32_t x = g.add("input", LT_DTYPE_F32, {4, 6, 8}, {});
+    int32_t s = g.add("sum", LT_DTYPE_F32, {1, 1, 8}, {x}, lead_at, 2);
+    int32_t b = g.add("broadcast_to", LT_DTYPE_F32, {4, 6, 8}, {s});
+    int32_t d = g.add("sub", LT_DTYPE_F32, {4, 6, 8}, {x, b});
+    g.set_inputs({x});
+    g.set_outputs({s, d});
+    LoopKernel k = schedule_loops(g.view(), V{s, b, d}, V{s, d}, domain, {{0, 1}});
+    EXPECT_TRUE(k.dense_along(0));
+    EXPECT_FALSE(k.column_reduction);
+  }
+  {  // a per-row value of the sum (its square root), stored once per kept index
+    OwnedGraph g;
+    int32_t x = g.add("input", LT_DTYPE_F32, {4, 6, 8}, {});
+    int32_t s = g.add("sum", LT_DTYPE_F32, {1, 1, 8}, {x}, lead_at, 2);
+    int32_t r = g.add("sqrt", LT_DTYPE_F32, {1, 1, 8}, {s});
+    g.set_inputs({x});
+    g.set_outputs({r});
+    EXPECT_FALSE(schedule_loops(g.view(), V{s, r}, V{r}, domain, {{0, 1}}).column_reduction);
+  }
+  {  // kept dim 1 of [4, 6, 8]: each kept index is 8 elements from the next
+    OwnedGraph g;
+    int32_t x = g.add("input", LT_DTYPE_F32, {4, 6, 8}, {});
+    int32_t s = g.add("sum", LT_DTYPE_F32, {6}, {x}, outer_at, 2);
+    g.set_inputs({x});
+    g.set_outputs({s});
+    EXPECT_FALSE(schedule_loops(g.view(), V{s}, V{s}, domain, {{0, 2}}).column_reduction);
+  }
+}
+
 TEST(LoopKernel, AnIndexCreationGetsAnIndexAccessAndAGatherMakesTheKernelNotAffine) {
   OwnedGraph g;
   const int64_t shape = 64;

@@ -182,10 +182,10 @@ bool cpu_jit_kernel_node(const lt_graph& g, size_t i) {
   for (size_t k = 0; k < n.num_operands; ++k)
     if (!plain(g.nodes[n.operands[k]])) return false;
   std::string_view op = n.op;
-  // Elementwise ops are fusion's list (silu, erf and softplus are not in it: they reach the
-  // backend decomposed).
+  // Elementwise ops are fusion's list (silu, erf and softplus are not in it), random ops but
+  // random_uniform: those reach the backend decomposed.
   return plain(n) && (fusion::is_elementwise_op(op) || fusion::is_reduction_op(op) ||
-                      op == "slice" || (op.starts_with("random_") && find_op(op)));
+                      op == "slice" || op == "random_unit" || op == "random_normal");
 }
 
 const KernelTarget* builtin_kernel_target(std::string_view backend) {

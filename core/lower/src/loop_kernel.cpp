@@ -170,6 +170,24 @@ void plan_loops(const lt_graph& g, LoopKernel& k) {
   }
 }
 
+// LoopKernel::column_reduction, over the finished roles, phases and loops.
+bool column_reduction(const lt_graph& graph, const LoopKernel& k) {
+  if (k.outer_loops != 1 || k.loop_dims.size() < 2 || k.phases.size() != 1) return false;
+  for (int32_t r : k.reductions)
+    if (graph.nodes[r].dtype == LT_DTYPE_BOOL || k.role(r) == fusion::Role::kFull ||
+        std::find(k.outputs.begin(), k.outputs.end(), r) == k.outputs.end())
+      return false;
+  for (size_t i = 0; i < k.nodes.size(); ++i)  // nothing reads a reduction, nothing is per row
+    if (!fusion::is_reduction_op(graph.nodes[k.nodes[i]].op) &&
+        (k.levels[i] != 0 || k.roles[i] != fusion::Role::kFull))
+      return false;
+  if (!k.dense_along(0)) return false;
+  for (const Access& a : k.accesses)  // some source is read along the kept loop
+    for (size_t d = 1; d < k.loop_dims.size(); ++d)
+      if (a.strides[0] == 1 && a.strides[d] != 0) return true;
+  return false;
+}
+
 }  // namespace
 
 LoopKernel schedule_loops(const lt_graph& graph, std::span<const int32_t> nodes,
@@ -216,6 +234,7 @@ LoopKernel schedule_loops(const lt_graph& graph, std::span<const int32_t> nodes,
   }
   plan_stashes(graph, k, options.stash_row_bytes);
   plan_loops(graph, k);
+  k.column_reduction = column_reduction(graph, k);
   return k;
 }
 

@@ -12,13 +12,11 @@
 #include <llvm/IR/MDBuilder.h>
 
 #include "codegen.h"
-#include "lazytensor/lower/fusion.hpp"
 #include "lazytensor/lower/loop_kernel.hpp"
 #include "lazytensor/lower/view.hpp"
 
 namespace lt::cpujit {
 
-using fusion::Role;
 using lower::is_float;
 
 namespace {
@@ -66,7 +64,6 @@ class Emitter {
   }
 
   bool in_kernel(int32_t v) const { return lk_.in_kernel(v); }
-  Role role(int32_t v) const { return lk_.role(v); }
 
   // fold_tail: the vectoriser masks the last iteration instead of adding a scalar loop.
   template <class Body>
@@ -221,18 +218,14 @@ class Emitter {
       llvm::Value* x = b_.CreateFMul(b_.CreateSIToFP(a[0], f64), fconst(f64, at.f("step")));
       return cast(b_.CreateFAdd(fconst(f64, at.f("start")), x), LT_DTYPE_F64, d);
     }
-    if (op.starts_with("random_")) {  // a[0] the seed, a[1] the flat index
+    if (op == "random_unit") {  // a[0] the seed, a[1] the flat index
       lower::Attrs at(n);
-      if (op == "random_unit") {
-        llvm::Value* k = b_.CreateMul(a[1], b_.getInt64(at.i("stride")));
-        return unit(a[0], b_.CreateAdd(k, b_.getInt64(at.i("offset"))), t);
-      }
-      if (op == "random_uniform") {  // low + (high − low)·u, computed in t
-        llvm::Value* lo = fconst(t, at.f("low"));
-        llvm::Value* u = unit(a[0], a[1], t);
-        return b_.CreateFAdd(lo, b_.CreateFMul(b_.CreateFSub(fconst(t, at.f("high")), lo), u));
-      }
+      llvm::Value* k = b_.CreateMul(a[1], b_.getInt64(at.i("stride")));
+      return unit(a[0], b_.CreateAdd(k, b_.getInt64(at.i("offset"))), t);
+    }
+    if (op == "random_normal") {  // decomposed, its two random_units would anchor two kernels
       // Box-Muller on the streams 2i and 2i+1: sqrt(−2 ln(1 − u1))·cos(2π·u2).
+      lower::Attrs at(n);
       llvm::Value* i2 = b_.CreateShl(a[1], 1);
       llvm::Value* u1 = b_.CreateFSub(fconst(t, 1.0), unit(a[0], i2, t));
       llvm::Value* u2 = unit(a[0], b_.CreateOr(i2, b_.getInt64(1)), t);
@@ -383,9 +376,7 @@ llvm::Error Emitter::run() {
   if (!lk_.reductions.empty() && k_.reduce_axes.empty())
     return llvm::createStringError("reduction in a kernel without reduce axes");
 
-  int64_t outer_numel = 1;
-  for (size_t i = 0; i < n_outer_; ++i) outer_numel *= loop_dims_[i];
-  k_.parallel_extent = outer_numel == 0 ? 0 : loop_dims_[0];
+  k_.parallel_extent = lk_.rows() == 0 ? 0 : loop_dims_[0];  // rows: the outer loops' product
   k_.work_per_index = 1;
   for (size_t i = 1; i < loop_dims_.size(); ++i)
     k_.work_per_index *= std::max<int64_t>(1, loop_dims_[i]);
@@ -433,35 +424,12 @@ llvm::Error Emitter::run() {
   return llvm::Error::success();
 }
 
-// Reductions over outer axes into a contiguous kept axis (a bias gradient: sum over
-// [batch, time] of [batch, time, width]) read a column per output in the row scheme: a strided,
-// scalar walk over memory. Here each call owns a range of kept indices, accumulates in the
-// outputs themselves, and the vectorised inner loop runs along the kept axis:
-//   out[j] = init; for r in reduced: for j in range: out[j] = out[j] op x(r, j).
-// Taken when the kept dims coalesce to one, every source is read with kept stride 0 or 1, and
-// the kernel is one phase: its reductions (sum, mean, max, min) are outputs nothing in it
-// reads; its other outputs are full-size, stored as the inner loop visits them.
+// lower::LoopKernel::column_reduction: each call owns a range [lo, hi) of the kept loop and
+// accumulates in the outputs themselves, the vectorised inner loop along the kept axis.
 bool Emitter::emit_column_reductions(Offsets& offs) {
+  if (!lk_.column_reduction) return false;
   const std::vector<int32_t>& reductions = lk_.reductions;
-  if (n_outer_ != 1 || loop_dims_.size() < 2 || lk_.phases.size() != 1) return false;
-  std::vector<int32_t> full_out;  // full-size outputs, stored as the inner loop visits them
-  for (int32_t v : k_.outputs)
-    if (!fusion::is_reduction_op(g_.nodes[v].op)) full_out.push_back(v);
-  for (int32_t r : reductions) {
-    const lt_graph_node& n = g_.nodes[r];
-    if (n.dtype == LT_DTYPE_BOOL || !std::count(k_.outputs.begin(), k_.outputs.end(), r))
-      return false;
-  }
-  for (int32_t v : k_.nodes)  // nothing reads a reduction, nothing else is per row
-    if (!fusion::is_reduction_op(g_.nodes[v].op) && (lk_.level(v) || role(v) != Role::kFull))
-      return false;
-  if (!lk_.dense_along(0)) return false;  // the kept loop is the vectorised one
-  bool contiguous = false;                // some source is read along it
-  for (size_t a = 0; a < acc_.size(); ++a)
-    for (size_t d = 1; d < loop_dims_.size(); ++d)
-      contiguous |= acc_[a].strides[0] == 1 && acc_[a].strides[d] != 0;
-  if (!contiguous) return false;
-
+  const std::vector<int32_t>& full_out = lk_.full_outputs;  // stored as the inner loop visits
   llvm::Value* lo = fn_->getArg(1);
   llvm::Value* hi = fn_->getArg(2);
   auto at = [&](const Offsets& o, size_t d, llvm::Value* i) {
@@ -499,14 +467,13 @@ bool Emitter::emit_column_reductions(Offsets& offs) {
   // host::parallel_for chunks 16384 / work_per_index indices: claim 256 per index so that a
   // chunk holds >= 64 kept indices (whole cache lines per row, full vectors), not 4.
   k_.work_per_index = 256;
-  int64_t count = 1;
-  for (int64_t ax : k_.reduce_axes) count *= k_.domain[ax];
+  const double count = static_cast<double>(lk_.row_length());
   for (int32_t r : reductions) {
     if (std::string_view(g_.nodes[r].op) != "mean") continue;
     loop(lo, hi, true, [&](llvm::Value* j) {
       Offsets o = at(offs, 0, j);
       llvm::Value* v = load(lk_.access(r, r), o, g_.nodes[r].dtype);
-      store(r, o, b_.CreateFDiv(v, fconst(v->getType(), static_cast<double>(count))));
+      store(r, o, b_.CreateFDiv(v, fconst(v->getType(), count)));
     });
   }
   return true;
@@ -517,8 +484,6 @@ bool Emitter::emit_column_reductions(Offsets& offs) {
 // then one pass writes the full-role outputs.
 void Emitter::emit_reductions(Offsets& offs) {
   if (emit_column_reductions(offs)) return;
-  int64_t reduce_count = 1;
-  for (int64_t ax : k_.reduce_axes) reduce_count *= k_.domain[ax];
   // Accumulators live in allocas in the entry block (SROA turns them into registers).
   std::map<int32_t, llvm::AllocaInst*> accs;
   for (int32_t r : lk_.reductions) accs[r] = b_.CreateAlloca(reg_type(g_.nodes[r].dtype));
@@ -549,7 +514,7 @@ void Emitter::emit_reductions(Offsets& offs) {
       for (int32_t r : rs) {
         llvm::Value* v = b_.CreateLoad(reg_type(g_.nodes[r].dtype), accs[r]);
         if (std::string_view(g_.nodes[r].op) == "mean")
-          v = b_.CreateFDiv(v, fconst(v->getType(), static_cast<double>(reduce_count)));
+          v = b_.CreateFDiv(v, fconst(v->getType(), static_cast<double>(lk_.row_length())));
         outer[r] = v;
       }
       eval(lk_.row_nodes[p], outer, o);

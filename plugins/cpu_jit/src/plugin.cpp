@@ -11,23 +11,17 @@ namespace {
 
 using lt::cpujit::Program;
 
-// A cached Program; hit: it came from the cache (no compile time of its own).
-struct Executable final : lt::kit::Executable {
+// A cached Program; hit: it came from the cache (no compile time of its own). Donation where
+// no generated kernel both reads the input and writes the output (its loads and stores are
+// declared not to alias: StepProgram::can_donate).
+struct Executable final : lt::kit::StepsExecutable<lt::host::StepProgram> {
   Executable(std::shared_ptr<const Program> p, bool hit) : program_(std::move(p)), hit_(hit) {}
-  void run(std::span<lt::kit::Buffer* const> in, std::span<lt::kit::Buffer* const> out) override {
-    const lt::kit::SpanSink& spans = lt::kit::current_spans();  // set while the core profiles
-    program_->run(lt::kit::data_of(in).data(), lt::kit::data_of(out).data(), spans.fn, spans.user);
-  }
+  const lt::host::StepProgram& steps() const override { return program_->steps(); }
   void stats(const lt::kit::Stats& emit) const override {
     emit("kernels", static_cast<double>(program_->num_kernels()));
     emit("compile_ms", hit_ ? 0.0 : program_->compile_ms());
     emit("cache_hit", hit_ ? 1.0 : 0.0);
     emit("workspace_bytes", static_cast<double>(program_->steps().arena_bytes()));
-  }
-  // Buffer donation (docs/memory.md): where no generated kernel both reads the input and writes
-  // the output (its loads and stores are declared not to alias).
-  bool accepts_donation(size_t input, size_t output) const override {
-    return program_->steps().can_donate(input, output);
   }
   std::shared_ptr<const Program> program_;
   bool hit_;

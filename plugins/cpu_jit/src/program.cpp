@@ -24,7 +24,9 @@ bool program_supports(const lt_graph& g, size_t node) {
     return host::in_attention(g, node) ||
            (g.nodes[node].dtype == LT_DTYPE_F32 && !lower::cpu_jit_kernel_node(g, size_t(x)));
   }
-  if (op == "log_softmax") return false;
+  // random_uniform reaches cpu_jit as lower::decompose writes it (as it reaches gpu_opencl): a
+  // random_unit and its scaling, one kernel.
+  if (op == "log_softmax" || op == "random_uniform") return false;
   if (lower::cpu_jit_kernel_node(g, node)) return true;
   std::vector<int64_t> params;
   return host::prepare(g, node, &params) != nullptr;

@@ -65,17 +65,12 @@ class Program {
   // A dynamic program at the values of `at` (an instance of its graph): its kernels, host steps
   // prepared for those sizes.
   Program(const lt_graph& at, std::shared_ptr<const Program> dynamic);
-  // Host pointers of the region's input/output buffers, in graph order; `span` (a profiling
-  // core's lt_plugin_span_fn, or null) gets each kernel and host step.
-  void run(void* const* inputs, void* const* outputs, host::StepProgram::SpanFn span = nullptr,
-           void* span_user = nullptr) const {
-    steps_->run(inputs, outputs, span, span_user);
-  }
   // Compiled from a dynamic graph into kernels whose code no size changes (only their outer
   // extents): one Program for every value. Else static, at the graph's own values.
   bool dynamic() const { return dynamic_; }
 
   size_t num_kernels() const { return kernels_.size(); }
+  // What runs: its kernels and host steps (kit::StepsExecutable runs it).
   const host::StepProgram& steps() const { return *steps_; }
   double compile_ms() const { return compile_ms_; }
 

@@ -416,6 +416,24 @@ inline std::vector<void*> data_of(std::span<lt_plugin_buffer* const> buffers) {
   return out;
 }
 
+// The executable of a backend whose compiled form is a host step program (`Steps`:
+// lazytensor/host/steps.hpp's StepProgram, for cpu_eager and cpu_jit; a template so that the
+// installed kit does not depend on the in-tree host kernels): run() passes the buffers' host
+// pointers and, while the core profiles, its span callback (each step a child span); donation
+// is what the program allows (its steps never read an input after writing the output).
+template <class Steps>
+class StepsExecutable : public Executable {
+ public:
+  void run(std::span<Buffer* const> inputs, std::span<Buffer* const> outputs) override {
+    const SpanSink& spans = current_spans();
+    steps().run(data_of(inputs).data(), data_of(outputs).data(), spans.fn, spans.user);
+  }
+  bool accepts_donation(size_t input, size_t output) const override {
+    return steps().can_donate(input, output);
+  }
+  virtual const Steps& steps() const = 0;
+};
+
 // "<file> <size> <mtime>" of the shared object holding `symbol` (this plugin's build): part
 // of a persistent cache key, so that a rebuilt plugin never loads what an older build stored.
 inline std::string shared_object_id(const void* symbol) {

@@ -89,8 +89,9 @@ const KernelTarget* builtin_kernel_target(std::string_view backend);
 bool is_inline_primitive(std::string_view op);
 bool is_reduce_primitive(std::string_view op);
 
-// cpu_jit's code generator: elementwise ops, reductions, slices and random ops over
-// non-16-bit dtypes of rank at most 16 (bf16/f16 are host-kernel storage types there).
+// cpu_jit's code generator: elementwise ops, reductions, slices, random_unit and random_normal
+// over non-16-bit dtypes of rank at most 16 (bf16/f16 are host-kernel storage types there);
+// random_uniform reaches it decomposed.
 bool cpu_jit_kernel_node(const lt_graph& graph, size_t node);
 
 }  // namespace lt::lower

@@ -67,6 +67,16 @@ struct LoopKernel {
   std::vector<Access> accesses;
   bool affine = true;  // every read of a buffer is an Access (false: gather's, pad's, ...)
   std::map<std::pair<int32_t, int32_t>, int> access_of;  // (buffer, or ~node: index; user)
+  // A column reduction (a bias gradient: the sum over [batch, time] of [batch, time, width]):
+  // the kept dims coalesce to one loop, loop 0, along which every read moves by 0 or 1 element
+  // and some source is contiguous; the kernel is one phase whose reductions (sum, mean, max,
+  // min; not bool) are outputs nothing in it reads, and every other node is full-size. Read row
+  // by row, each output would walk a strided column; instead a renderer runs the kept loop
+  // innermost (vectorised, one work item per kept index on a GPU), inside the reduced loops,
+  // accumulating in the outputs' own buffers, and stores the full outputs as it visits them:
+  //   out[j] = identity; for r in reduced: for j in kept: out[j] = out[j] op x(r, j)
+  // (a mean divided by row_length() after).
+  bool column_reduction = false;
 
   std::vector<int32_t> reductions_by_phase() const;  // phases[0], then phases[1], ...
   bool in_kernel(int32_t node) const;
