@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cmath>
 #include <map>
 #include <memory>
 #include <optional>
@@ -69,11 +68,7 @@ std::string literal(double v, lt_dtype d) {
 Shape shape_of(const lt_graph_node& n) {
   return Shape(n.shape, n.shape + n.rank);
 }
-int64_t numel(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
+using lower::numel;
 
 // Ops that read their operands at the (broadcast) same index: the op table's elementwise
 // primitives and broadcast_to. What may be evaluated inline and what is a reduction is the
@@ -213,13 +208,7 @@ class Emitter {
                     : *vec   ? "vload" + std::to_string(vw_) + "(0, " + p + " + " + off + ")"
                              : p + "[" + off + "]";
     *vec = *vec && !constant;
-    std::string cond;
-    for (size_t d = 0; d < v.lo.size(); ++d) {
-      if (v.lo[d] > 0)
-        cond += (cond.empty() ? "(" : " && (") + I[d] + ") >= " + std::to_string(v.lo[d]) + "L";
-      if (v.hi[d] < v.shape[d])
-        cond += (cond.empty() ? "(" : " && (") + I[d] + ") < " + std::to_string(v.hi[d]) + "L";
-    }
+    const std::string cond = cx::in_window(v, I);
     return cond.empty() ? e : "((" + cond + ") ? " + e + " : " + otherwise + ")";
   }
   std::string define(const std::string& e, lt_dtype d, bool vec) {
@@ -534,13 +523,11 @@ class Generator {
       const lt_dtype dt = n.dtype;
       const std::string T = ctype(dt), V = vec ? T + std::to_string(W) : T;
       const std::string id = std::to_string(rn), acc = "acc" + id, red = "red" + id;
-      const bool sum = op == "sum", mx = op == "max";
       auto combine = [&](const std::string& x, const std::string& y) {
-        return cx::binary(sum ? "add" : mx ? "maximum" : "minimum", x, y, dt, kOpenCL);
+        return cx::reduce_step(op, x, y, dt, kOpenCL);
       };
-      // The identity: 0, or the extreme of the type (infinities saturate to the int limits).
-      std::string init = sum ? "0" : literal(mx ? -INFINITY : INFINITY, dt);
-      body << "  " << V << " " << acc << " = (" << V << ")(" << init << ");\n";
+      body << "  " << V << " " << acc << " = (" << V << ")(" << cx::reduce_init(op, dt, kOpenCL)
+           << ");\n";
       Idx idx = loop_head("  ");
       {
         auto em = emitter("    ", W);

@@ -56,6 +56,13 @@ std::string unary(std::string_view op, const std::string& a, lt_dtype d, const D
 std::string binary(std::string_view op, const std::string& a, const std::string& b, lt_dtype d,
                    const Dialect& c);
 
+// The reductions sum, mean, max and min of a C-family loop: the accumulator's start (0, or the
+// type's extreme: -inf/+inf, saturated to the integer limits by literal()) and one accumulation
+// step (add, or maximum/minimum with the IR's NaN rule) of `x` into `acc`, both of dtype d.
+std::string reduce_init(std::string_view op, lt_dtype d, const Dialect& c);
+std::string reduce_step(std::string_view op, const std::string& acc, const std::string& x,
+                        lt_dtype d, const Dialect& c);
+
 // `text` with every identifier `<prefix><node>` whose node is params[k] renamed `lt_arg<k>`: a
 // kernel whose buffers are named by graph node becomes a text that names them by position, so that
 // kernels differing only in the buffers they touch (the groups of a deep chain, the pieces of
@@ -67,6 +74,9 @@ using Index = std::vector<std::string>;
 // The element offset of index `idx` through view `v`, as a 64-bit (L-suffixed) expression;
 // dimensions indexed "0" or of stride 0 drop out ("0" when all do).
 std::string offset(const View& v, const Index& idx);
+// Whether index `idx` lies in v's window (View::lo/hi, where pad and concat read their operand)
+// as a condition ("(i1) >= 2L && (i1) < 5L"); "" when the window is everything (no bound).
+std::string in_window(const View& v, const Index& idx);
 // Appends to `out` one `const <i64> <prefix><d> = ...;` line per dimension of `shape` over 1,
 // each indented by `indent`: the coordinates of flat index `var` in dense `shape`; returns them.
 Index unflatten(std::ostream& out, const std::string& indent, const std::string& var,
