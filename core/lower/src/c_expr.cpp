@@ -221,6 +221,12 @@ std::string binary(std::string_view op, const std::string& a, const std::string&
   fail(LT_STATUS_UNSUPPORTED, "no C expression for binary op " + std::string(op));
 }
 
+bool lane_wise(std::string_view op, lt_dtype d) {
+  if (d != LT_DTYPE_F32 && d != LT_DTYPE_F64) return false;  // bf16/f16 are bits, one by one
+  return op.empty() || (is_unary(op) && op != "not") || op == "add" || op == "sub" || op == "mul" ||
+         op == "div" || op == "pow" || op == "maximum" || op == "minimum";
+}
+
 std::string reduce_init(std::string_view op, lt_dtype d, const Dialect& c) {
   if (op == "sum" || op == "mean") return "0";
   if (op == "max" || op == "min") return literal(op == "max" ? -INFINITY : INFINITY, d, c);

@@ -51,6 +51,11 @@ std::string cast(const std::string& x, lt_dtype from, lt_dtype to, const Dialect
 // div pow maximum minimum eq ne lt le gt ge and or.
 bool is_unary(std::string_view op);
 bool is_binary(std::string_view op);
+// Whether `op` of dtype d renders lane by lane on the dialect's vector types (OpenCL's floatN and
+// doubleN): f32/f64 arithmetic, pow, maximum, minimum and the unary math functions, not `not`,
+// comparisons (they give the boolean type), casts or selects. op "": a plain load or store of d.
+// The lower::LaneOp of lower::vector_rows for C-family generators.
+bool lane_wise(std::string_view op, lt_dtype d);
 // `d` is the operands' dtype (for comparisons it differs from the result's).
 std::string unary(std::string_view op, const std::string& a, lt_dtype d, const Dialect& c);
 std::string binary(std::string_view op, const std::string& a, const std::string& b, lt_dtype d,
