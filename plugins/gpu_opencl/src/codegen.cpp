@@ -61,10 +61,8 @@ std::string literal(double v, lt_dtype d) {
   return cx::literal(v, d, kOpenCL);
 }
 
-Shape shape_of(const lt_graph_node& n) {
-  return Shape(n.shape, n.shape + n.rank);
-}
 using lower::numel;
+using lower::shape_of;
 
 // Ops that read their operands at the (broadcast) same index: the op table's elementwise
 // primitives and broadcast_to. What may be evaluated inline and what is a reduction is the
