@@ -64,14 +64,10 @@ std::string literal(double v, lt_dtype d) {
 using lower::numel;
 using lower::shape_of;
 
-// Ops that read their operands at the (broadcast) same index: the op table's elementwise
-// primitives and broadcast_to. What may be evaluated inline and what is a reduction is the
-// table's too (lower::is_inline_primitive, lower::is_reduce_primitive).
-bool is_elementwise(std::string_view op) {
-  const lower::OpInfo* info = lower::find_op(op);
-  return op == "broadcast_to" ||
-         (info && !info->composite && info->category == lower::Category::kElementwise);
-}
+// Ops that read their operands at the (broadcast) same index are fusion's elementwise ops; what
+// may be evaluated inline and what is a reduction is the op table's (lower::is_inline_primitive,
+// lower::is_reduce_primitive).
+using fusion::is_elementwise_op;
 using lower::is_inline_primitive;
 using lower::is_reduce_primitive;
 
@@ -133,7 +129,7 @@ class Emitter {
         if (!is_inline_primitive(n.op))
           throw PlanError{std::string(n.op) + " cannot be evaluated inline"};
         f.expanded = true;
-        if (is_elementwise(n.op))
+        if (is_elementwise_op(n.op))
           for (size_t i = 0; i < n.num_operands; ++i)
             f.ops.push_back(normalize(n.operands[i], broadcast(n.operands[i], f.idx)));
       }
@@ -270,7 +266,8 @@ class Emitter {
           e = access(n.operands[k], *lower::operand_view(g_, node, k), I, e, &part_vec);
         return define(e, d, false);
       }
-      std::optional<View> v = is_elementwise(op) ? std::nullopt : lower::operand_view(g_, node, 0);
+      std::optional<View> v =
+          is_elementwise_op(op) ? std::nullopt : lower::operand_view(g_, node, 0);
       if (!v) fail(LT_STATUS_UNSUPPORTED, "cannot generate op " + std::string(op));
       return load(n.operands[0], *v, I);
     }
