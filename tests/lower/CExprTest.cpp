@@ -126,4 +126,31 @@ TEST(CExpr, RendersExactlyThePrimitivesItNames) {
   EXPECT_THROW(cx::binary("atan2", "a", "b", LT_DTYPE_F32, kC), lt::lower::Error);
 }
 
+TEST(CExpr, ReductionsStartAtTheIdentityAndAccumulateWithTheIrRules) {
+  EXPECT_EQ(cx::reduce_init("sum", LT_DTYPE_F32, kC), "0");
+  EXPECT_EQ(cx::reduce_init("mean", LT_DTYPE_F64, kC), "0");
+  // max starts at -inf; for integers the infinity saturates to the type's limit.
+  EXPECT_EQ(cx::reduce_init("max", LT_DTYPE_F32, kCl), "(-(float)INFINITY)");
+  EXPECT_EQ(cx::reduce_init("min", LT_DTYPE_I32, kCl), "((int)2147483647)");
+  EXPECT_EQ(cx::reduce_init("max", LT_DTYPE_I64, kCl), "((long)(-9223372036854775807L - 1))");
+  EXPECT_EQ(cx::reduce_step("sum", "acc", "x", LT_DTYPE_F32, kC), "(acc + x)");
+  EXPECT_EQ(cx::reduce_step("max", "acc", "x", LT_DTYPE_F32, kC),
+            "((acc > x || acc != acc) ? acc : x)");
+  EXPECT_EQ(cx::reduce_step("min", "acc", "x", LT_DTYPE_I32, kC), "(acc < x ? acc : x)");
+  EXPECT_THROW(cx::reduce_init("argmax", LT_DTYPE_F32, kC), lt::lower::Error);
+  EXPECT_THROW(cx::reduce_step("prod", "acc", "x", LT_DTYPE_F32, kC), lt::lower::Error);
+}
+
+TEST(CExpr, WindowConditionBoundsOnlyTheDimsPadAndConcatRestrict) {
+  using lt::lower::View;
+  const lt::lower::Shape shape = {2, 3}, before = {0, 2}, after = {0, 1};
+  // [2, 3] padded by 2 before and 1 after along dim 1: valid in [2, 5) of 6.
+  const View padded = View::dense(shape).pad(before, after, 0.0);
+  EXPECT_EQ(cx::in_window(padded, {"i0", "i1"}), "(i1) >= 2L && (i1) < 5L");
+  // The first part of a concat along dim 0 (extent 2 of 5): only an upper bound.
+  const View part = View::dense(shape).concat_part(0, 0, 5);
+  EXPECT_EQ(cx::in_window(part, {"i0", "i1"}), "(i0) < 2L");
+  EXPECT_EQ(cx::in_window(View::dense(shape), {"i0", "i1"}), "");
+}
+
 }  // namespace

@@ -221,6 +221,26 @@ std::string binary(std::string_view op, const std::string& a, const std::string&
   fail(LT_STATUS_UNSUPPORTED, "no C expression for binary op " + std::string(op));
 }
 
+bool lane_wise(std::string_view op, lt_dtype d) {
+  if (d != LT_DTYPE_F32 && d != LT_DTYPE_F64) return false;  // bf16/f16 are bits, one by one
+  return op.empty() || (is_unary(op) && op != "not") || op == "add" || op == "sub" || op == "mul" ||
+         op == "div" || op == "pow" || op == "maximum" || op == "minimum";
+}
+
+std::string reduce_init(std::string_view op, lt_dtype d, const Dialect& c) {
+  if (op == "sum" || op == "mean") return "0";
+  if (op == "max" || op == "min") return literal(op == "max" ? -INFINITY : INFINITY, d, c);
+  fail(LT_STATUS_UNSUPPORTED, "no C accumulator for reduction " + std::string(op));
+}
+
+std::string reduce_step(std::string_view op, const std::string& acc, const std::string& x,
+                        lt_dtype d, const Dialect& c) {
+  const bool sum = op == "sum" || op == "mean";
+  if (!sum && op != "max" && op != "min")
+    fail(LT_STATUS_UNSUPPORTED, "no C accumulator for reduction " + std::string(op));
+  return binary(sum ? "add" : op == "max" ? "maximum" : "minimum", acc, x, d, c);
+}
+
 std::string rename_params(const std::string& text, char prefix,
                           const std::vector<int32_t>& params) {
   std::unordered_map<int64_t, size_t> pos;
@@ -257,6 +277,17 @@ std::string offset(const View& v, const Index& idx) {
     if (v.strides[d] != 1) s += "*" + std::to_string(v.strides[d]) + "L";
   }
   return s.empty() ? "0" : s;
+}
+
+std::string in_window(const View& v, const Index& idx) {
+  std::string s;
+  for (size_t d = 0; d < v.lo.size(); ++d) {
+    if (v.lo[d] > 0)
+      s += (s.empty() ? "(" : " && (") + idx[d] + ") >= " + std::to_string(v.lo[d]) + "L";
+    if (v.hi[d] < v.shape[d])
+      s += (s.empty() ? "(" : " && (") + idx[d] + ") < " + std::to_string(v.hi[d]) + "L";
+  }
+  return s;
 }
 
 Index unflatten(std::ostream& out, const std::string& indent, const std::string& var,

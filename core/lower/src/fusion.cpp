@@ -11,16 +11,14 @@ namespace lt::fusion {
 
 namespace {
 
+using lower::shape_of;
+
 constexpr std::string_view kElementwiseOps[] = {
     "neg",  "abs",     "exp",     "log",   "sqrt", "rsqrt",  "tanh",        "sigmoid", "relu",
     "gelu", "sin",     "cos",     "floor", "not",  "add",    "sub",         "mul",     "div",
     "pow",  "maximum", "minimum", "eq",    "ne",   "lt",     "le",          "gt",      "ge",
     "and",  "or",      "where",   "cast",  "full", "arange", "broadcast_to"};
 constexpr std::string_view kReductionOps[] = {"sum", "mean", "max", "min"};
-
-std::vector<int64_t> shape_of(const lt_graph_node& n) {
-  return std::vector<int64_t>(n.shape, n.shape + n.rank);
-}
 
 bool same_shape(const lt_graph_node& n, const std::vector<int64_t>& s) {
   return n.rank == s.size() && std::equal(s.begin(), s.end(), n.shape);

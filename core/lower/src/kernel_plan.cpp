@@ -10,10 +10,6 @@
 namespace lt::lower {
 namespace {
 
-std::vector<int64_t> shape_of(const lt_graph_node& n) {
-  return std::vector<int64_t>(n.shape, n.shape + n.rank);
-}
-
 // The steps of one fusion group before liveness: kernel, or host steps (anchor first).
 void candidate_steps(const lt_graph& g, const KernelTarget& t, int32_t gi, const fusion::Group& gr,
                      std::vector<Step>& out) {

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cmath>
 #include <map>
 #include <memory>
 #include <optional>
@@ -21,6 +20,7 @@
 #include "lazytensor/lower/c_expr.hpp"
 #include "lazytensor/lower/dynamic.hpp"
 #include "lazytensor/lower/kernel_plan.hpp"
+#include "lazytensor/lower/lanes.hpp"
 #include "lazytensor/lower/loop_kernel.hpp"
 #include "lazytensor/lower/view.hpp"
 
@@ -40,8 +40,6 @@ namespace cx = lower::c_expr;
 struct PlanError {
   std::string why;
 };
-// A row kernel the CPU vector path cannot express; the caller uses the scalar kernel.
-struct VecError {};
 
 // Name of the lane-base index variable in CPU vector row kernels: an index holding exactly
 // this name is lanes base..base+W-1 of a vector.
@@ -56,9 +54,6 @@ const cx::Dialect kOpenCL = {.u32 = "uint",
                              .bits_of_f32 = "as_uint",
                              .f32_of_bits = "as_float",
                              .saturating_cast = "convert_%s_sat_rtz"};
-bool vec_float(lt_dtype d) {  // bf16/f16 are bits (ushort): loaded, cast, stored one by one
-  return d == LT_DTYPE_F32 || d == LT_DTYPE_F64;
-}
 std::string ctype(lt_dtype d) {
   return cx::type(d, kOpenCL);
 }
@@ -66,23 +61,13 @@ std::string literal(double v, lt_dtype d) {
   return cx::literal(v, d, kOpenCL);
 }
 
-Shape shape_of(const lt_graph_node& n) {
-  return Shape(n.shape, n.shape + n.rank);
-}
-int64_t numel(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
+using lower::numel;
+using lower::shape_of;
 
-// Ops that read their operands at the (broadcast) same index: the op table's elementwise
-// primitives and broadcast_to. What may be evaluated inline and what is a reduction is the
-// table's too (lower::is_inline_primitive, lower::is_reduce_primitive).
-bool is_elementwise(std::string_view op) {
-  const lower::OpInfo* info = lower::find_op(op);
-  return op == "broadcast_to" ||
-         (info && !info->composite && info->category == lower::Category::kElementwise);
-}
+// Ops that read their operands at the (broadcast) same index are fusion's elementwise ops; what
+// may be evaluated inline and what is a reduction is the op table's (lower::is_inline_primitive,
+// lower::is_reduce_primitive).
+using fusion::is_elementwise_op;
 using lower::is_inline_primitive;
 using lower::is_reduce_primitive;
 
@@ -92,8 +77,8 @@ using lower::is_reduce_primitive;
 class Emitter {
  public:
   // `width` > 0: vector mode (CPU row kernels): an index equal to kLane stands for `width`
-  // consecutive indices of a stride-1 dimension, and values depending on it are vectors. Only
-  // float arithmetic qualifies; anything else throws VecError so the caller emits scalar code.
+  // consecutive indices of a stride-1 dimension, and values depending on it are vectors; only
+  // for kernels lower::vector_rows accepts (every node it meets computes lane by lane).
   Emitter(const lt_graph& g, const std::vector<char>& member, std::ostringstream& os,
           std::string indent, int& counter, std::set<int32_t>& loads, int width = 0)
       : g_(g),
@@ -143,9 +128,8 @@ class Emitter {
         }
         if (!is_inline_primitive(n.op))
           throw PlanError{std::string(n.op) + " cannot be evaluated inline"};
-        if (vw_ && !vector_ok(n)) throw VecError{};
         f.expanded = true;
-        if (is_elementwise(n.op))
+        if (is_elementwise_op(n.op))
           for (size_t i = 0; i < n.num_operands; ++i)
             f.ops.push_back(normalize(n.operands[i], broadcast(n.operands[i], f.idx)));
       }
@@ -186,14 +170,6 @@ class Emitter {
     return s;
   }
 
-  bool vector_ok(const lt_graph_node& n) const {
-    std::string_view op = n.op;
-    return vec_float(n.dtype) && op != "not" &&
-           (cx::is_unary(op) || op == "full" || op == "broadcast_to" || op == "slice" ||
-            op == "add" || op == "sub" || op == "mul" || op == "div" || op == "pow" ||
-            op == "maximum" || op == "minimum");
-  }
-
   // Buffer node `o` read through `v` at index I, as an expression; outside v's window it is
   // `otherwise`. In vector mode an index kLane of stride 1 makes it a vector load (*vec).
   std::string access(int32_t o, const View& v, const Idx& I, const std::string& otherwise,
@@ -205,21 +181,16 @@ class Emitter {
     *vec = false;
     for (size_t d = 0; d < I.size(); ++d) {
       if (I[d].find(kLane) == std::string::npos) continue;
-      if (I[d] != kLane || v.strides[d] != 1 || v.masked() || !vec_float(g_.nodes[o].dtype))
-        throw VecError{};
+      if (I[d] != kLane || v.strides[d] != 1 || v.masked())  // lower::vector_rows rules it out
+        fail(LT_STATUS_INTERNAL,
+             "a vector row kernel reads node " + std::to_string(o) + " other than lane by lane");
       *vec = true;
     }
     std::string e = constant ? literal(Attrs(g_.nodes[o]).f("value"), g_.nodes[o].dtype)
                     : *vec   ? "vload" + std::to_string(vw_) + "(0, " + p + " + " + off + ")"
                              : p + "[" + off + "]";
     *vec = *vec && !constant;
-    std::string cond;
-    for (size_t d = 0; d < v.lo.size(); ++d) {
-      if (v.lo[d] > 0)
-        cond += (cond.empty() ? "(" : " && (") + I[d] + ") >= " + std::to_string(v.lo[d]) + "L";
-      if (v.hi[d] < v.shape[d])
-        cond += (cond.empty() ? "(" : " && (") + I[d] + ") < " + std::to_string(v.hi[d]) + "L";
-    }
+    const std::string cond = cx::in_window(v, I);
     return cond.empty() ? e : "((" + cond + ") ? " + e + " : " + otherwise + ")";
   }
   std::string define(const std::string& e, lt_dtype d, bool vec) {
@@ -295,7 +266,8 @@ class Emitter {
           e = access(n.operands[k], *lower::operand_view(g_, node, k), I, e, &part_vec);
         return define(e, d, false);
       }
-      std::optional<View> v = is_elementwise(op) ? std::nullopt : lower::operand_view(g_, node, 0);
+      std::optional<View> v =
+          is_elementwise_op(op) ? std::nullopt : lower::operand_view(g_, node, 0);
       if (!v) fail(LT_STATUS_UNSUPPORTED, "cannot generate op " + std::string(op));
       return load(n.operands[0], *v, I);
     }
@@ -448,29 +420,15 @@ class Generator {
     const Shape& domain = lk.domain;
     const std::vector<int32_t>& reds = lk.reductions;
     if (lk.rows() == 0) return;
-    bool trailing =
-        !lk.reduced.empty() && (caps_.dynamic || lk.rows() >= 16) && lk.row_length() > 0;
+    bool vector = caps_.cpu && (caps_.dynamic || lk.rows() >= 16) &&
+                  lower::vector_rows(g_, lk, cx::lane_wise);
     // Dynamic: vectors need the row a multiple of W at every size (not when its last dim moves).
-    if (caps_.dynamic && !reds.empty())
-      trailing =
-          trailing && lower::shape_forms(g_, g_.nodes[reds[0]].operands[0]).back().symbol < 0;
-    for (size_t d = lk.kept.size(); d < domain.size(); ++d)  // the reduced dims are the last
-      trailing = trailing && lk.is_reduced[d];
-    for (int32_t r : reds) trailing = trailing && lower::is_float(g_.nodes[r].dtype);
-    trailing = trailing && lk.dense_along(lk.loop_dims.size() - 1);  // vector loads of the row
+    if (vector && caps_.dynamic && !reds.empty())
+      vector = lower::shape_forms(g_, g_.nodes[reds[0]].operands[0]).back().symbol < 0;
     int W = 4;
     while (W < 16 && W < static_cast<int>(caps_.vec_width)) W *= 2;
-    while (trailing && W > 4 && domain.back() % W != 0) W /= 2;
-    if (caps_.cpu && trailing && domain.back() % W == 0) {
-      const int mark = counter_;
-      try {
-        return row_kernel(member, lk, W);
-      } catch (const VecError&) {
-      } catch (const PlanError&) {
-      }
-      counter_ = mark;
-    }
-    row_kernel(member, lk, 0);
+    while (vector && W > 4 && domain.back() % W != 0) W /= 2;
+    row_kernel(member, lk, vector && domain.back() % W == 0 ? W : 0);
   }
 
   void row_kernel(const std::vector<char>& member, const lower::LoopKernel& lk, int W) {
@@ -508,7 +466,6 @@ class Generator {
            << "L; r += " << (vec ? W : static_cast<int64_t>(L)) << ") {\n";
       Idx ridx = cx::unflatten(body, ind + "  ", "r", reduced, "r", kOpenCL);
       if (vec) {
-        if (reduced.back() == 1) throw VecError{};
         body << ind << "  const long " << kLane << " = " << ridx.back() << ";\n";
         ridx.back() = kLane;
       }
@@ -534,13 +491,11 @@ class Generator {
       const lt_dtype dt = n.dtype;
       const std::string T = ctype(dt), V = vec ? T + std::to_string(W) : T;
       const std::string id = std::to_string(rn), acc = "acc" + id, red = "red" + id;
-      const bool sum = op == "sum", mx = op == "max";
       auto combine = [&](const std::string& x, const std::string& y) {
-        return cx::binary(sum ? "add" : mx ? "maximum" : "minimum", x, y, dt, kOpenCL);
+        return cx::reduce_step(op, x, y, dt, kOpenCL);
       };
-      // The identity: 0, or the extreme of the type (infinities saturate to the int limits).
-      std::string init = sum ? "0" : literal(mx ? -INFINITY : INFINITY, dt);
-      body << "  " << V << " " << acc << " = (" << V << ")(" << init << ");\n";
+      body << "  " << V << " " << acc << " = (" << V << ")(" << cx::reduce_init(op, dt, kOpenCL)
+           << ");\n";
       Idx idx = loop_head("  ");
       {
         auto em = emitter("    ", W);
@@ -569,11 +524,9 @@ class Generator {
     }
     // Full-shape outputs in a second pass over the row, then the per-row outputs.
     const std::vector<int32_t>&full = lk.full_outputs, &per_row = lk.row_outputs;
-    for (int32_t o : full) {
+    for (int32_t o : full)
       if (shape_of(g_.nodes[o]) != domain)
         throw PlanError{"output of a shape that is neither the domain nor a row"};
-      if (vec && !vec_float(g_.nodes[o].dtype)) throw VecError{};
-    }
     if (!full.empty()) {
       Idx idx = loop_head("  ");
       auto em = emitter("    ", W);

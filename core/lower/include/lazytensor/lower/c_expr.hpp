@@ -51,10 +51,22 @@ std::string cast(const std::string& x, lt_dtype from, lt_dtype to, const Dialect
 // div pow maximum minimum eq ne lt le gt ge and or.
 bool is_unary(std::string_view op);
 bool is_binary(std::string_view op);
+// Whether `op` of dtype d renders lane by lane on the dialect's vector types (OpenCL's floatN and
+// doubleN): f32/f64 arithmetic, pow, maximum, minimum and the unary math functions, not `not`,
+// comparisons (they give the boolean type), casts or selects. op "": a plain load or store of d.
+// The lower::LaneOp of lower::vector_rows for C-family generators.
+bool lane_wise(std::string_view op, lt_dtype d);
 // `d` is the operands' dtype (for comparisons it differs from the result's).
 std::string unary(std::string_view op, const std::string& a, lt_dtype d, const Dialect& c);
 std::string binary(std::string_view op, const std::string& a, const std::string& b, lt_dtype d,
                    const Dialect& c);
+
+// The reductions sum, mean, max and min of a C-family loop: the accumulator's start (0, or the
+// type's extreme: -inf/+inf, saturated to the integer limits by literal()) and one accumulation
+// step (add, or maximum/minimum with the IR's NaN rule) of `x` into `acc`, both of dtype d.
+std::string reduce_init(std::string_view op, lt_dtype d, const Dialect& c);
+std::string reduce_step(std::string_view op, const std::string& acc, const std::string& x,
+                        lt_dtype d, const Dialect& c);
 
 // `text` with every identifier `<prefix><node>` whose node is params[k] renamed `lt_arg<k>`: a
 // kernel whose buffers are named by graph node becomes a text that names them by position, so that
@@ -67,6 +79,9 @@ using Index = std::vector<std::string>;
 // The element offset of index `idx` through view `v`, as a 64-bit (L-suffixed) expression;
 // dimensions indexed "0" or of stride 0 drop out ("0" when all do).
 std::string offset(const View& v, const Index& idx);
+// Whether index `idx` lies in v's window (View::lo/hi, where pad and concat read their operand)
+// as a condition ("(i1) >= 2L && (i1) < 5L"); "" when the window is everything (no bound).
+std::string in_window(const View& v, const Index& idx);
 // Appends to `out` one `const <i64> <prefix><d> = ...;` line per dimension of `shape` over 1,
 // each indented by `indent`: the coordinates of flat index `var` in dense `shape`; returns them.
 Index unflatten(std::ostream& out, const std::string& indent, const std::string& var,

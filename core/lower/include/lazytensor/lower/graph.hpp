@@ -26,6 +26,10 @@ inline int64_t numel(std::span<const int64_t> dims) {
   for (int64_t d : dims) n *= d;
   return n;
 }
+// The shape of a node, owned.
+inline Shape shape_of(const lt_graph_node& n) {
+  return Shape(n.shape, n.shape + n.rank);
+}
 
 // An lt_graph over arrays the caller keeps alive and unmoved (no dynamic dimensions).
 inline lt_graph graph_over(std::span<const lt_graph_node> nodes, std::span<const int32_t> inputs,
