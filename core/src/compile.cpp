@@ -119,35 +119,65 @@ class Donations {
     o.local.assign(rg.out_globals.size(), -1);
     o.global.assign(rg.out_globals.size(), -1);
     if (rg.buf.g.num_symbols) return o;  // a dynamic region's sizes move: no donation
-    for (size_t j = 0; j < rg.in_globals.size(); ++j) local_[rg.in_globals[j]] = int32_t(j);
+    // The inputs walk() may offer; once each is taken no walk can find one (a wide graph of
+    // many outputs over one input walked back from every output, twice).
+    size_t left = 0;
+    for (size_t j = 0; j < rg.in_globals.size(); ++j) {
+      const int32_t gi = rg.in_globals[j];
+      local_[gi] = int32_t(j);
+      left += candidate(gi);
+    }
     std::vector<char> taken(rg.in_globals.size(), 0);
+    auto give = [&](size_t k, int64_t j) {
+      taken[j] = 1;
+      --left;
+      o.local[k] = j;
+      o.global[k] = input_pos_[rg.in_globals[j]];
+    };
     // First the inputs every reader of which feeds the output nearby, then, for the outputs
-    // left, the nearest input (its other readers may still run first: the plugin knows).
-    for (bool fed_only : {true, false})
-      for (size_t k = 0; k < rg.out_globals.size(); ++k)
-        if (o.local[k] < 0) {
-          const int64_t j = pick(rg.out_globals[k], taken, fed_only);
-          if (j < 0) continue;
-          taken[j] = 1;
-          o.local[k] = j;
-          o.global[k] = input_pos_[rg.in_globals[j]];
-        }
+    // left, the nearest input (its other readers may still run first: the plugin knows). One
+    // walk per output serves both rounds: it keeps the output's inputs of the right size in
+    // the order found, of which the second round takes the first not taken by then.
+    std::vector<uint32_t>& begin = found_begin_;
+    begin.assign(rg.out_globals.size() + 1, 0);
+    found_.clear();
+    for (size_t k = 0; k < rg.out_globals.size(); ++k) {
+      begin[k] = static_cast<uint32_t>(found_.size());
+      if (!left) continue;
+      const int64_t j = walk(rg.out_globals[k], taken);
+      if (j >= 0) give(k, j);
+    }
+    begin.back() = static_cast<uint32_t>(found_.size());
+    for (size_t k = 0; k < rg.out_globals.size() && left; ++k)
+      if (o.local[k] < 0)
+        for (uint32_t f = begin[k]; f < begin[k + 1]; ++f)
+          if (!taken[found_[f]]) {
+            give(k, found_[f]);
+            break;
+          }
     for (int32_t gi : rg.in_globals) local_[gi] = -1;
     return o;
   }
 
  private:
-  // The local input to offer output `out`, or -1, among the inputs found walking back from
-  // `out` (at most kReach nodes, nearest first: bounded work per output, so a 100,000-wide
-  // graph stays linear). fed_only: an input every reader of which was reached on that walk
-  // (m_new = b1 * m + ... takes m, whose one reader feeds m_new, and not p).
-  int64_t pick(int32_t out, const std::vector<char>& taken, bool fed_only) {
+  // A graph input an output may be offered (taken or not): not itself an output, one reader.
+  bool candidate(int32_t gi) const {
+    return input_pos_[gi] >= 0 && !is_output_[gi] && readers_[gi] == 1;
+  }
+  // Walks back from `out` (at most kReach nodes, nearest first: bounded work per output, so a
+  // 100,000-wide graph stays linear) and appends the region's candidate inputs of out's byte
+  // size it reached to found_, nearest first, up to the first of them not taken every reader of
+  // which was reached on that walk (m_new = b1 * m + ... takes m, whose one reader feeds m_new,
+  // and not p), which it returns; or -1.
+  int64_t walk(int32_t out, const std::vector<char>& taken) {
     static constexpr size_t kReach = 256;
     const lt_graph& g = g_;
-    if (!is_output_[out] || node_bytes(g.nodes[out]) == 0) return -1;
+    if (!is_output_[out]) return -1;
     const size_t bytes = node_bytes(g.nodes[out]);
+    if (bytes == 0) return -1;
     ++epoch_;
-    std::vector<int32_t> reached{out};
+    std::vector<int32_t>& reached = reached_;  // reused from walk to walk
+    reached.assign(1, out);
     mark_[out] = epoch_;
     for (size_t q = 0; q < reached.size() && reached.size() < kReach; ++q) {
       const lt_graph_node& n = g.nodes[reached[q]];
@@ -161,13 +191,13 @@ class Donations {
       const int32_t j = local_[in];
       // An input that is itself a graph output (the optimiser resolved an output to it, e.g.
       // neg(neg(x)) -> x) is read after the run: never donated.
-      if (j < 0 || taken[j] || input_pos_[in] < 0 || is_output_[in] || readers_[in] != 1 ||
-          node_bytes(g.nodes[in]) != bytes)
-        continue;
+      if (j < 0 || !candidate(in) || node_bytes(g.nodes[in]) != bytes) continue;
+      found_.push_back(j);
+      if (taken[j]) continue;
       bool fed = true;
-      for (uint32_t u = user_begin_[in]; u < user_begin_[in + 1] && fed && fed_only; ++u)
+      for (uint32_t u = user_begin_[in]; u < user_begin_[in + 1] && fed; ++u)
         fed = mark_[users_[u]] == epoch_;
-      if (fed) return j;
+      if (fed) return j;  // the output is given it: the rest of its list is never read
     }
     return -1;
   }
@@ -179,7 +209,10 @@ class Donations {
   std::vector<uint32_t> user_begin_;
   std::vector<int32_t> users_;
   std::vector<uint32_t> mark_;
-  std::vector<int32_t> local_;  // graph node -> local input of the region being offered, or -1
+  std::vector<int32_t> local_;    // graph node -> local input of the region being offered, or -1
+  std::vector<int32_t> reached_;  // walk()'s nodes
+  std::vector<int32_t> found_;    // per output of the region being offered: its inputs
+  std::vector<uint32_t> found_begin_;  // where each output's inputs start in found_
   uint32_t epoch_ = 0;
 };
 

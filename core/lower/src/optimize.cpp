@@ -38,18 +38,13 @@ constexpr PassEntry kPasses[] = {{"simplify", opt::simplify},
 // allocated for a graph with neither pattern. `now`: original node -> its live node in w, or -1.
 // Node i < g.num_nodes of w is g's node i: its op (WNode::info) never changes.
 bool operands_kept(const lt_graph& g, opt::Work& w, const std::vector<int32_t>& now) {
-  auto is = [&w](size_t i, OpId op) { return w.nodes[i].is(op); };
-  // Per original node: read by a matmul that survives; read by anything but a matmul.
-  std::vector<uint8_t>&live_gemm = w.flags1, &other = w.flags2;
+  // Per original node: read by a matmul that survives (read by anything but a matmul: load()).
+  std::vector<uint8_t>& live_gemm = w.flags1;
   live_gemm.assign(g.num_nodes, 0);
-  other.assign(g.num_nodes, 0);
-  for (size_t u = 0; u < g.num_nodes; ++u) {
-    const bool mm = is(u, kOpMatmul);
-    for (size_t k = 0; k < g.nodes[u].num_operands; ++k) {
-      const size_t p = static_cast<size_t>(g.nodes[u].operands[k]);
-      if (!mm) other[p] = 1;
-      if (mm && now[u] >= 0) live_gemm[p] = 1;
-    }
+  for (const opt::Work::GemmRead& m : w.matmuls) {
+    if (now[static_cast<size_t>(m.node)] < 0) continue;
+    const lt_graph_node& u = g.nodes[m.node];
+    for (size_t k = 0; k < u.num_operands; ++k) live_gemm[static_cast<size_t>(u.operands[k])] = 1;
   }
   // The same "read by anything but a matmul" in the optimised graph.
   std::vector<uint8_t>& w_other = w.flags3;
@@ -59,27 +54,18 @@ bool operands_kept(const lt_graph& g, opt::Work& w, const std::vector<int32_t>& 
     if (n.dead || w.repl[u] != static_cast<int32_t>(u) || n.is(kOpMatmul)) continue;
     for (int32_t o : n.operands) w_other[static_cast<size_t>(w.resolve(o))] = 1;
   }
-  for (size_t p = 0; p < g.num_nodes; ++p) {
-    if (!live_gemm[p] || !is(p, kOpPermute)) continue;
+  for (int32_t pi : w.permutes) {
+    const auto p = static_cast<size_t>(pi);
+    if (!live_gemm[p]) continue;
     const int32_t q = now[p];
     if (q < 0 || !w.nodes[static_cast<size_t>(q)].is(kOpPermute)) return false;
-    if (!w_other[static_cast<size_t>(q)] != !other[p]) return false;
+    if (!w_other[static_cast<size_t>(q)] != !w.read_by_other[p]) return false;
   }
   return true;
 }
 
 bool products_kept(const lt_graph& g, opt::Work& w, const std::vector<int32_t>& now) {
-  // Readers and permute readers per node, outputs counted as readers: in g, then in w.
-  std::vector<int32_t>&readers = w.ints2, &permutes = w.ints3;
-  readers.assign(g.num_nodes, 0);
-  permutes.assign(g.num_nodes, 0);
-  for (size_t k = 0; k < g.num_outputs; ++k) ++readers[static_cast<size_t>(g.outputs[k])];
-  for (size_t u = 0; u < g.num_nodes; ++u)
-    for (size_t k = 0; k < g.nodes[u].num_operands; ++k) {
-      const auto p = static_cast<size_t>(g.nodes[u].operands[k]);
-      ++readers[p];
-      permutes[p] += w.nodes[u].is(kOpPermute);
-    }
+  // Readers and permute readers per node, outputs counted as readers: in g (load()), then in w.
   std::vector<int32_t>&w_readers = w.ints4, &w_permutes = w.ints5;
   w_readers.assign(w.nodes.size(), 0);
   w_permutes.assign(w.nodes.size(), 0);
@@ -93,29 +79,20 @@ bool products_kept(const lt_graph& g, opt::Work& w, const std::vector<int32_t>& 
       w_permutes[p] += n.is(kOpPermute);
     }
   }
-  for (size_t m = 0; m < g.num_nodes; ++m) {
-    if (!permutes[m] || g.nodes[m].rank != 2 || !w.nodes[m].is(kOpMatmul)) continue;
-    const int32_t q = now[m];
-    if (q < 0 || w_readers[static_cast<size_t>(q)] != readers[m] ||
-        w_permutes[static_cast<size_t>(q)] != permutes[m])
+  for (const opt::Work::GemmRead& m : w.matmuls) {
+    if (!m.permutes || g.nodes[m.node].rank != 2) continue;
+    const int32_t q = now[static_cast<size_t>(m.node)];
+    if (q < 0 || w_readers[static_cast<size_t>(q)] != m.readers ||
+        w_permutes[static_cast<size_t>(q)] != m.permutes)
       return false;
   }
   return true;
 }
 
 bool gemm_layouts_kept(const lt_graph& g, opt::Work& w) {
-  // Which of the two patterns the graph has: a matmul reading a permute, a permute reading a
-  // matmul.
-  bool reads_permute = false, read_by_permute = false;
-  for (size_t i = 0; i < g.num_nodes && !(reads_permute && read_by_permute); ++i) {
-    const bool mm = w.nodes[i].is(kOpMatmul), perm = w.nodes[i].is(kOpPermute);
-    if (!mm && !perm) continue;
-    for (size_t k = 0; k < g.nodes[i].num_operands; ++k) {
-      const auto o = static_cast<size_t>(g.nodes[i].operands[k]);
-      reads_permute = reads_permute || (mm && w.nodes[o].is(kOpPermute));
-      read_by_permute = read_by_permute || (perm && w.nodes[o].is(kOpMatmul));
-    }
-  }
+  // Which of the two patterns the graph has (load() saw): a matmul reading a permute, a permute
+  // reading a matmul.
+  const bool reads_permute = w.matmul_reads_permute, read_by_permute = w.permute_reads_matmul;
   if (!reads_permute && !read_by_permute) return true;
   std::vector<int32_t>& now = w.ints1;
   now.assign(g.num_nodes, -1);

@@ -86,13 +86,14 @@ size_t cse(Work& w, PassStats& s) {
       if (!w.nodes[i].dead && w.nodes[i].is(kOpMatmul))
         for (size_t k = 0; k < w.nodes[i].operands.size(); ++k)
           gemm_operand[static_cast<size_t>(w.operand(static_cast<int32_t>(i), k))] = 1;
-  // Open addressing over node ids, sized for every node at most half full.
+  // Open addressing over node ids, sized for every node at most half full. A slot holds the
+  // node's id + 1 (0: empty) in its low half and the upper half of its hash in its high half:
+  // one array of 8-byte slots, not two (the table is the largest thing the optimiser touches,
+  // and a compile meets it cold: its first use in a process maps fresh pages).
   size_t cap = 16;
   while (cap < 2 * n) cap *= 2;
-  std::vector<int32_t>& slot = w.ints1;
-  std::vector<uint64_t>& slot_hash = w.hashes;
-  slot.assign(cap, -1);
-  slot_hash.assign(cap, 0);
+  std::vector<uint64_t>& slot = w.hashes;
+  slot.assign(cap, 0);
   size_t merged = 0;
   // Looks node i up: merges it into an equal node (and returns that node) or enters it (-1).
   auto enter = [&](int32_t i) -> int32_t {
@@ -103,16 +104,18 @@ size_t cse(Work& w, PassStats& s) {
     for (size_t k = 0; k < node.operands.size(); ++k)
       h = mix(h, static_cast<uint64_t>(key_operand(node, k)));
     for (const lt_attr& a : node.attrs) h = mix(h, attr_hash(a));
+    const uint64_t tag = h & ~uint64_t{0xffffffff};
     for (size_t p = h & (cap - 1);; p = (p + 1) & (cap - 1)) {
-      if (slot[p] < 0) {
-        slot[p] = i;
-        slot_hash[p] = h;
+      if (slot[p] == 0) {
+        slot[p] = tag | (static_cast<uint64_t>(i) + 1);
         return -1;
       }
-      if (slot_hash[p] == h && equal(w.nodes[static_cast<size_t>(slot[p])], node)) {
-        w.replace(i, slot[p]);
+      const auto other = static_cast<int32_t>((slot[p] & 0xffffffff) - 1);
+      if ((slot[p] & ~uint64_t{0xffffffff}) == tag &&
+          equal(w.nodes[static_cast<size_t>(other)], node)) {
+        w.replace(i, other);
         ++merged;
-        return slot[p];
+        return other;
       }
     }
   };

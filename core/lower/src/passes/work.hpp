@@ -18,19 +18,22 @@ namespace lt::lower::opt {
 // Work's own storage for what a rewrite made. The op name is interned: the input graph's own
 // string, or the op table's for a node a rewrite made.
 struct WNode {
+  // (The flags sit beside dtype, in what would be padding: 88 bytes a node, not 96; a big
+  // graph's working graph is the largest array the optimiser fills, on fresh pages the first
+  // time a process optimises a graph that size.)
   const char* op = "input";      // "input" for inputs and constants
   const OpInfo* info = nullptr;  // null for inputs and non-built-in ops
   lt_dtype dtype = LT_DTYPE_INVALID;
-  std::span<const int64_t> shape;
-  std::span<int32_t> operands;  // Work::operand_store; may name replaced nodes (resolve them)
-  std::span<const lt_attr> attrs;
-  uint32_t tag = 0;        // rematerialisation tag (CSE merges equal tags only)
-  int32_t input = -1;      // graph input k, or -1
-  int32_t constant = -1;   // index into Work::constants for a folded constant, or -1
-  int32_t origin = -1;     // the input graph's node this one computes (messages), or -1
   bool dead = false;       // no output reads it any more (dropped by to_graph)
   bool own_attrs = false;  // attrs live in Work's storage (made or rewritten), not the input
   bool opaque = false;     // Work::opaque's answer, decided once per op when the node is made
+  std::span<const int64_t> shape;
+  std::span<int32_t> operands;  // Work::operand_store; may name replaced nodes (resolve them)
+  std::span<const lt_attr> attrs;
+  uint32_t tag = 0;       // rematerialisation tag (CSE merges equal tags only)
+  int32_t input = -1;     // graph input k, or -1
+  int32_t constant = -1;  // index into Work::constants for a folded constant, or -1
+  int32_t origin = -1;    // the input graph's node this one computes (messages), or -1
 
   bool is(OpId id) const { return info && info->id == id; }
   // A graph input or a folded constant (a leaf no pass rewrites; only inputs never die).
@@ -38,6 +41,8 @@ struct WNode {
   const lt_attr* attr(std::string_view name) const;
   int64_t numel() const;
 };
+
+static_assert(sizeof(void*) != 8 || sizeof(WNode) == 88, "WNode's layout: see the note above");
 
 bool same_shape(std::span<const int64_t> a, std::span<const int64_t> b);
 
@@ -100,6 +105,18 @@ struct Work {
   // empty, and moving it keeps every element where it is).
   std::list<std::vector<lt_attr>> attr_views;
   std::list<std::vector<OwnedAttr>> attr_store;
+
+  // What the GEMM layout guard (optimize.cpp) needs of the caller's graph, gathered by load()
+  // as it reads the operands (rather than by walking the graph again after the passes): its
+  // matmuls with their readers (outputs counted) and how many of them are permutes, its
+  // permutes, and per node whether anything but a matmul reads it.
+  struct GemmRead {
+    int32_t node, readers, permutes;
+  };
+  std::vector<GemmRead> matmuls;
+  std::vector<int32_t> permutes;
+  std::vector<uint8_t> read_by_other;
+  bool matmul_reads_permute = false, permute_reads_matmul = false;
 
   // Scratch arrays the passes (and the GEMM layout guard after them) reuse; each sizes and
   // clears what it takes, and none is held across passes.

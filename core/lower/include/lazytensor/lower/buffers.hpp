@@ -22,7 +22,8 @@ struct ArenaPlan {
 
 // Offsets such that two ranges overlapping in time never overlap in bytes; a range ending at
 // step s and one starting at s overlap (a step's outputs never alias its inputs). Greedy
-// first fit in order of first use: O(n·live) time.
+// first fit in order of first use. The live ranges are kept in runs of at most 64 that bound
+// their largest gap, so a search steps over whole runs instead of over every live range.
 ArenaPlan pack_live_ranges(const std::vector<LiveRange>& ranges);
 
 }  // namespace lt::lower
