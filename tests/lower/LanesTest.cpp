@@ -12,9 +12,11 @@ namespace lt::lower {
 namespace {
 
 using V = std::vector<int32_t>;
+using test::add_strided_row_sum;
 using test::axes_attr;
 using test::ints_attr;
 using test::keepdims_attr;
+using test::StridedRowSum;
 
 LoopKernel only_kernel(OwnedGraph& g) {
   KernelPlan p = plan_kernels(g.view(), *builtin_kernel_target("gpu_opencl"));
@@ -60,17 +62,11 @@ TEST(Lanes, AnOpTheVectorTypesLackDecidesOnlyWhereItIsEvaluatedOverTheRow) {
 TEST(Lanes, ARowReadAcrossLanesOrNotLastIsNoVector) {
   // A slice stepping by 2 along the row: its lanes are not consecutive elements.
   OwnedGraph g;
-  const int64_t starts[2] = {0, 1}, stops[2] = {32, 33}, steps[2] = {1, 2}, ax = 1;
-  lt_attr sa[3] = {ints_attr("starts", starts, 2), ints_attr("stops", stops, 2),
-                   ints_attr("steps", steps, 2)};
-  lt_attr ra[2] = {axes_attr(&ax, 1), keepdims_attr(0)};
-  int32_t x = g.add("input", LT_DTYPE_F32, {32, 34}, {});
-  int32_t sl = g.add("slice", LT_DTYPE_F32, {32, 16}, {x}, sa, 3);
-  int32_t s = g.add("sum", LT_DTYPE_F32, {32}, {sl}, ra, 2);
-  g.set_inputs({x});
-  g.set_outputs({s});
+  const StridedRowSum n = add_strided_row_sum(g, 32, 34, 16);
+  g.set_inputs({n.x});
+  g.set_outputs({n.s});
   const std::vector<int64_t> domain{32, 16}, axes{1};
-  EXPECT_FALSE(vector_rows(g.view(), schedule_loops(g.view(), V{sl, s}, V{s}, domain, axes),
+  EXPECT_FALSE(vector_rows(g.view(), schedule_loops(g.view(), V{n.sl, n.s}, V{n.s}, domain, axes),
                            c_expr::lane_wise));
   // A sum over the first dim: the row is not the last dim.
   OwnedGraph h;

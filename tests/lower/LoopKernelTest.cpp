@@ -14,6 +14,7 @@ namespace {
 using fusion::Role;
 using V = std::vector<int32_t>;
 
+using test::add_strided_row_sum;
 using test::axes_attr;
 using test::ints_attr;
 using test::keepdims_attr;
@@ -167,13 +168,7 @@ TEST(LoopKernel, ElementwiseReadsBroadcastAsStrideZeroAndLoopsCoalesceWhereEvery
 
 TEST(LoopKernel, ARowSumOfAStridedSliceReadsThroughTheSliceAndStoresOncePerRow) {
   OwnedGraph g;
-  const int64_t starts[2] = {0, 1}, stops[2] = {6, 16}, steps[2] = {1, 2}, ax = 1;
-  lt_attr sa[3] = {ints_attr("starts", starts, 2), ints_attr("stops", stops, 2),
-                   ints_attr("steps", steps, 2)};
-  lt_attr ra[2] = {axes_attr(&ax, 1), keepdims_attr(0)};
-  int32_t x = g.add("input", LT_DTYPE_F32, {6, 16}, {});
-  int32_t sl = g.add("slice", LT_DTYPE_F32, {6, 8}, {x}, sa, 3);
-  int32_t s = g.add("sum", LT_DTYPE_F32, {6}, {sl}, ra, 2);
+  const auto [x, sl, s] = add_strided_row_sum(g, 6, 16, 8);
   g.set_inputs({x});
   g.set_outputs({s});
   const std::vector<int64_t> domain{6, 8}, axes{1};
