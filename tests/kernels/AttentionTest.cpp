@@ -218,6 +218,15 @@ void build(AttentionGraph& ag, bool transposed_k, bool softmax_is_output, bool c
                                      : std::vector<int32_t>{ag.out});
 }
 
+// Data for build()'s inputs in order: Q, K, V, the scale (0.35) and a [T, T] mask in [-3, 1).
+std::vector<std::vector<float>> attention_inputs(std::mt19937& rng) {
+  std::vector<std::vector<float>> in;
+  for (int i = 0; i < 3; ++i) in.push_back(randoms(2 * 3 * 40 * 8, rng));
+  in.push_back({0.35f});
+  in.push_back(randoms(40 * 40, rng, -3, 1));
+  return in;
+}
+
 // Runs the graph through a StepProgram, fused (find_attention) or node by node.
 std::vector<float> run(const lt_graph& g, bool fused, const std::vector<std::vector<float>>& in) {
   lt::host::StepProgram p(g);
@@ -229,8 +238,11 @@ std::vector<float> run(const lt_graph& g, bool fused, const std::vector<std::vec
   for (size_t i = 0; i < g.num_nodes; ++i) {
     if (std::string_view(g.nodes[i].op) == "input" || skip[i]) continue;
     bool added = false;
-    for (const auto& m : found)
-      if (m.output == static_cast<int32_t>(i)) p.add_attention(m), added = true;
+    for (const auto& m : found) {
+      if (m.output != static_cast<int32_t>(i)) continue;
+      p.add_attention(m);
+      added = true;
+    }
     if (!added) p.add_node(static_cast<int32_t>(i));
   }
   p.finish();
@@ -263,11 +275,7 @@ TEST(Attention, FindsThePatternAndRunsItAsOneStep) {
     // Interior: (permute,) matmul, reshape, mul, add, softmax, reshape; not the final reshape.
     EXPECT_EQ(m.interior.size(), transposed_k ? 7u : 6u);
     std::mt19937 rng(3);
-    std::vector<std::vector<float>> in = {randoms(2 * 3 * 40 * 8, rng),
-                                          randoms(2 * 3 * 40 * 8, rng),
-                                          randoms(2 * 3 * 40 * 8, rng),
-                                          {0.35f},
-                                          randoms(40 * 40, rng, -3, 1)};
+    std::vector<std::vector<float>> in = attention_inputs(rng);
     for (size_t i = 0; i < in[4].size(); i += 41) in[4][i] = -kInf;
     expect_close(run(g, true, in), run(g, false, in), "fused against node by node");
   }
@@ -285,11 +293,7 @@ TEST(Attention, FindsACausalWhereAndRunsItAsOneStep) {
   EXPECT_EQ(found[0].mask, ag.mask);
   EXPECT_TRUE(lt::host::in_attention(g, ag.softmax));
   std::mt19937 rng(9);
-  std::vector<std::vector<float>> in = {randoms(2 * 3 * 40 * 8, rng),
-                                        randoms(2 * 3 * 40 * 8, rng),
-                                        randoms(2 * 3 * 40 * 8, rng),
-                                        {0.35f},
-                                        randoms(40 * 40, rng, -3, 1)};
+  std::vector<std::vector<float>> in = attention_inputs(rng);
   expect_close(run(g, true, in), run(g, false, in), "causal, fused against node by node");
 }
 

@@ -13,16 +13,9 @@
 namespace lt::host {
 namespace {
 
-// Who reads each node: how many operand slots, and whether it is a graph output.
-struct Uses {
-  std::vector<int32_t> count;
-  std::vector<char> output;
-  bool only_one(int32_t v) const { return count[v] == 1 && !output[v]; }
-};
-
 struct Matcher {
   const lt_graph& g;
-  const Uses& uses;
+  const Readers& uses;
   const std::vector<char>& taken;
   AttentionMatch m;
 
@@ -166,15 +159,10 @@ std::vector<AttentionMatch> find_attention(const lt_graph& g) {
     return e && std::string_view(e) == "off";
   }();
   if (off) return found;
-  Uses uses{std::vector<int32_t>(g.num_nodes, 0), std::vector<char>(g.num_nodes, 0)};
-  bool any = false;
-  for (size_t i = 0; i < g.num_nodes; ++i) {
-    const lt_graph_node& n = g.nodes[i];
-    any = any || std::string_view(n.op) == "softmax";
-    for (size_t k = 0; k < n.num_operands; ++k) ++uses.count[n.operands[k]];
-  }
-  if (!any) return found;
-  for (size_t k = 0; k < g.num_outputs; ++k) uses.output[g.outputs[k]] = 1;
+  if (std::none_of(g.nodes, g.nodes + g.num_nodes,
+                   [](const lt_graph_node& n) { return std::string_view(n.op) == "softmax"; }))
+    return found;
+  const Readers uses(g);
   std::vector<char> taken(g.num_nodes, 0);     // interior or output of an earlier match
   std::vector<char> replaced(g.num_nodes, 0);  // interior of an earlier match
   for (size_t i = 0; i < g.num_nodes; ++i) {

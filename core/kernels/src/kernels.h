@@ -97,6 +97,20 @@ inline bool same_shape(const ValueDesc& a, const ValueDesc& b) {
   return a.rank == b.rank && std::equal(a.shape, a.shape + a.rank, b.shape);
 }
 
+// How many operand slots read each node of a graph, and which nodes are graph outputs.
+struct Readers {
+  explicit Readers(const lt_graph& g) : count(g.num_nodes, 0), output(g.num_nodes, 0) {
+    for (size_t i = 0; i < g.num_nodes; ++i)
+      for (size_t k = 0; k < g.nodes[i].num_operands; ++k) ++count[g.nodes[i].operands[k]];
+    for (size_t k = 0; k < g.num_outputs; ++k) output[g.outputs[k]] = 1;
+  }
+  // Read once, by one operand slot, and no graph output: its one reader may take it over.
+  bool only_one(int32_t v) const { return count[v] == 1 && !output[v]; }
+
+  std::vector<int32_t> count;
+  std::vector<char> output;
+};
+
 inline void push_double(std::vector<int64_t>& p, double v) {
   int64_t w;
   std::memcpy(&w, &v, sizeof w);

@@ -41,16 +41,13 @@ StepProgram::StepProgram(const lt_graph& graph) : g_(graph) {
     gemm_only_[i] = !other_use[i] && is_matrix_transpose(g, static_cast<int32_t>(i));
   // A 2-D GEMM read once, by a transpose that is materialised (not itself GEMM-only), and not
   // an output: its step may write the transposed product straight into the transpose's buffer.
-  std::vector<int32_t> readers(g.num_nodes, 0);
-  for (size_t k = 0; k < g.num_outputs; ++k) readers[g.outputs[k]] += 2;
-  for (size_t i = 0; i < g.num_nodes; ++i)
-    for (size_t k = 0; k < g.nodes[i].num_operands; ++k) ++readers[g.nodes[i].operands[k]];
+  const Readers readers(g);
   product_t_.assign(g.num_nodes, 0);
   for (size_t i = 0; i < g.num_nodes; ++i) {
     const lt_graph_node& t = g.nodes[i];
     if (t.rank != 2 || gemm_only_[i] || !is_matrix_transpose(g, static_cast<int32_t>(i))) continue;
     const int32_t m = t.operands[0];
-    if (readers[m] == 1 && is_gemm(g.nodes[m]) && g.nodes[m].rank == 2 &&
+    if (readers.only_one(m) && is_gemm(g.nodes[m]) && g.nodes[m].rank == 2 &&
         g.nodes[g.nodes[m].operands[0]].rank == 2 && g.nodes[g.nodes[m].operands[1]].rank == 2)
       product_t_[m] = 1;
   }
