@@ -67,6 +67,67 @@ uint16_t f32_to_half_bits(float f, bool bf16) {
   return bits;
 }
 
+int64_t sat_i64(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 9.2233720368547758e18) return std::numeric_limits<int64_t>::max();
+  if (v <= -9.2233720368547758e18) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
+
+// One element of carrier dtype dt at p, from a floating value (integers saturate, NaN is 0)
+// or from an integer value (exact where dt holds it): a tensor's values as ONNX stores them
+// and values the importer computed on the host both reach a buffer this way.
+void store_element(DType dt, uint8_t* p, double v) {
+  switch (dt) {
+    case LT_DTYPE_F32: {
+      float f = static_cast<float>(v);
+      std::memcpy(p, &f, 4);
+      break;
+    }
+    case LT_DTYPE_F64:
+      std::memcpy(p, &v, 8);
+      break;
+    case LT_DTYPE_I32: {
+      int32_t x = static_cast<int32_t>(sat_i64(v));
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case LT_DTYPE_I64: {
+      int64_t x = sat_i64(v);
+      std::memcpy(p, &x, 8);
+      break;
+    }
+    case LT_DTYPE_BOOL:
+      *p = v != 0;
+      break;
+    case LT_DTYPE_F16:
+    case LT_DTYPE_BF16: {
+      uint16_t b = f32_to_half_bits(static_cast<float>(v), dt == LT_DTYPE_BF16);
+      std::memcpy(p, &b, 2);
+      break;
+    }
+    default:
+      break;
+  }
+}
+void store_element(DType dt, uint8_t* p, int64_t v) {
+  switch (dt) {
+    case LT_DTYPE_I32: {
+      int32_t x = static_cast<int32_t>(v);
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case LT_DTYPE_I64:
+      std::memcpy(p, &v, 8);
+      break;
+    case LT_DTYPE_BOOL:
+      *p = v != 0;
+      break;
+    default:
+      store_element(dt, p, static_cast<double>(v));
+  }
+}
+
 }  // namespace
 
 int64_t RawTensor::numel() const {
@@ -166,31 +227,10 @@ RawTensor decode_tensor(const TensorP& t, const std::string& base_dir, const std
   r.bytes.resize(n * cs);
   auto put = [&](size_t i, double v, int64_t iv, bool is_int) {
     uint8_t* p = r.bytes.data() + i * cs;
-    switch (dt) {
-      case LT_DTYPE_F32: {
-        float f = static_cast<float>(v);
-        std::memcpy(p, &f, 4);
-        break;
-      }
-      case LT_DTYPE_F64:
-        std::memcpy(p, &v, 8);
-        break;
-      case LT_DTYPE_I32: {
-        int32_t x = static_cast<int32_t>(is_int ? iv : static_cast<int64_t>(v));
-        std::memcpy(p, &x, 4);
-        break;
-      }
-      case LT_DTYPE_I64: {
-        int64_t x = is_int ? iv : static_cast<int64_t>(v);
-        std::memcpy(p, &x, 8);
-        break;
-      }
-      case LT_DTYPE_BOOL:
-        *p = (is_int ? iv != 0 : v != 0) ? 1 : 0;
-        break;
-      default:
-        break;
-    }
+    if (is_int)
+      store_element(dt, p, iv);
+    else
+      store_element(dt, p, v);
   };
   if (!raw->empty() || t.external) {
     if (raw->size() != n * esize) {
@@ -324,51 +364,11 @@ std::vector<double> raw_to_doubles(const RawTensor& r) {
 // ---- Ctx ----------------------------------------------------------------------------------
 
 namespace {
-int64_t sat_i64(double v) {
-  if (std::isnan(v)) return 0;
-  if (v >= 9.2233720368547758e18) return std::numeric_limits<int64_t>::max();
-  if (v <= -9.2233720368547758e18) return std::numeric_limits<int64_t>::min();
-  return static_cast<int64_t>(v);
-}
 Tensor upload(const Device& dev, const HostVals& h, int32_t ot) {
   DType dt = carrier_dtype(ot);
   size_t n = h.v.size(), cs = lt_dtype_size(dt);
   std::vector<uint8_t> bytes(n * cs);
-  for (size_t i = 0; i < n; ++i) {
-    uint8_t* p = bytes.data() + i * cs;
-    double v = h.v[i];
-    switch (dt) {
-      case LT_DTYPE_F32: {
-        float f = static_cast<float>(v);
-        std::memcpy(p, &f, 4);
-        break;
-      }
-      case LT_DTYPE_F64:
-        std::memcpy(p, &v, 8);
-        break;
-      case LT_DTYPE_I32: {
-        int32_t x = static_cast<int32_t>(sat_i64(v));
-        std::memcpy(p, &x, 4);
-        break;
-      }
-      case LT_DTYPE_I64: {
-        int64_t x = sat_i64(v);
-        std::memcpy(p, &x, 8);
-        break;
-      }
-      case LT_DTYPE_BOOL:
-        *p = v != 0;
-        break;
-      case LT_DTYPE_F16:
-      case LT_DTYPE_BF16: {
-        uint16_t b = f32_to_half_bits(static_cast<float>(v), dt == LT_DTYPE_BF16);
-        std::memcpy(p, &b, 2);
-        break;
-      }
-      default:
-        break;
-    }
-  }
+  for (size_t i = 0; i < n; ++i) store_element(dt, bytes.data() + i * cs, h.v[i]);
   lt_tensor* out = nullptr;
   check(lt_tensor_from_host(dev.get(), dt, h.shape.data(), h.shape.size(), bytes.data(),
                             bytes.size(), &out));
