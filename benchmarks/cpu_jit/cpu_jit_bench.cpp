@@ -294,20 +294,28 @@ BENCHMARK(BM_RowSum)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecon
 
 // MLP inference 784-512-512-10 (relu), batch = arg 1, one forward per iteration: the
 // small-batch matmul/GEMV case (weights 2.6 MB read once per forward).
-void BM_MlpInfer(benchmark::State& st) {
+// MLP inference 784-512-512-10, relu between layers. BM_MlpInfer stores each weight [in, out]
+// and computes x·W; BM_MlpInferLinear stores it [out, in] and computes x·Wᵀ through a permute,
+// as nn::Linear does (PyTorch's layout). At batch 1 the two read the matrix in the two GEMV
+// orders (y += x_i·row i, and y_o = row o · x).
+void mlp_infer(benchmark::State& st, bool out_in) {
   lt_device* d = dev(kDev[st.range(0)]);
   const int64_t B = st.range(1), dims[4] = {784, 512, 512, 10};
   lt_tensor *w[3], *b[3];
   for (int l = 0; l < 3; ++l) {
-    w[l] = host(d, {dims[l], dims[l + 1]}, -0.05, 0.05);
+    w[l] = out_in ? host(d, {dims[l + 1], dims[l]}, -0.05, 0.05)
+                  : host(d, {dims[l], dims[l + 1]}, -0.05, 0.05);
     b[l] = host(d, {dims[l + 1]}, -0.1, 0.1);
   }
   lt_tensor* x = host(d, {B, dims[0]});
+  const int64_t swap[2] = {1, 0};
   for (auto _ : st) {
     lt_tensor* h = lt_tensor_retain(x);
     for (int l = 0; l < 3; ++l) {
-      lt_tensor *m, *a;
-      check(lt_matmul(h, w[l], &m));
+      lt_tensor *m, *a, *wt = nullptr;
+      if (out_in) check(lt_permute(w[l], swap, 2, &wt));
+      check(lt_matmul(h, out_in ? wt : w[l], &m));
+      if (wt) lt_tensor_free(wt);
       check(lt_add(m, b[l], &a));
       lt_tensor_free(m);
       lt_tensor_free(h);
@@ -335,7 +343,17 @@ void BM_MlpInfer(benchmark::State& st) {
   }
   lt_tensor_free(x);
 }
+void BM_MlpInfer(benchmark::State& st) {
+  mlp_infer(st, false);
+}
+void BM_MlpInferLinear(benchmark::State& st) {
+  mlp_infer(st, true);
+}
 BENCHMARK(BM_MlpInfer)
+    ->ArgsProduct({{0, 1}, {1, 8, 64}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MlpInferLinear)
     ->ArgsProduct({{0, 1}, {1, 8, 64}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);

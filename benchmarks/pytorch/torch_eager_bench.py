@@ -83,6 +83,7 @@ def workloads(torch):
     dims = [784, 512, 512, 10]
     ws = [data(dims[i], dims[i + 1], lo=-.05, hi=.05) for i in range(3)]
     bs = [data(dims[i + 1], lo=-.1, hi=.1) for i in range(3)]
+    wts = [data(dims[i + 1], dims[i], lo=-.05, hi=.05) for i in range(3)]
     for batch in (1, 8, 64):
         xm = data(batch, 784)
 
@@ -95,6 +96,16 @@ def workloads(torch):
             return h
 
         out.append((f"BM_MlpInfer/{batch}", mlp))
+
+        def linear(xm=xm):  # weights [out, in], as nn.Linear stores them
+            h = xm
+            for i in range(3):
+                h = torch.nn.functional.linear(h, wts[i], bs[i])
+                if i < 2:
+                    h = torch.relu(h)
+            return h
+
+        out.append((f"BM_MlpInferLinear/{batch}", linear))
     q, k, v = data(8, 4, 128, 64), data(8, 4, 64, 128), data(8, 4, 128, 64)
     out.append(("BM_Attention", lambda: torch.softmax((q @ k) * 0.125, 3) @ v))
     a, bm = data(1024, 1024), data(1024, 1024)

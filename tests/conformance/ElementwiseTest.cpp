@@ -339,7 +339,13 @@ TEST_P(Elementwise, WhereBroadcastsAllThreeOperands) {
                                                       {{}, {2, 3}, {3}},
                                                       {{2, 3}, {2, 3}, {2, 3}},
                                                       {{0, 2}, {2}, {1}},
-                                                      {{4}, {2, 1, 4}, {3, 1}}}) {
+                                                      {{4}, {2, 1, 4}, {3, 1}},
+                                                      // the kernels' contiguous fast paths,
+                                                      // vector tails included: one scalar
+                                                      // operand (relu's gradient), or none
+                                                      {{3, 37}, {3, 37}, {}},
+                                                      {{3, 37}, {}, {3, 37}},
+                                                      {{67}, {67}, {67}}}) {
       Host c = make(lt::bool_, sc, Fill::kAny, 12), a = make(dt, sa, Fill::kAny, 13),
            b = make(dt, sb, Fill::kAny, 14);
       Shape out = broadcast_shapes(broadcast_shapes(sc, sa), sb);

