@@ -118,19 +118,16 @@ class Emitter {
       if (!is_inline_primitive(n.op))
         throw PlanError{std::string(n.op) + " cannot be evaluated inline"};
       const size_t ops = is_elementwise_op(n.op) ? n.num_operands : 0;
-      for (; f.next < ops && !evaluated(n.operands[f.next]); ++f.next)
-        f.args.push_back(load(n.operands[f.next], lk_.access(n.operands[f.next], f.node)));
-      if (f.next < ops) {
+      for (; f.next < ops; ++f.next) {
         const int32_t o = n.operands[f.next];
         if (lk_.role(o) == fusion::Role::kReducedDrop &&
             lk_.role(f.node) != fusion::Role::kReducedDrop)
           throw PlanError{"a row value read at another index than its row"};
-        if (auto m = memo_.find(o); m == memo_.end()) {
-          stack.push_back({o});
-        } else {
-          f.args.push_back(m->second);
-          ++f.next;
-        }
+        if (evaluated(o) && !memo_.count(o)) break;  // evaluated first
+        f.args.push_back(read(o, f.node));
+      }
+      if (f.next < ops) {
+        stack.push_back({n.operands[f.next]});
         continue;
       }
       memo_[f.node] = result = emit_node(f.node, f.args);
@@ -140,22 +137,23 @@ class Emitter {
   }
 
   // The element offset of access `a` at this point; *vec: a vector of the lanes along kLane.
-  std::string offset(int a, bool* vec) {
+  std::string offset(int a, bool* vec = nullptr) {
     if (a < 0) throw PlanError{"a read no access of the loop schedule describes"};
     const lower::Access& acc = lk_.accesses[a];
     View v;
     v.strides = acc.strides;
     v.offset = acc.offset;
     std::string off = cx::offset(v, loops_);
-    *vec = false;
+    bool lanes = false;
     for (size_t l = 0; l < loops_.size(); ++l) {
       if (acc.strides[l] == 0 || loops_[l].find(kLane) == std::string::npos) continue;
       if (loops_[l] != kLane || acc.strides[l] != 1 || acc.gather >= 0 || !acc.windows.empty())
         fail(LT_STATUS_INTERNAL,
              "a vector row kernel reads node " + std::to_string(acc.buffer) +
                  " other than lane by lane");  // lower::vector_rows rules it out
-      *vec = true;
+      lanes = true;
     }
+    if (vec) *vec = lanes;
     if (acc.gather >= 0) {  // the data offset depends on the loaded (clamped) index
       const std::string iv = load(lk_.accesses[acc.gather].buffer, acc.gather), ci = tmp("t");
       os_ << ind_ << "const long " << ci << " = clamp((long)" << iv << ", 0L, "
@@ -176,14 +174,15 @@ class Emitter {
 
   // Buffer node `o` read through access `a`, as an expression; outside the access's windows it
   // is `otherwise`. In vector mode a read along kLane is a vector load (*vec).
-  std::string access(int32_t o, int a, const std::string& otherwise, bool* vec) {
-    const std::string p = "p" + std::to_string(o), off = offset(a, vec);
+  std::string access(int32_t o, int a, const std::string& otherwise, bool* vec = nullptr) {
+    bool lanes = false;
+    const std::string p = "p" + std::to_string(o), off = offset(a, &lanes);
     const bool constant = std::string_view(g_.nodes[o].op) == "full";
     if (!constant) loads_.insert(o);
     std::string e = constant ? literal(Attrs(g_.nodes[o]).f("value"), g_.nodes[o].dtype)
-                    : *vec   ? "vload" + std::to_string(vw_) + "(0, " + p + " + " + off + ")"
+                    : lanes  ? "vload" + std::to_string(vw_) + "(0, " + p + " + " + off + ")"
                              : p + "[" + off + "]";
-    *vec = *vec && !constant;
+    if (vec) *vec = lanes && !constant;
     View window;  // each window's coordinate as an index of its own dim
     Idx coords;
     for (const lower::Access::Window& w : lk_.accesses[a].windows) {
@@ -226,8 +225,7 @@ class Emitter {
       if (!vec || vecs_.count(args[k])) return args[k];
       return "((" + ctype(in(k).dtype) + std::to_string(vw_) + ")(" + args[k] + "))";
     };
-    bool no_vec = false;
-    auto index = [&] { return offset(lk_.access(node, node, true), &no_vec); };  // flat
+    auto index = [&] { return offset(lk_.access(node, node, true)); };  // flat
     std::string e;
     if (cx::is_unary(op)) {
       e = cx::unary(op, val(0), d, kOpenCL);
@@ -254,7 +252,7 @@ class Emitter {
     } else if (op == "concat") {  // each part's window: the parts tile the axis
       e = literal(0, d);          // never read
       for (size_t k = n.num_operands; k-- > 0;)
-        e = access(n.operands[k], lk_.operand_access(node, k), e, &no_vec);
+        e = access(n.operands[k], lk_.operand_access(node, k), e);
       return define(e, d, false);
     } else if (op == "gather") {
       return load(n.operands[0], lk_.operand_access(node, 0));
@@ -455,8 +453,7 @@ class Generator {
     };
     // Stores `v` (of o's dtype) into full-shape output o at this point.
     auto store_full = [&](Emitter& em, int32_t o, std::string v) {
-      bool lanes = false;
-      const std::string off = em.offset(lk.access(o, o), &lanes);
+      const std::string off = em.offset(lk.access(o, o));
       if (!vec) {
         body << "    p" << o << "[" << off << "] = " << v << ";\n";
         return;
@@ -510,8 +507,7 @@ class Generator {
       auto em = emitter("    ", loop_head("  "), W);
       for (const lower::LoopKernel::Stash& s : lk.stashes) {  // stored by the last phase
         const std::string p = "p" + std::to_string(s.output), v = "st" + std::to_string(s.output);
-        bool lanes = false;
-        const std::string off = em->offset(lk.access(s.output, s.output), &lanes);
+        const std::string off = em->offset(lk.access(s.output, s.output));
         body << "    const " << ctype(g_.nodes[s.output].dtype) << (vec ? std::to_string(W) : "")
              << " " << v << " = "
              << (vec ? "vload" + std::to_string(W) + "(0, " + p + " + " + off + ")"
@@ -560,8 +556,7 @@ class Generator {
     for (int32_t o : st.outputs) {
       if (shape_of(g_.nodes[o]) != shape) throw PlanError{"epilogue output of another shape"};
       std::string v = em.value(o);
-      bool lanes = false;
-      body << ind << "p" << o << "[" << em.offset(lk.access(o, o), &lanes) << "] = " << v << ";\n";
+      body << ind << "p" << o << "[" << em.offset(lk.access(o, o)) << "] = " << v << ";\n";
     }
   }
 
