@@ -1,9 +1,8 @@
-// OpenCL C generation: every element of a kernel's output is computed by evaluating the
-// group's nodes at a symbolic multi-index (a C expression per dimension), so broadcasting is
-// index arithmetic, and layout ops read their operand's buffer through a lower::View (strides,
-// offset, and a window outside which pad and concat read their fill). Reductions, matmul,
-// conv2d and scatter_add have their own kernel shapes and take an elementwise epilogue through a
-// "preset" value at the kernel's output index.
+// OpenCL C generation: every kernel renders the shared loop schedule (lower::schedule_loops):
+// a point of its coalesced loops per work-item (or per row step), each node evaluated once there
+// and each buffer read through the schedule's accesses (broadcasts, views, pad and concat
+// windows, gather's clamped index). Reductions, matmul, conv2d and scatter_add have their own
+// kernel shapes; the last three take an elementwise epilogue at the kernel's output index.
 #include "codegen.hpp"
 
 #include <algorithm>
@@ -333,7 +332,6 @@ class Generator {
 
  private:
   void lower_step(const lower::Step& st) {
-    const std::vector<int32_t>& outs = st.outputs;
     if (st.group_kind == fusion::GroupKind::kRowReduction ||
         st.group_kind == fusion::GroupKind::kReduction)
       // On CPU devices the last phase keeps softmax's exp(x - max) in the output (stashes).
