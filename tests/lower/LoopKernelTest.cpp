@@ -1,7 +1,8 @@
 // LoopKernelTest.cpp — the loop-level schedule of a fused kernel
 // (lazytensor/lower/loop_kernel.hpp): kept and reduced dims, roles, reduction phases, per-row nodes
 // and output roles, and the loops with each buffer's access (offset and strides per coalesced
-// loop), on the kernel steps the planner makes for hand-built graphs.
+// loop; pad and concat windows, gather's clamped index, an anchored epilogue), on the kernel
+// steps the planner makes for hand-built graphs.
 #include <gtest/gtest.h>
 
 #include "lazytensor/lower/kernel_plan.hpp"
