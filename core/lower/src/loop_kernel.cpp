@@ -225,8 +225,8 @@ void plan_loops(const lt_graph& g, LoopKernel& k, int32_t anchor) {
         }
     return coalesce(views);
   };
-  const Loop outer = part(false), inner = part(true);
   const bool reduces = !k.reduced.empty();
+  const Loop outer = part(false), inner = reduces ? part(true) : Loop{};
   k.loop_dims = outer.dims;
   k.outer_loops = k.loop_dims.size();
   if (reduces) k.loop_dims.insert(k.loop_dims.end(), inner.dims.begin(), inner.dims.end());

@@ -119,11 +119,13 @@ class Emitter {
       const size_t ops = is_elementwise_op(n.op) ? n.num_operands : 0;
       for (; f.next < ops; ++f.next) {
         const int32_t o = n.operands[f.next];
-        if (lk_.role(o) == fusion::Role::kReducedDrop &&
+        const int p = lk_.position(o);
+        if (p >= 0 && lk_.roles[p] == fusion::Role::kReducedDrop &&
             lk_.role(f.node) != fusion::Role::kReducedDrop)
           throw PlanError{"a row value read at another index than its row"};
-        if (evaluated(o) && !memo_.count(o)) break;  // evaluated first
-        f.args.push_back(read(o, f.node));
+        auto m = p >= 0 ? memo_.find(o) : memo_.end();
+        if (p >= 0 && m == memo_.end()) break;  // evaluated first
+        f.args.push_back(p >= 0 ? m->second : read(o, f.node));
       }
       if (f.next < ops) {
         stack.push_back({n.operands[f.next]});
@@ -205,8 +207,9 @@ class Emitter {
   // A read of one element is loaded once per point (a buffer two nodes read at one index).
   std::string load(int32_t o, int a) {
     bool vec = false;
-    const double fill = a < 0 ? 0 : lk_.accesses[a].fill;
-    std::string e = access(o, a, literal(fill, g_.nodes[o].dtype), &vec);
+    const bool windows = a >= 0 && !lk_.accesses[a].windows.empty();
+    std::string e =
+        access(o, a, windows ? literal(lk_.accesses[a].fill, g_.nodes[o].dtype) : "", &vec);
     if (auto m = loaded_.find(e); m != loaded_.end()) return m->second;
     return loaded_[e] = define(e, g_.nodes[o].dtype, vec);
   }
