@@ -1,7 +1,8 @@
 // LoopKernelTest.cpp — the loop-level schedule of a fused kernel
 // (lazytensor/lower/loop_kernel.hpp): kept and reduced dims, roles, reduction phases, per-row nodes
 // and output roles, and the loops with each buffer's access (offset and strides per coalesced
-// loop), on the kernel steps the planner makes for hand-built graphs.
+// loop; pad and concat windows, gather's clamped index, an anchored epilogue), on the kernel
+// steps the planner makes for hand-built graphs.
 #include <gtest/gtest.h>
 
 #include "lazytensor/lower/kernel_plan.hpp"
@@ -280,6 +281,109 @@ TEST(LoopKernel, AnIndexCreationGetsAnIndexAccessAndAGatherMakesTheKernelNotAffi
   LoopKernel gk = schedule_loops(h.view(), V{row, e}, V{e}, std::vector<int64_t>{4, 8}, {});
   EXPECT_FALSE(gk.affine);
   EXPECT_FALSE(gk.dense_along(1));
+}
+
+// pad reads its operand inside a window per padded dim and its fill outside: the window's
+// coordinate is a loop's index, so the padded dim is never merged with its neighbour, while
+// the unpadded dims still coalesce.
+TEST(LoopKernel, APadReadIsValidInsideAWindowOnItsOwnLoopAndReadsTheFillOutside) {
+  OwnedGraph g;
+  const int64_t before[3] = {0, 0, 1}, after[3] = {0, 0, 2};
+  const lt_attr pa[3] = {ints_attr("before", before, 3), ints_attr("after", after, 3),
+                         lt_attr{"value", LT_ATTR_FLOAT, 0, -1.5, nullptr, 0, nullptr}};
+  int32_t x = g.add("input", LT_DTYPE_F32, {2, 3, 4}, {});
+  int32_t p = g.add("pad", LT_DTYPE_F32, {2, 3, 7}, {x}, pa, 3);
+  int32_t y = g.add("exp", LT_DTYPE_F32, {2, 3, 7}, {p});
+  g.set_inputs({x});
+  g.set_outputs({y});
+  LoopKernel k = schedule_loops(g.view(), V{p, y}, V{y}, std::vector<int64_t>{2, 3, 7}, {});
+  EXPECT_FALSE(k.affine);  // cpu_jit renders only plain accesses
+  EXPECT_EQ(k.loop_dims, (std::vector<int64_t>{6, 7}));
+  const Access& read = k.accesses.at(k.access(x, p));
+  EXPECT_EQ(read.offset, -1);  // x[r, c - 1]
+  EXPECT_EQ(read.strides, (std::vector<int64_t>{4, 1}));
+  EXPECT_EQ(read.fill, -1.5);
+  ASSERT_EQ(read.windows.size(), 1u);
+  EXPECT_EQ(read.windows[0].coord, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(read.windows[0].lo, 1);
+  EXPECT_EQ(read.windows[0].hi, 5);
+  EXPECT_EQ(read.windows[0].extent, 7);
+  EXPECT_FALSE(k.dense_along(1));
+}
+
+// concat reads each part through an access of its own, even the same buffer twice.
+TEST(LoopKernel, EachConcatPartIsAWindowedAccessOfItsOperand) {
+  OwnedGraph g;
+  const lt_attr ca[1] = {lt_attr{"axis", LT_ATTR_INT, 1, 0.0, nullptr, 0, nullptr}};
+  int32_t x = g.add("input", LT_DTYPE_F32, {4, 3}, {});
+  int32_t c = g.add("concat", LT_DTYPE_F32, {4, 6}, {x, x}, ca, 1);
+  g.set_inputs({x});
+  g.set_outputs({c});
+  LoopKernel k = schedule_loops(g.view(), V{c}, V{c}, std::vector<int64_t>{4, 6}, {});
+  ASSERT_EQ(k.accesses.size(), 3u);  // two parts, then the output
+  const Access &first = k.accesses[k.operand_access(c, 0)],
+               &second = k.accesses[k.operand_access(c, 1)];
+  EXPECT_EQ(first.operand, 0);
+  EXPECT_EQ(second.operand, 1);
+  EXPECT_EQ(first.strides, (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(second.offset, -3);  // columns 3..5 read x[r, c - 3]
+  ASSERT_EQ(first.windows.size(), 1u);
+  ASSERT_EQ(second.windows.size(), 1u);
+  EXPECT_EQ(first.windows[0].hi, 3);
+  EXPECT_EQ(first.windows[0].lo, 0);
+  EXPECT_EQ(second.windows[0].lo, 3);
+  EXPECT_EQ(second.windows[0].hi, 6);
+  EXPECT_EQ(k.loop_dims, (std::vector<int64_t>{4, 6}));  // never merged across the windows
+  EXPECT_FALSE(k.affine);
+}
+
+// gather along axis 1 of [4, 5, 6] by a [2, 3] index: the data read walks dims 0 and 3 of the
+// output and adds the clamped index, read by an access of its own over dims 1 and 2.
+TEST(LoopKernel, AGatherReadAddsTheClampedIndexReadThroughItsOwnAccess) {
+  OwnedGraph g;
+  const lt_attr ga[1] = {lt_attr{"axis", LT_ATTR_INT, 1, 0.0, nullptr, 0, nullptr}};
+  int32_t x = g.add("input", LT_DTYPE_F32, {4, 5, 6}, {});
+  int32_t i = g.add("input", LT_DTYPE_I64, {2, 3}, {});
+  int32_t t = g.add("gather", LT_DTYPE_F32, {4, 2, 3, 6}, {x, i}, ga, 1);
+  g.set_inputs({x, i});
+  g.set_outputs({t});
+  LoopKernel k = schedule_loops(g.view(), V{t}, V{t}, std::vector<int64_t>{4, 2, 3, 6}, {});
+  EXPECT_FALSE(k.affine);
+  EXPECT_EQ(k.loop_dims, (std::vector<int64_t>{4, 6, 6}));  // the index dims merge
+  const Access& index = k.accesses.at(k.operand_access(t, 1));
+  const Access& data = k.accesses.at(k.operand_access(t, 0));
+  EXPECT_EQ(index.buffer, i);
+  EXPECT_EQ(index.strides, (std::vector<int64_t>{0, 1, 0}));
+  EXPECT_EQ(data.buffer, x);
+  EXPECT_EQ(data.strides, (std::vector<int64_t>{30, 0, 1}));
+  EXPECT_EQ(data.gather, k.operand_access(t, 1));
+  EXPECT_EQ(data.gather_extent, 5);
+  EXPECT_EQ(data.gather_stride, 6);
+  EXPECT_EQ(index.gather, -1);
+}
+
+// A matmul's epilogue: the anchor's operands are its own kernel's business (no access), and
+// the loops are the anchor's dims as they are, so the matmul kernel's coordinates index them.
+TEST(LoopKernel, AnAnchoredEpilogueKeepsTheDomainDimsAsLoopsAndReadsNoAnchorOperand) {
+  OwnedGraph g;
+  int32_t a = g.add("input", LT_DTYPE_F32, {8, 4}, {});
+  int32_t b = g.add("input", LT_DTYPE_F32, {4, 16}, {});
+  int32_t bias = g.add("input", LT_DTYPE_F32, {16}, {});
+  int32_t m = g.add("matmul", LT_DTYPE_F32, {8, 16}, {a, b});
+  int32_t y = g.add("add", LT_DTYPE_F32, {8, 16}, {m, bias});
+  g.set_inputs({a, b, bias});
+  g.set_outputs({y});
+  LoopOptions anchored;
+  anchored.anchor = m;
+  LoopKernel k = schedule_loops(g.view(), V{m, y}, V{y}, std::vector<int64_t>{8, 16}, {}, anchored);
+  EXPECT_EQ(k.loop_dims, (std::vector<int64_t>{8, 16}));
+  EXPECT_EQ(k.access(a, m), -1);
+  EXPECT_EQ(k.access(b, m), -1);
+  EXPECT_EQ(k.accesses.at(k.access(bias, y)).strides, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(k.accesses.at(k.access(y, y)).strides, (std::vector<int64_t>{16, 1}));
+  EXPECT_TRUE(k.affine);
+  // Unanchored, the matmul's operands have no View: the kernel is not affine.
+  EXPECT_FALSE(schedule_loops(g.view(), V{m, y}, V{y}, std::vector<int64_t>{8, 16}, {}).affine);
 }
 
 }  // namespace

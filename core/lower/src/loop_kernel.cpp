@@ -29,6 +29,13 @@ int LoopKernel::access(int32_t buffer, int32_t user, bool index) const {
   return it == access_of.end() ? -1 : it->second;
 }
 
+int LoopKernel::operand_access(int32_t user, size_t k) const {
+  for (size_t a = 0; a < accesses.size(); ++a)
+    if (accesses[a].user == user && accesses[a].operand == static_cast<int32_t>(k))
+      return static_cast<int>(a);
+  return -1;
+}
+
 bool LoopKernel::dense_along(size_t d) const {
   if (!affine) return false;
   for (const Access& a : accesses)
@@ -105,68 +112,127 @@ void plan_stashes(const lt_graph& g, LoopKernel& k, size_t row_bytes) {
   }
 }
 
-// Adds how `user` reads `buffer` (index: the flat index of node `user` itself), as strides over
-// the domain; false when no View says it. A value of a reduced role is laid out by it (a dropped
-// reduced dim takes no index); one of lower rank is broadcast from the right.
-bool add_access(const lt_graph& g, LoopKernel& k, int32_t buffer, int32_t user, bool index) {
-  if (k.access(buffer, user, index) >= 0) return true;
+// Adds the read of `buffer` by `user` through `v` (a View over the user's own index space),
+// laid over the domain: a value of a reduced role is laid out by it (a dropped reduced dim takes
+// no index); one of lower rank is broadcast from the right. -1 when the domain cannot hold it.
+int add_view(LoopKernel& k, Access acc, const View& v, fusion::Role r) {
+  const bool drop = r == fusion::Role::kReducedDrop;
+  if (v.shape.size() > k.domain.size()) return -1;
+  acc.offset = v.offset;
+  acc.fill = v.fill;
+  acc.strides.assign(k.domain.size(), 0);
+  for (size_t j = 0, d = drop ? 0 : k.domain.size() - v.shape.size(); d < k.domain.size(); ++d) {
+    if (drop && k.is_reduced[d]) continue;
+    if (j == v.shape.size()) break;
+    if (v.shape[j] != 1) acc.strides[d] = v.strides[j];  // size-1 dims: index 0 everywhere
+    if (v.masked() && (v.lo[j] > 0 || v.hi[j] < v.shape[j])) {
+      acc.windows.push_back(
+          {std::vector<int64_t>(k.domain.size(), 0), v.lo[j], v.hi[j], v.shape[j]});
+      if (v.shape[j] != 1) acc.windows.back().coord[d] = 1;
+    }
+    ++j;
+  }
+  k.accesses.push_back(std::move(acc));
+  return static_cast<int>(k.accesses.size()) - 1;
+}
+
+// gather's data (k = 0) and index (k = 1) buffers as Views over its output: the data dims
+// around the gathered axis, and the index dims that replace it.
+View gather_view(const lt_graph& g, int32_t user, size_t k) {
+  const lt_graph_node& n = g.nodes[user];
+  const int64_t axis = Attrs(n).i("axis");
+  const View x = View::dense(DescRef(g.nodes[n.operands[0]]).dims());
+  const View ind = View::dense(DescRef(g.nodes[n.operands[1]]).dims());
+  View v = View::dense(DescRef(n).dims());
+  for (size_t d = 0; d < n.rank; ++d) {
+    const int64_t t = static_cast<int64_t>(d) - axis;
+    if (t >= 0 && t < static_cast<int64_t>(ind.shape.size()))
+      v.strides[d] = k == 1 ? ind.strides[t] : 0;
+    else
+      v.strides[d] = k == 0 ? x.strides[t < 0 ? d : d - ind.shape.size() + 1] : 0;
+  }
+  return v;
+}
+
+// Adds how `user` reads its operand k (index: the flat index of node `user` itself; output: its
+// own buffer); false when no Access says it or it is not affine.
+bool add_access(const lt_graph& g, LoopKernel& k, int32_t user, size_t o, bool index = false,
+                bool output = false) {
   const lt_graph_node& u = g.nodes[user];
+  const int32_t buffer = output || index ? user : u.operands[o];
+  const std::string_view op = u.op;
+  const bool per_operand = !output && !index && (op == "concat" || op == "gather");
+  if (per_operand ? k.operand_access(user, o) >= 0 : k.access(buffer, user, index) >= 0)
+    return true;
   fusion::Role r = k.role(user);
+  Access acc;
+  acc.buffer = buffer;
+  acc.user = user;
+  acc.index = index;
+  acc.operand = output || index ? -1 : static_cast<int32_t>(o);
   std::optional<View> v;
   if (buffer == user) {
     v = View::dense(DescRef(u).dims());
+  } else if (op == "gather") {
+    if (o == 0) {  // the index buffer first: the data's offset reads it
+      if (k.in_kernel(u.operands[1]) || !add_access(g, k, user, 1)) return false;
+      acc.gather = k.operand_access(user, 1);
+      const lt_graph_node& x = g.nodes[buffer];
+      const int64_t axis = Attrs(u).i("axis");
+      acc.gather_extent = x.shape[axis];
+      acc.gather_stride = View::dense(DescRef(x).dims()).strides[axis];
+    }
+    v = gather_view(g, user, o);
   } else {
-    size_t j = 0;
-    while (u.operands[j] != buffer) ++j;
-    v = operand_view(g, user, j);
+    v = operand_view(g, user, o);
     if (fusion::is_reduction_op(u.op)) r = fusion::Role::kFull;  // reads its operand's domain
   }
-  const bool drop = r == fusion::Role::kReducedDrop;
-  if (!v || v->masked() || v->shape.size() > k.domain.size()) return false;
-  Access acc{buffer, user, index, v->offset, std::vector<int64_t>(k.domain.size(), 0)};
-  for (size_t j = 0, d = drop ? 0 : k.domain.size() - v->shape.size(); d < k.domain.size(); ++d) {
-    if (drop && k.is_reduced[d]) continue;
-    if (j == v->shape.size()) break;
-    if (v->shape[j] != 1) acc.strides[d] = v->strides[j];  // size-1 dims: index 0 everywhere
-    ++j;
-  }
-  k.access_of[{index ? ~buffer : buffer, user}] = static_cast<int>(k.accesses.size());
-  k.accesses.push_back(std::move(acc));
-  return true;
+  if (!v) return false;
+  const int a = add_view(k, std::move(acc), *v, r);
+  if (a < 0) return false;
+  if (!per_operand || k.access(buffer, user) < 0) k.access_of[{index ? ~buffer : buffer, user}] = a;
+  return !v->masked() && k.accesses[a].gather < 0;
 }
 
 // The accesses and the loops (see LoopKernel::loop_dims): kept dims, then reduced dims, each
-// part coalesced over every access.
-void plan_loops(const lt_graph& g, LoopKernel& k) {
+// part coalesced over every access and every window's coordinate (not with an anchor).
+void plan_loops(const lt_graph& g, LoopKernel& k, int32_t anchor) {
   for (int32_t v : k.nodes) {
     const lt_graph_node& n = g.nodes[v];
-    for (size_t o = 0; o < n.num_operands; ++o)
-      if (!k.in_kernel(n.operands[o]))
-        k.affine = add_access(g, k, n.operands[o], v, false) && k.affine;
+    for (size_t o = 0; o < n.num_operands && v != anchor; ++o)
+      if (!k.in_kernel(n.operands[o])) k.affine = add_access(g, k, v, o) && k.affine;
     if (std::string_view(n.op) == "arange" || std::string_view(n.op).starts_with("random_"))
-      add_access(g, k, v, v, true);
+      add_access(g, k, v, 0, true);
   }
-  for (int32_t v : k.outputs) add_access(g, k, v, v, false);
+  for (int32_t v : k.outputs) add_access(g, k, v, 0, false, true);
+  std::vector<std::vector<int64_t>*> maps;  // every stride vector over the domain
+  for (Access& a : k.accesses) {
+    maps.push_back(&a.strides);
+    for (Access::Window& w : a.windows) maps.push_back(&w.coord);
+  }
+  if (anchor >= 0) {
+    k.loop_dims = k.domain;
+    k.outer_loops = k.domain.size();
+    return;
+  }
   auto part = [&](bool reduced) {
-    std::vector<View> views(k.accesses.size());
-    for (size_t a = 0; a < k.accesses.size(); ++a)
+    std::vector<View> views(maps.size());
+    for (size_t a = 0; a < maps.size(); ++a)
       for (size_t d = 0; d < k.domain.size(); ++d)
         if (bool(k.is_reduced[d]) == reduced) {
           views[a].shape.push_back(k.domain[d]);
-          views[a].strides.push_back(k.accesses[a].strides[d]);
+          views[a].strides.push_back((*maps[a])[d]);
         }
     return coalesce(views);
   };
-  const Loop outer = part(false), inner = part(true);
   const bool reduces = !k.reduced.empty();
+  const Loop outer = part(false), inner = reduces ? part(true) : Loop{};
   k.loop_dims = outer.dims;
   k.outer_loops = k.loop_dims.size();
   if (reduces) k.loop_dims.insert(k.loop_dims.end(), inner.dims.begin(), inner.dims.end());
-  for (size_t a = 0; a < k.accesses.size(); ++a) {
-    k.accesses[a].strides = outer.strides[a];
-    if (reduces)
-      k.accesses[a].strides.insert(k.accesses[a].strides.end(), inner.strides[a].begin(),
-                                   inner.strides[a].end());
+  for (size_t a = 0; a < maps.size(); ++a) {
+    *maps[a] = outer.strides[a];
+    if (reduces) maps[a]->insert(maps[a]->end(), inner.strides[a].begin(), inner.strides[a].end());
   }
 }
 
@@ -233,7 +299,7 @@ LoopKernel schedule_loops(const lt_graph& graph, std::span<const int32_t> nodes,
     if (p >= 0) (k.roles[p] == fusion::Role::kFull ? k.full_outputs : k.row_outputs).push_back(o);
   }
   plan_stashes(graph, k, options.stash_row_bytes);
-  plan_loops(graph, k);
+  plan_loops(graph, k, options.anchor);
   k.column_reduction = column_reduction(graph, k);
   return k;
 }

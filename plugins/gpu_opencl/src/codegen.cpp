@@ -1,9 +1,8 @@
-// OpenCL C generation: every element of a kernel's output is computed by evaluating the
-// group's nodes at a symbolic multi-index (a C expression per dimension), so broadcasting is
-// index arithmetic, and layout ops read their operand's buffer through a lower::View (strides,
-// offset, and a window outside which pad and concat read their fill). Reductions, matmul,
-// conv2d and scatter_add have their own kernel shapes and take an elementwise epilogue through a
-// "preset" value at the kernel's output index.
+// OpenCL C generation: every kernel renders the shared loop schedule (lower::schedule_loops):
+// a point of its coalesced loops per work-item (or per row step), each node evaluated once there
+// and each buffer read through the schedule's accesses (broadcasts, views, pad and concat
+// windows, gather's clamped index). Reductions, matmul, conv2d and scatter_add have their own
+// kernel shapes; the last three take an elementwise epilogue at the kernel's output index.
 #include "codegen.hpp"
 
 #include <algorithm>
@@ -71,126 +70,131 @@ using fusion::is_elementwise_op;
 using lower::is_inline_primitive;
 using lower::is_reduce_primitive;
 
-// Emits statements computing node values at symbolic indices into one scope. Nodes outside
-// `member` are loaded from their buffer parameter; "preset" nodes (a reduction result, a matmul
-// accumulator) are known only at one index. Iterative: groups may be deep.
+// Emits statements computing the values of a kernel's nodes at one point of its loops
+// (lower::LoopKernel), each node once: buffers are read through the schedule's accesses
+// (broadcasts, views, pad and concat windows, gather's clamped index), constants are literals
+// wherever they are read, and "preset" nodes (a reduction result, a matmul accumulator) are
+// given. Iterative: groups may be deep.
 class Emitter {
  public:
-  // `width` > 0: vector mode (CPU row kernels): an index equal to kLane stands for `width`
-  // consecutive indices of a stride-1 dimension, and values depending on it are vectors; only
-  // for kernels lower::vector_rows accepts (every node it meets computes lane by lane).
-  Emitter(const lt_graph& g, const std::vector<char>& member, std::ostringstream& os,
+  // `loops`: an index expression per loop of `lk`. `width` > 0: vector mode (CPU row kernels):
+  // a loop indexed kLane stands for `width` consecutive indices, and values read along it are
+  // vectors; only for kernels lower::vector_rows accepts (every node computes lane by lane).
+  Emitter(const lt_graph& g, const lower::LoopKernel& lk, Idx loops, std::ostringstream& os,
           std::string indent, int& counter, std::set<int32_t>& loads, int width = 0)
       : g_(g),
-        member_(member),
+        lk_(lk),
+        loops_(std::move(loops)),
         os_(os),
         ind_(std::move(indent)),
         n_(counter),
         loads_(loads),
         vw_(width) {}
 
-  void preset(int32_t node, const Idx& idx, const std::string& var, bool vector = false) {
-    presets_[node] = {key(node, normalize(node, idx)), var};
+  void preset(int32_t node, const std::string& var, bool vector = false) {
+    memo_[node] = var;
     if (vector) vecs_.insert(var);
   }
   bool is_vector(const std::string& var) const { return vecs_.count(var) != 0; }
 
-  std::string value(int32_t root, const Idx& root_idx) {
+  // Node o as `user` reads it: its value, or a load from its buffer.
+  std::string read(int32_t o, int32_t user) {
+    return evaluated(o) ? value(o) : load(o, lk_.access(o, user));
+  }
+
+  std::string value(int32_t root) {
     struct Frame {
       int32_t node;
-      Idx idx;
-      bool expanded = false;
-      std::vector<Idx> ops;  // operand indices (elementwise ops)
+      size_t next = 0;
+      std::vector<std::string> args;  // operand values (elementwise ops)
     };
-    std::vector<Frame> stack;
-    stack.push_back({root, normalize(root, root_idx)});
+    if (auto m = memo_.find(root); m != memo_.end()) return m->second;
+    std::vector<Frame> stack{{root}};
     std::string result;
     while (!stack.empty()) {
       Frame& f = stack.back();
-      const std::string k = key(f.node, f.idx);
       const lt_graph_node& n = g_.nodes[f.node];
-      if (!f.expanded) {
-        std::string known;  // memoised, preset, or a load from a buffer
-        if (auto m = memo_.find(k); m != memo_.end()) {
-          known = m->second;
-        } else if (auto p = presets_.find(f.node); p != presets_.end()) {
-          if (p->second.first != k)
-            throw PlanError{"value of " + std::string(n.op) +
-                            " needed at another index than the kernel computes"};
-          known = memo_[k] = p->second.second;
-        } else if (!evaluated(f.node)) {
-          known = memo_[k] = load(f.node, View::dense(shape_of(n)), f.idx);
-        }
-        if (!known.empty()) {
-          result = known;
-          stack.pop_back();
-          continue;
-        }
-        if (!is_inline_primitive(n.op))
-          throw PlanError{std::string(n.op) + " cannot be evaluated inline"};
-        f.expanded = true;
-        if (is_elementwise_op(n.op))
-          for (size_t i = 0; i < n.num_operands; ++i)
-            f.ops.push_back(normalize(n.operands[i], broadcast(n.operands[i], f.idx)));
+      if (!is_inline_primitive(n.op))
+        throw PlanError{std::string(n.op) + " cannot be evaluated inline"};
+      const size_t ops = is_elementwise_op(n.op) ? n.num_operands : 0;
+      for (; f.next < ops; ++f.next) {
+        const int32_t o = n.operands[f.next];
+        const int p = lk_.position(o);
+        if (p >= 0 && lk_.roles[p] == fusion::Role::kReducedDrop &&
+            lk_.role(f.node) != fusion::Role::kReducedDrop)
+          throw PlanError{"a row value read at another index than its row"};
+        auto m = p >= 0 ? memo_.find(o) : memo_.end();
+        if (p >= 0 && m == memo_.end()) break;  // evaluated first
+        f.args.push_back(p >= 0 ? m->second : read(o, f.node));
       }
-      size_t i = 0;
-      while (i < f.ops.size() && memo_.count(key(n.operands[i], f.ops[i]))) ++i;
-      if (i < f.ops.size()) {
-        Frame child{n.operands[i], f.ops[i]};
-        stack.push_back(std::move(child));
+      if (f.next < ops) {
+        stack.push_back({n.operands[f.next]});
         continue;
       }
-      memo_[k] = result = emit_node(f.node, f.idx, f.ops);
+      memo_[f.node] = result = emit_node(f.node, f.args);
       stack.pop_back();
     }
     return result;
   }
 
+  // The element offset of access `a` at this point; *vec: a vector of the lanes along kLane.
+  std::string offset(int a, bool* vec = nullptr) {
+    if (a < 0) throw PlanError{"a read no access of the loop schedule describes"};
+    const lower::Access& acc = lk_.accesses[a];
+    View v;
+    v.strides = acc.strides;
+    v.offset = acc.offset;
+    std::string off = cx::offset(v, loops_);
+    bool lanes = false;
+    for (size_t l = 0; l < loops_.size(); ++l) {
+      if (acc.strides[l] == 0 || loops_[l].find(kLane) == std::string::npos) continue;
+      if (loops_[l] != kLane || acc.strides[l] != 1 || acc.gather >= 0 || !acc.windows.empty())
+        fail(LT_STATUS_INTERNAL,
+             "a vector row kernel reads node " + std::to_string(acc.buffer) +
+                 " other than lane by lane");  // lower::vector_rows rules it out
+      lanes = true;
+    }
+    if (vec) *vec = lanes;
+    if (acc.gather >= 0) {  // the data offset depends on the loaded (clamped) index
+      const std::string iv = load(lk_.accesses[acc.gather].buffer, acc.gather), ci = tmp("t");
+      os_ << ind_ << "const long " << ci << " = clamp((long)" << iv << ", 0L, "
+          << std::max<int64_t>(acc.gather_extent - 1, 0) << "L);\n";
+      View axis;
+      axis.strides = {acc.gather_stride};
+      off = (off == "0" ? "" : off + " + ") + cx::offset(axis, {ci});
+    }
+    return off;
+  }
+
  private:
   std::string tmp(const char* prefix = "v") { return prefix + std::to_string(n_++); }
-  // Members, and constants wherever they are read (they are never loaded from a buffer).
+  // Kernel nodes, and constants wherever they are read (they are never loaded from a buffer).
   bool evaluated(int32_t node) const {
-    return member_[node] || std::string_view(g_.nodes[node].op) == "full";
+    return lk_.in_kernel(node) || std::string_view(g_.nodes[node].op) == "full";
   }
 
-  Idx normalize(int32_t node, Idx idx) const {
-    const lt_graph_node& n = g_.nodes[node];
-    for (size_t d = 0; d < n.rank && d < idx.size(); ++d)
-      if (n.shape[d] == 1) idx[d] = "0";
-    return idx;
-  }
-  // The index of operand `o` read by an elementwise node at I (NumPy broadcasting).
-  Idx broadcast(int32_t o, const Idx& I) const {
-    const size_t rank = g_.nodes[o].rank;
-    return Idx(I.end() - static_cast<std::ptrdiff_t>(rank), I.end());
-  }
-  static std::string key(int32_t node, const Idx& idx) {
-    std::string s = std::to_string(node);
-    for (const std::string& i : idx) s += "|" + i;
-    return s;
-  }
-
-  // Buffer node `o` read through `v` at index I, as an expression; outside v's window it is
-  // `otherwise`. In vector mode an index kLane of stride 1 makes it a vector load (*vec).
-  std::string access(int32_t o, const View& v, const Idx& I, const std::string& otherwise,
-                     bool* vec) {
-    if (member_[o]) throw PlanError{"a layout op reads a value computed in the same kernel"};
-    const std::string p = "p" + std::to_string(o), off = cx::offset(v, I);
+  // Buffer node `o` read through access `a`, as an expression; outside the access's windows it
+  // is `otherwise`. In vector mode a read along kLane is a vector load (*vec).
+  std::string access(int32_t o, int a, const std::string& otherwise, bool* vec = nullptr) {
+    bool lanes = false;
+    const std::string p = "p" + std::to_string(o), off = offset(a, &lanes);
     const bool constant = std::string_view(g_.nodes[o].op) == "full";
     if (!constant) loads_.insert(o);
-    *vec = false;
-    for (size_t d = 0; d < I.size(); ++d) {
-      if (I[d].find(kLane) == std::string::npos) continue;
-      if (I[d] != kLane || v.strides[d] != 1 || v.masked())  // lower::vector_rows rules it out
-        fail(LT_STATUS_INTERNAL,
-             "a vector row kernel reads node " + std::to_string(o) + " other than lane by lane");
-      *vec = true;
-    }
     std::string e = constant ? literal(Attrs(g_.nodes[o]).f("value"), g_.nodes[o].dtype)
-                    : *vec   ? "vload" + std::to_string(vw_) + "(0, " + p + " + " + off + ")"
+                    : lanes  ? "vload" + std::to_string(vw_) + "(0, " + p + " + " + off + ")"
                              : p + "[" + off + "]";
-    *vec = *vec && !constant;
-    const std::string cond = cx::in_window(v, I);
+    if (vec) *vec = lanes && !constant;
+    View window;  // each window's coordinate as an index of its own dim
+    Idx coords;
+    for (const lower::Access::Window& w : lk_.accesses[a].windows) {
+      View c;
+      c.strides = w.coord;
+      coords.push_back(cx::offset(c, loops_));
+      window.shape.push_back(w.extent);
+      window.lo.push_back(w.lo);
+      window.hi.push_back(w.hi);
+    }
+    const std::string cond = cx::in_window(window, coords);
     return cond.empty() ? e : "((" + cond + ") ? " + e + " : " + otherwise + ")";
   }
   std::string define(const std::string& e, lt_dtype d, bool vec) {
@@ -200,27 +204,30 @@ class Emitter {
     if (vec) vecs_.insert(v);
     return v;
   }
-  std::string load(int32_t o, const View& v, const Idx& I) {
+  // A read of one element is loaded once per point (a buffer two nodes read at one index).
+  std::string load(int32_t o, int a) {
     bool vec = false;
-    std::string e = access(o, v, I, literal(v.fill, g_.nodes[o].dtype), &vec);
-    return define(e, g_.nodes[o].dtype, vec);
+    const bool windows = a >= 0 && !lk_.accesses[a].windows.empty();
+    std::string e =
+        access(o, a, windows ? literal(lk_.accesses[a].fill, g_.nodes[o].dtype) : "", &vec);
+    if (auto m = loaded_.find(e); m != loaded_.end()) return m->second;
+    return loaded_[e] = define(e, g_.nodes[o].dtype, vec);
   }
 
-  std::string emit_node(int32_t node, const Idx& I, const std::vector<Idx>& ops) {
+  std::string emit_node(int32_t node, const std::vector<std::string>& args) {
     const lt_graph_node& n = g_.nodes[node];
     const std::string_view op = n.op;
     const lt_dtype d = n.dtype;
     const Attrs a(n);
-    auto raw = [&](size_t k) { return memo_.at(key(n.operands[k], ops[k])); };
     auto in = [&](size_t k) -> const lt_graph_node& { return g_.nodes[n.operands[k]]; };
     bool vec = false;
-    for (size_t k = 0; k < ops.size(); ++k) vec = vec || vecs_.count(raw(k));
+    for (const std::string& x : args) vec = vec || vecs_.count(x);
     // In a vector expression every operand is a vector: scalars are widened explicitly.
     auto val = [&](size_t k) {
-      std::string x = raw(k);
-      if (!vec || vecs_.count(x)) return x;
-      return "((" + ctype(in(k).dtype) + std::to_string(vw_) + ")(" + x + "))";
+      if (!vec || vecs_.count(args[k])) return args[k];
+      return "((" + ctype(in(k).dtype) + std::to_string(vw_) + ")(" + args[k] + "))";
     };
+    auto index = [&] { return offset(lk_.access(node, node, true)); };  // flat
     std::string e;
     if (cx::is_unary(op)) {
       e = cx::unary(op, val(0), d, kOpenCL);
@@ -235,55 +242,41 @@ class Emitter {
     } else if (op == "full") {
       e = literal(a.f("value"), d);
     } else if (op == "arange") {
-      e = cx::cast("(" + literal(a.f("start"), LT_DTYPE_F64) + " + (double)(" + I[0] + ") * " +
+      e = cx::cast("(" + literal(a.f("start"), LT_DTYPE_F64) + " + (double)(" + index() + ") * " +
                        literal(a.f("step"), LT_DTYPE_F64) + ")",
                    LT_DTYPE_F64, d, kOpenCL);
     } else if (op == "random_unit") {
-      std::string seed = load(n.operands[0], View::dense({}), {});
+      std::string seed = load(n.operands[0], lk_.access(n.operands[0], node));
       e = cx::cast("lt_random_unit_f32((ulong)" + seed + ", (ulong)(" +
-                       std::to_string(a.i("stride")) + "L * (" +
-                       cx::offset(View::dense(shape_of(n)), I) + ") + " +
+                       std::to_string(a.i("stride")) + "L * (" + index() + ") + " +
                        std::to_string(a.i("offset")) + "L))",
                    LT_DTYPE_F32, d, kOpenCL);
-    } else if (op == "gather") {  // the data index depends on the loaded (clamped) index
-      const int64_t axis = a.i("axis");
-      const lt_graph_node &x = in(0), &ind = in(1);
-      Idx ii(I.begin() + axis, I.begin() + axis + static_cast<int64_t>(ind.rank));
-      std::string iv =
-          load(n.operands[1], View::dense(shape_of(ind)), normalize(n.operands[1], ii));
-      std::string ci = tmp("t");
-      os_ << ind_ << "const long " << ci << " = clamp((long)" << iv << ", 0L, "
-          << std::max<int64_t>(x.shape[axis] - 1, 0) << "L);\n";
-      Idx r(I.begin(), I.begin() + axis);
-      r.push_back(ci);
-      r.insert(r.end(), I.begin() + axis + static_cast<int64_t>(ind.rank), I.end());
-      return load(n.operands[0], View::dense(shape_of(x)), normalize(n.operands[0], r));
+    } else if (op == "concat") {  // each part's window: the parts tile the axis
+      e = literal(0, d);          // never read
+      for (size_t k = n.num_operands; k-- > 0;)
+        e = access(n.operands[k], lk_.operand_access(node, k), e);
+      return define(e, d, false);
+    } else if (op == "gather") {
+      return load(n.operands[0], lk_.operand_access(node, 0));
     } else {  // layout ops: the operand's buffer through its View (lower::operand_view)
-      if (op == "concat") {  // each part's window: the parts tile the axis
-        e = literal(0, d);   // never read
-        bool part_vec = false;
-        for (size_t k = n.num_operands; k-- > 0;)
-          e = access(n.operands[k], *lower::operand_view(g_, node, k), I, e, &part_vec);
-        return define(e, d, false);
-      }
-      std::optional<View> v =
-          is_elementwise_op(op) ? std::nullopt : lower::operand_view(g_, node, 0);
-      if (!v) fail(LT_STATUS_UNSUPPORTED, "cannot generate op " + std::string(op));
-      return load(n.operands[0], *v, I);
+      if (!lower::operand_view(g_, node, 0))
+        fail(LT_STATUS_UNSUPPORTED, "cannot generate op " + std::string(op));
+      return load(n.operands[0], lk_.access(n.operands[0], node));
     }
     return define(e, d, vec);
   }
 
   const lt_graph& g_;
-  const std::vector<char>& member_;
+  const lower::LoopKernel& lk_;
+  Idx loops_;
   std::ostringstream& os_;
   std::string ind_;
   int& n_;
   std::set<int32_t>& loads_;
   int vw_ = 0;
-  std::unordered_map<std::string, std::string> memo_;
-  std::unordered_map<int32_t, std::pair<std::string, std::string>> presets_;
-  std::set<std::string> vecs_;  // variables holding vectors
+  std::unordered_map<int32_t, std::string> memo_;        // node -> its value
+  std::unordered_map<std::string, std::string> loaded_;  // load expression -> its variable
+  std::set<std::string> vecs_;                           // variables holding vectors
 };
 
 size_t round_up(size_t v, size_t m) {
@@ -312,10 +305,8 @@ class Generator {
         src_ << "#define LT_RANDOM_OPENCL 1\n" << kRandomHeaderSource << "\n";
         break;
       }
-    member_.assign(g_.num_nodes, 0);  // one mask for every step: linear in the graph
     for (size_t s = 0; s < plan.steps.size(); ++s) {
       const size_t mark_kernels = out_.kernels.size();
-      for (int32_t n : plan.steps[s].nodes) member_[n] = 1;
       try {
         lower_step(plan.steps[s]);
       } catch (const PlanError&) {
@@ -324,17 +315,12 @@ class Generator {
         pending_.clear();
         fresh_.clear();
         out_.kernels.resize(mark_kernels);
-        for (int32_t n : plan.steps[s].nodes) member_[n] = 0;
         const size_t parts = plan.steps[s].nodes.size();
         plan.split(g_, s);
-        for (size_t e = s + parts; s < e; ++s) {
-          member_[plan.steps[s].nodes[0]] = 1;
+        for (size_t e = s + parts; s < e; ++s)
           lower_step(plan.steps[s]);  // a single node never raises PlanError
-          member_[plan.steps[s].nodes[0]] = 0;
-        }
         --s;
       }
-      for (int32_t n : plan.steps[s].nodes) member_[n] = 0;
       src_ << pending_;
       pending_.clear();
       fresh_.clear();
@@ -349,17 +335,16 @@ class Generator {
 
  private:
   void lower_step(const lower::Step& st) {
-    const std::vector<int32_t>& outs = st.outputs;
     if (st.group_kind == fusion::GroupKind::kRowReduction ||
         st.group_kind == fusion::GroupKind::kReduction)
       // On CPU devices the last phase keeps softmax's exp(x - max) in the output (stashes).
       return row_kernel(
-          member_, lower::schedule_loops(g_, st, {caps_.cpu && !caps_.dynamic ? 64u << 10 : 0}));
+          lower::schedule_loops(g_, st, {caps_.cpu && !caps_.dynamic ? 64u << 10 : 0}));
     const std::string_view aop = st.anchor >= 0 ? g_.nodes[st.anchor].op : "";
     if (st.group_kind == fusion::GroupKind::kElementwise || is_inline_primitive(aop))
-      return map_kernel(member_, outs);
-    if (aop == "matmul") return matmul_kernel(st.anchor, member_, outs);
-    if (aop == "conv2d" || aop == "scatter_add") return pointwise_kernel(st.anchor, member_, outs);
+      return map_kernel(st);
+    if (aop == "matmul") return matmul_kernel(st);
+    if (aop == "conv2d" || aop == "scatter_add") return pointwise_kernel(st);
     fail(LT_STATUS_UNSUPPORTED, "no kernel for op " + std::string(aop));
   }
 
@@ -390,19 +375,20 @@ class Generator {
 
   // One work-item per element of the outputs' shape. Outputs of another shape (possible in
   // opaque groups of layout ops) get kernels of their own.
-  void map_kernel(const std::vector<char>& member, const std::vector<int32_t>& outs) {
+  void map_kernel(const lower::Step& st) {
     std::map<Shape, std::vector<int32_t>> by_shape;
-    for (int32_t o : outs) by_shape[shape_of(g_.nodes[o])].push_back(o);
+    for (int32_t o : st.outputs) by_shape[shape_of(g_.nodes[o])].push_back(o);
     for (auto& [shape, stores] : by_shape) {
       const int64_t total = numel(shape);
       if (total == 0) continue;
       std::ostringstream body;
       std::set<int32_t> loads;
       body << "  const long gid = get_global_id(0);\n  if (gid >= " << total << "L) return;\n";
-      Idx idx = cx::unflatten(body, "  ", "gid", shape, "i", kOpenCL);
-      Emitter em(g_, member, body, "  ", counter_, loads);
+      const lower::LoopKernel lk = lower::schedule_loops(g_, st.nodes, stores, shape, {});
+      Idx loops = cx::unflatten(body, "  ", "gid", lk.loop_dims, "i", kOpenCL);
+      Emitter em(g_, lk, loops, body, "  ", counter_, loads);
       for (int32_t o : stores) {
-        std::string v = em.value(o, idx);
+        std::string v = em.value(o);
         body << "  p" << o << "[gid] = " << v << ";\n";
       }
       KernelLaunch l;
@@ -416,7 +402,7 @@ class Generator {
   // CPU devices, for trailing float reductions, one work-item per row with the row loop in
   // vectors of W lanes (PoCL vectorises neither a loop inside a work-item nor a work-group
   // around one), then a horizontal step in lane order; anything else takes the scalar form.
-  void row_kernel(const std::vector<char>& member, const lower::LoopKernel& lk) {
+  void row_kernel(const lower::LoopKernel& lk) {
     const Shape& domain = lk.domain;
     const std::vector<int32_t>& reds = lk.reductions;
     if (lk.rows() == 0) return;
@@ -428,12 +414,13 @@ class Generator {
     int W = 4;
     while (W < 16 && W < static_cast<int>(caps_.vec_width)) W *= 2;
     while (vector && W > 4 && domain.back() % W != 0) W /= 2;
-    row_kernel(member, lk, vector && domain.back() % W == 0 ? W : 0);
+    row_kernel(lk, vector && domain.back() % W == 0 ? W : 0);
   }
 
-  void row_kernel(const std::vector<char>& member, const lower::LoopKernel& lk, int W) {
-    const Shape &domain = lk.domain, &kept = lk.kept, &reduced = lk.reduced;
-    const std::vector<char>& is_axis = lk.is_reduced;
+  void row_kernel(const lower::LoopKernel& lk, int W) {
+    const Shape& domain = lk.domain;
+    const Shape outer(lk.loop_dims.begin(), lk.loop_dims.begin() + lk.outer_loops),
+        inner(lk.loop_dims.begin() + lk.outer_loops, lk.loop_dims.end());
     const int64_t rows = lk.rows(), count = lk.row_length();
     const bool vec = W > 0;
     const size_t L = vec ? 1 : row_local_size(rows, count);
@@ -443,40 +430,31 @@ class Generator {
       body << "  const long row = get_global_id(0);\n  if (row >= " << rows << "L) return;\n";
     else
       body << "  const long row = get_group_id(0);\n  const int lid = get_local_id(0);\n";
-    Idx kidx = cx::unflatten(body, "  ", "row", kept, "k", kOpenCL);
-    // Index of a per-row node (keepdims or dropped form) at this row.
-    auto row_idx = [&](int32_t node) {
-      const size_t rank = g_.nodes[node].rank;
-      if (rank == kept.size()) return kidx;
-      if (rank != domain.size()) throw PlanError{"per-row node of unexpected rank"};
-      Idx idx(rank, "0");
-      for (size_t d = 0, k = 0; d < rank; ++d)
-        if (!is_axis[d]) idx[d] = kidx[k++];
-      return idx;
-    };
+    // The row's loops; per-row values read nothing along the reduced loops.
+    Idx row_idx = cx::unflatten(body, "  ", "row", outer, "k", kOpenCL);
+    row_idx.resize(lk.loop_dims.size(), "0");
     std::vector<std::pair<int32_t, std::string>> results;
-    auto emitter = [&](const std::string& ind, int width) {
-      auto em = std::make_unique<Emitter>(g_, member, body, ind, counter_, loads, width);
-      for (auto& [n, v] : results) em->preset(n, row_idx(n), v);
+    auto emitter = [&](const std::string& ind, const Idx& loops, int width) {
+      auto em = std::make_unique<Emitter>(g_, lk, loops, body, ind, counter_, loads, width);
+      for (auto& [n, v] : results) em->preset(n, v);
       return em;
     };
     // The loop over a row: work-items stride by L (GPU) or one work-item steps by W lanes.
     auto loop_head = [&](const std::string& ind) {
       body << ind << "for (long r = " << (vec ? "0" : "lid") << "; r < " << count
            << "L; r += " << (vec ? W : static_cast<int64_t>(L)) << ") {\n";
-      Idx ridx = cx::unflatten(body, ind + "  ", "r", reduced, "r", kOpenCL);
+      Idx ridx = cx::unflatten(body, ind + "  ", "r", inner, "r", kOpenCL);
       if (vec) {
         body << ind << "  const long " << kLane << " = " << ridx.back() << ";\n";
         ridx.back() = kLane;
       }
-      Idx idx(domain.size());
-      for (size_t d = 0, k = 0, r = 0; d < domain.size(); ++d)
-        idx[d] = is_axis[d] ? ridx[r++] : kidx[k++];
+      Idx idx(row_idx.begin(), row_idx.begin() + static_cast<std::ptrdiff_t>(outer.size()));
+      idx.insert(idx.end(), ridx.begin(), ridx.end());
       return idx;
     };
-    // Stores `v` (of o's dtype) into full-shape output o at idx.
-    auto store_full = [&](Emitter& em, int32_t o, const Idx& idx, std::string v) {
-      const std::string off = cx::offset(View::dense(domain), idx);
+    // Stores `v` (of o's dtype) into full-shape output o at this point.
+    auto store_full = [&](Emitter& em, int32_t o, std::string v) {
+      const std::string off = em.offset(lk.access(o, o));
       if (!vec) {
         body << "    p" << o << "[" << off << "] = " << v << ";\n";
         return;
@@ -496,12 +474,11 @@ class Generator {
       };
       body << "  " << V << " " << acc << " = (" << V << ")(" << cx::reduce_init(op, dt, kOpenCL)
            << ");\n";
-      Idx idx = loop_head("  ");
       {
-        auto em = emitter("    ", W);
-        std::string v = em->value(n.operands[0], idx);
+        auto em = emitter("    ", loop_head("  "), W);
+        std::string v = em->read(n.operands[0], rn);
         for (const lower::LoopKernel::Stash& s : lk.stashes)
-          if (s.value == n.operands[0]) store_full(*em, s.output, idx, v);
+          if (s.value == n.operands[0]) store_full(*em, s.output, v);
         if (vec && !em->is_vector(v)) v = "((" + V + ")(" + v + "))";
         body << "    " << acc << " = " << combine(acc, v) << ";\n  }\n";
       }
@@ -528,26 +505,25 @@ class Generator {
       if (shape_of(g_.nodes[o]) != domain)
         throw PlanError{"output of a shape that is neither the domain nor a row"};
     if (!full.empty()) {
-      Idx idx = loop_head("  ");
-      auto em = emitter("    ", W);
+      auto em = emitter("    ", loop_head("  "), W);
       for (const lower::LoopKernel::Stash& s : lk.stashes) {  // stored by the last phase
         const std::string p = "p" + std::to_string(s.output), v = "st" + std::to_string(s.output);
-        const std::string off = cx::offset(View::dense(domain), idx);
+        const std::string off = em->offset(lk.access(s.output, s.output));
         body << "    const " << ctype(g_.nodes[s.output].dtype) << (vec ? std::to_string(W) : "")
              << " " << v << " = "
              << (vec ? "vload" + std::to_string(W) + "(0, " + p + " + " + off + ")"
                      : p + "[" + off + "]")
              << ";\n";
-        em->preset(s.value, idx, v, vec);
+        em->preset(s.value, v, vec);
       }
-      for (int32_t o : full) store_full(*em, o, idx, em->value(o, idx));
+      for (int32_t o : full) store_full(*em, o, em->value(o));
       body << "  }\n";
     }
     if (!per_row.empty()) {
       body << (vec ? "  {\n" : "  if (lid == 0) {\n");
-      auto em = emitter("    ", 0);
+      auto em = emitter("    ", row_idx, 0);
       for (int32_t o : per_row) {
-        std::string v = em->value(o, row_idx(o));
+        std::string v = em->value(o);
         body << "    p" << o << "[row] = " << v << ";\n";
       }
       body << "  }\n";
@@ -569,17 +545,19 @@ class Generator {
     return l;
   }
 
-  // Epilogue stores shared by the special kernels: `value` is the anchor's value at `idx`.
-  void store_epilogue(std::ostringstream& body, const std::string& ind,
-                      const std::vector<char>& member, std::set<int32_t>& loads, int32_t anchor,
-                      const Idx& idx, const std::string& value, const std::vector<int32_t>& outs) {
-    Emitter em(g_, member, body, ind, counter_, loads);
-    em.preset(anchor, idx, value);
-    const Shape shape = shape_of(g_.nodes[anchor]);
-    for (int32_t o : outs) {
+  // Epilogue stores shared by the special kernels: `value` is the anchor's value at `idx` (the
+  // loops of the schedule anchored there: its output's dims).
+  void store_epilogue(std::ostringstream& body, const std::string& ind, std::set<int32_t>& loads,
+                      const lower::Step& st, const Idx& idx, const std::string& value) {
+    const Shape shape = shape_of(g_.nodes[st.anchor]);
+    const lower::LoopKernel lk =
+        lower::schedule_loops(g_, st.nodes, st.outputs, shape, {}, {.anchor = st.anchor});
+    Emitter em(g_, lk, idx, body, ind, counter_, loads);
+    em.preset(st.anchor, value);
+    for (int32_t o : st.outputs) {
       if (shape_of(g_.nodes[o]) != shape) throw PlanError{"epilogue output of another shape"};
-      std::string v = em.value(o, idx);
-      body << ind << "p" << o << "[" << cx::offset(View::dense(shape), idx) << "] = " << v << ";\n";
+      std::string v = em.value(o);
+      body << ind << "p" << o << "[" << em.offset(lk.access(o, o)) << "] = " << v << ";\n";
     }
   }
 
@@ -590,9 +568,9 @@ class Generator {
   // the K loop is innermost and each step is one vector load of B, RB broadcasts of A and
   // RB fused multiply-adds. Dim 0 walks row blocks so consecutive work-items reuse the same
   // B panel from cache. The last, partial column panel runs a scalar loop instead.
-  void matmul_kernel(int32_t anchor, const std::vector<char>& member,
-                     const std::vector<int32_t>& outs) {
-    const lt_graph_node& n = g_.nodes[anchor];
+  void matmul_kernel(const lower::Step& st) {
+    const std::vector<int32_t>& outs = st.outputs;
+    const lt_graph_node& n = g_.nodes[st.anchor];
     const int32_t A = n.operands[0], B = n.operands[1];
     const lt_graph_node& an = g_.nodes[A];
     const bool batched = n.rank == 3;
@@ -628,7 +606,7 @@ class Generator {
            << "    barrier(CLK_LOCAL_MEM_FENCE);\n"
            << "  }\n"
            << "  if (row < " << M << "L && col < " << N << "L) {\n";
-      store_epilogue(body, "    ", member, loads, anchor, idx, "acc", outs);
+      store_epilogue(body, "    ", loads, st, idx, "acc");
       body << "  }\n";
       l.global[0] = round_up(N, TS);
       l.global[1] = round_up(M, TS);
@@ -706,7 +684,7 @@ class Generator {
          << "      const long col = col0 + j;\n"
          << "      if (col >= " << N << "L) break;\n"
          << "      const " << T << " cv = c[i * " << CW << " + j];\n";
-    store_epilogue(body, "      ", member, loads, anchor, idx, "cv", outs);
+    store_epilogue(body, "      ", loads, st, idx, "cv");
     body << "    }\n  }\n";
     l.global[0] = (M + RB - 1) / RB;
     l.global[1] = (N + CW - 1) / CW;
@@ -715,9 +693,9 @@ class Generator {
 
   // conv2d (direct: groups, dilation, bias) and scatter_add (scanning the indices for the
   // element's position): one work-item per output element computes `acc`, then the epilogue.
-  void pointwise_kernel(int32_t anchor, const std::vector<char>& member,
-                        const std::vector<int32_t>& outs) {
-    const lt_graph_node& n = g_.nodes[anchor];
+  void pointwise_kernel(const lower::Step& st) {
+    const std::vector<int32_t>& outs = st.outputs;
+    const lt_graph_node& n = g_.nodes[st.anchor];
     const Attrs a(n);
     const Shape shape = shape_of(n);
     const int64_t total = numel(shape);
@@ -756,7 +734,7 @@ class Generator {
       std::string upd = P(2) + "[" + cx::offset(View::dense(in(2)), u) + "]";
       body << "    acc = " << cx::binary("add", "acc", upd, n.dtype, kOpenCL) << ";\n  }\n";
     }
-    store_epilogue(body, "  ", member, loads, anchor, o, "acc", outs);
+    store_epilogue(body, "  ", loads, st, o, "acc");
     KernelLaunch l;
     l.global[0] = round_up(static_cast<size_t>(total), 64);
     emit_kernel("", body.str(), loads, outs, l);
@@ -766,7 +744,6 @@ class Generator {
   DeviceCaps caps_;
   GeneratedProgram out_;
   std::ostringstream src_;
-  std::vector<char> member_;
   int counter_ = 0;
   std::unordered_map<std::string, size_t> by_text_;  // kernel text -> its index (k<index>)
   std::string pending_;                              // the current group's new kernels

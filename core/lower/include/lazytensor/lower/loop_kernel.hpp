@@ -22,13 +22,29 @@ namespace lt::lower {
 // How a kernel reads one buffer, or a node's own flat index, at a point of its loops: the
 // element offset + Σ i_d·strides[d] over LoopKernel::loop_dims. Renderers evaluate it as that
 // sum (cpu_jit: one running offset per access, advanced by each loop), so broadcasting, a slice's
-// map and the row a per-row value is read at are decided here once.
+// map and the row a per-row value is read at are decided here once. Two reads are not affine
+// and say so here too (LoopKernel::affine is then false): pad's and concat's, valid only inside
+// windows, and gather's, whose offset adds a clamped coordinate read from its index buffer.
 struct Access {
   int32_t buffer = -1;           // the node whose value is read (an output: its own buffer)
   int32_t user = -1;             // the node reading it (buffer == user: the node's own buffer)
   bool index = false;            // the flat index of node `user` (arange, random_*): no buffer
   int64_t offset = 0;            // elements (a slice's start)
   std::vector<int64_t> strides;  // per loop dim; 0 where the index does not move the read
+  int32_t operand = -1;          // which operand of `user` (concat reads each part by its own)
+  // pad / concat: the read is valid where, for every window, the coordinate Σ i_d·coord[d] (the
+  // user's index along one of its dims, of `extent`) lies in [lo, hi); elsewhere it is `fill`.
+  // Loops never merge across such a dim.
+  struct Window {
+    std::vector<int64_t> coord;  // per loop dim
+    int64_t lo = 0, hi = 0, extent = 0;
+  };
+  std::vector<Window> windows;
+  double fill = 0;
+  // gather's data: the offset adds clamp(the value read by access `gather`, 0, gather_extent - 1)
+  // · gather_stride (the index along the gathered axis; its dims read the index buffer).
+  int gather = -1;
+  int64_t gather_extent = 0, gather_stride = 0;
 };
 
 struct LoopKernel {
@@ -65,7 +81,9 @@ struct LoopKernel {
   // Every read of a value from outside the kernel by a kernel node, each arange / random node's
   // own index, then every output's own buffer, in that order (the kernel's nodes ascending).
   std::vector<Access> accesses;
-  bool affine = true;  // every read of a buffer is an Access (false: gather's, pad's, ...)
+  // Every read of a buffer is a plain Access (false: a window, a gather, or a read that no
+  // Access says: a layout op reading a value of the kernel, a contraction's operands).
+  bool affine = true;
   std::map<std::pair<int32_t, int32_t>, int> access_of;  // (buffer, or ~node: index; user)
   // A column reduction (a bias gradient: the sum over [batch, time] of [batch, time, width]):
   // the kept dims coalesce to one loop, loop 0, along which every read moves by 0 or 1 element
@@ -91,6 +109,7 @@ struct LoopKernel {
     return p < 0 ? 0 : levels[p];
   }
   int access(int32_t buffer, int32_t user, bool index = false) const;  // in accesses; -1: none
+  int operand_access(int32_t user, size_t k) const;  // how user reads its operand k; -1: none
   // Whether every read moves by 0 or 1 element per step of loop `d`: contiguous or broadcast, so
   // a vector of consecutive indices of d is one vector load (false when some read is not affine).
   bool dense_along(size_t d) const;
@@ -104,6 +123,11 @@ struct LoopOptions {
   // stays in cache between the last phase and the output pass; beyond, it adds a write and a
   // read of the output to the traffic.
   size_t stash_row_bytes = 0;
+  // A node whose value the generator's own kernel computes at every point of the domain (a
+  // matmul, conv2d or scatter_add with its elementwise epilogue): its operands get no Access,
+  // and the loops are the domain's dims as they are (not coalesced), so that the coordinates
+  // of the anchor's kernel index them.
+  int32_t anchor = -1;
 };
 
 // The schedule of the kernel over `nodes` (ascending, operands before users) storing `outputs`,
