@@ -1,0 +1,43 @@
+// gemm_layout.hpp — the two layout decisions the host executor (host::StepProgram) makes about
+// GEMMs, stated once: StepProgram decides by them, and the optimiser's `exact` guard
+// (optimize.cpp) compares them between the traced and the optimised graph, because OpenBLAS's
+// transposed and plain kernels round differently (even the sign of a zero).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "lazytensor/lt_plugin.h"
+
+namespace lt::lower {
+
+// A permute that swaps the last two dims of a value of rank >= 2 and keeps the others (a batch
+// of matrix transposes).
+bool is_matrix_transpose(const lt_graph_node& n);
+// A matmul the host executor runs as a BLAS GEMM (f32 or f64); other dtypes are plain kernels.
+bool is_host_gemm(const lt_graph_node& n);
+
+// 1. A matrix transpose that nothing but host GEMMs reads (and no graph output) is read in
+//    place: each GEMM takes its operand with the transposed flag, and no step writes it.
+//    `read_by_other`: an operand slot of anything but a host GEMM reads it, or an output is it.
+inline bool transpose_read_in_place(bool matrix_transpose, bool read_by_other) {
+  return matrix_transpose && !read_by_other;
+}
+
+// 2. A 2-D host GEMM of 2-D operands read by exactly one operand slot (and no graph output),
+//    that slot a 2-D matrix transpose which is not itself read in place, writes its product
+//    transposed (B^T·A^T) into the transpose's buffer. `reader_*`: that one reader.
+inline bool gemm_writes_transposed(bool gemm_2d, bool read_once, bool reader_transpose_2d,
+                                   bool reader_in_place) {
+  return gemm_2d && read_once && reader_transpose_2d && !reader_in_place;
+}
+
+// Both decisions for every node of a graph (static shapes), as StepProgram takes them for the
+// graph it runs: `in_place[v]` decision 1, `transposed[m]` decision 2 (on the GEMM).
+struct GemmLayouts {
+  explicit GemmLayouts(const lt_graph& g);
+  std::vector<char> in_place, transposed;
+  bool any = false;  // some node has either decision
+};
+
+}  // namespace lt::lower
