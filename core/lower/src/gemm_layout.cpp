@@ -10,10 +10,13 @@ bool named(const lt_graph_node& n, const char* op) {
   return n.op && std::strcmp(n.op, op) == 0;
 }
 
-}  // namespace
+bool is_host_dtype(lt_dtype d) {
+  return d == LT_DTYPE_F32 || d == LT_DTYPE_F64;
+}
 
-bool is_matrix_transpose(const lt_graph_node& n) {
-  if (!named(n, "permute") || n.rank < 2) return false;
+// The perm of a permute node swaps its last two dims only.
+bool swaps_last_two(const lt_graph_node& n) {
+  if (n.rank < 2) return false;
   const lt_attr* perm = nullptr;
   for (size_t k = 0; k < n.num_attrs; ++k)
     if (n.attrs[k].name && std::strcmp(n.attrs[k].name, "perm") == 0) perm = &n.attrs[k];
@@ -24,48 +27,87 @@ bool is_matrix_transpose(const lt_graph_node& n) {
          perm->ints[n.rank - 1] == static_cast<int64_t>(n.rank) - 2;
 }
 
+enum Kind : uint8_t { kOther, kMatmul, kPermute };
+
+// What op each node is, the name compared once per distinct name pointer (graphs from the core
+// name every node of an op with one interned string): a compile asks this of every node.
+struct KindCache {
+  static constexpr size_t kSlots = 64;
+  const char* names[kSlots] = {};
+  Kind kinds[kSlots] = {};
+  Kind operator()(const char* op) {
+    const size_t h = (reinterpret_cast<uintptr_t>(op) >> 3) % kSlots;
+    if (names[h] != op || !op) {
+      names[h] = op;
+      kinds[h] = !op                               ? kOther
+                 : std::strcmp(op, "matmul") == 0  ? kMatmul
+                 : std::strcmp(op, "permute") == 0 ? kPermute
+                                                   : kOther;
+    }
+    return kinds[h];
+  }
+};
+
+}  // namespace
+
+bool is_matrix_transpose(const lt_graph_node& n) {
+  return named(n, "permute") && swaps_last_two(n);
+}
+
 bool is_host_gemm(const lt_graph_node& n) {
-  return named(n, "matmul") && (n.dtype == LT_DTYPE_F32 || n.dtype == LT_DTYPE_F64);
+  return named(n, "matmul") && is_host_dtype(n.dtype);
 }
 
 GemmLayouts::GemmLayouts(const lt_graph& g) : in_place(g.num_nodes, 0), transposed(g.num_nodes, 0) {
-  // Per node: read by anything but a host GEMM (outputs count), how many operand slots and
-  // outputs read it, and the last slot's reader.
-  std::vector<char> other(g.num_nodes, 0), gemm(g.num_nodes, 0);
-  std::vector<int32_t> readers(g.num_nodes, 0), reader(g.num_nodes, -1);
-  for (size_t k = 0; k < g.num_outputs; ++k) {
-    other[g.outputs[k]] = 1;
-    ++readers[g.outputs[k]];
-  }
-  bool maybe = false;  // a permute and a matmul both present
-  bool permute = false, matmul = false;
-  for (size_t i = 0; i < g.num_nodes; ++i) {
-    const lt_graph_node& n = g.nodes[i];
-    gemm[i] = is_host_gemm(n);
-    matmul = matmul || gemm[i];
-    permute = permute || named(n, "permute");
-    for (size_t k = 0; k < n.num_operands; ++k) {
-      const int32_t o = n.operands[k];
-      other[o] = other[o] || !gemm[i];
-      ++readers[o];
-      reader[o] = static_cast<int32_t>(i);
+  const size_t n = g.num_nodes;
+  KindCache kind_of;
+  // Per node: its kind (kMatmul only for a host GEMM), the last operand slot's reader, how many
+  // slots and outputs read it (2 for two or more), and whether anything but a host GEMM (or an
+  // output) reads it. Eight bytes a node, one array.
+  struct Node {
+    int32_t reader = -1;
+    uint8_t kind = kOther, count = 0;
+    bool other = false;
+  };
+  std::vector<Node> facts(n);
+  bool any_permute = false;
+  for (size_t i = 0; i < n; ++i) {
+    const lt_graph_node& node = g.nodes[i];
+    Kind k = kind_of(node.op);
+    if (k == kMatmul && !is_host_dtype(node.dtype)) k = kOther;
+    facts[i].kind = k;
+    if (k == kMatmul) gemms.push_back(static_cast<int32_t>(i));
+    any_permute = any_permute || k == kPermute;
+    const bool by_gemm = k == kMatmul;
+    for (size_t j = 0; j < node.num_operands; ++j) {
+      Node& r = facts[static_cast<size_t>(node.operands[j])];
+      r.other = r.other || !by_gemm;
+      r.count = r.count ? 2 : 1;
+      r.reader = static_cast<int32_t>(i);
     }
   }
-  maybe = permute && matmul;
-  if (!maybe) return;
-  for (size_t i = 0; i < g.num_nodes; ++i)
-    in_place[i] = transpose_read_in_place(is_matrix_transpose(g.nodes[i]), other[i]);
-  for (size_t m = 0; m < g.num_nodes; ++m) {
-    if (!gemm[m]) continue;
-    const lt_graph_node& n = g.nodes[m];
-    const bool two_d = n.rank == 2 && n.num_operands == 2 && g.nodes[n.operands[0]].rank == 2 &&
-                       g.nodes[n.operands[1]].rank == 2;
-    const int32_t t = reader[m];
-    const bool read_once = readers[m] == 1 && t >= 0;  // one slot, no output
-    const bool t_2d = read_once && g.nodes[t].rank == 2 && is_matrix_transpose(g.nodes[t]);
-    transposed[m] = gemm_writes_transposed(two_d, read_once, t_2d, read_once && in_place[t]);
+  if (gemms.empty() || !any_permute) return;  // neither decision can hold
+  for (size_t k = 0; k < g.num_outputs; ++k) {
+    facts[g.outputs[k]].other = true;
+    facts[g.outputs[k]].count = 2;  // an output: never "read once"
   }
-  for (size_t i = 0; i < g.num_nodes && !any; ++i) any = in_place[i] || transposed[i];
+  for (size_t i = 0; i < n; ++i)
+    if (facts[i].kind == kPermute && !facts[i].other) {
+      in_place[i] = transpose_read_in_place(swaps_last_two(g.nodes[i]), facts[i].other);
+      any = any || in_place[i];
+    }
+  for (const int32_t gm : gemms) {
+    const auto m = static_cast<size_t>(gm);
+    if (facts[m].count != 1) continue;
+    const lt_graph_node& node = g.nodes[m];
+    const bool two_d = node.rank == 2 && node.num_operands == 2 &&
+                       g.nodes[node.operands[0]].rank == 2 && g.nodes[node.operands[1]].rank == 2;
+    const auto t = static_cast<size_t>(facts[m].reader);  // read once: its one reader
+    const bool t_2d =
+        facts[t].kind == kPermute && g.nodes[t].rank == 2 && swaps_last_two(g.nodes[t]);
+    transposed[m] = gemm_writes_transposed(two_d, true, t_2d, in_place[t]);
+    any = any || transposed[m];
+  }
 }
 
 }  // namespace lt::lower

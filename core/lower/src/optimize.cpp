@@ -37,10 +37,9 @@ constexpr PassEntry kPasses[] = {{"simplify", opt::simplify},
 bool gemm_layouts_kept(const lt_graph& g, const lt_graph& out, std::span<const int32_t> origin) {
   const GemmLayouts before(g), after(out);
   if (!before.any && !after.any) return true;  // every GEMM plain on both sides
-  for (size_t j = 0; j < out.num_nodes; ++j) {
+  for (const int32_t j : after.gemms) {
     const lt_graph_node& n = out.nodes[j];
-    if (!is_host_gemm(n)) continue;
-    const int32_t o = origin[j];
+    const int32_t o = origin[static_cast<size_t>(j)];
     if (o < 0 || !is_host_gemm(g.nodes[o])) return false;  // no rewrite makes a GEMM under exact
     const lt_graph_node& t = g.nodes[o];
     if (after.transposed[j] != before.transposed[o] || t.num_operands != n.num_operands)

@@ -37,7 +37,8 @@ inline bool gemm_writes_transposed(bool gemm_2d, bool read_once, bool reader_tra
 struct GemmLayouts {
   explicit GemmLayouts(const lt_graph& g);
   std::vector<char> in_place, transposed;
-  bool any = false;  // some node has either decision
+  std::vector<int32_t> gemms;  // the host GEMMs, in node order
+  bool any = false;            // some node has either decision
 };
 
 }  // namespace lt::lower
