@@ -39,10 +39,10 @@ struct KindCache {
     const size_t h = (reinterpret_cast<uintptr_t>(op) >> 3) % kSlots;
     if (names[h] != op || !op) {
       names[h] = op;
-      kinds[h] = !op                               ? kOther
-                 : std::strcmp(op, "matmul") == 0  ? kMatmul
-                 : std::strcmp(op, "permute") == 0 ? kPermute
-                                                   : kOther;
+      kinds[h] = !op                                               ? kOther
+                 : op[0] == 'm' && std::strcmp(op, "matmul") == 0  ? kMatmul
+                 : op[0] == 'p' && std::strcmp(op, "permute") == 0 ? kPermute
+                                                                   : kOther;
     }
     return kinds[h];
   }

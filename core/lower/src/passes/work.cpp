@@ -322,7 +322,10 @@ bool Work::in_index_order(OptGraph& g, std::vector<int32_t>* origin,
   const_data.clear();
   g.nodes.reserve(live);
   g.operands.resize(operand_store.size());
-  if (origin) origin->clear();
+  if (origin) {
+    origin->clear();
+    origin->reserve(live);
+  }
   size_t at = 0;
   auto push = [&](size_t v, const int32_t* ops) {
     const WNode& n = nodes[v];
