@@ -81,6 +81,7 @@ GemmLayouts::GemmLayouts(const lt_graph& g) : in_place(g.num_nodes, 0), transpos
     const bool by_gemm = k == kMatmul;
     for (size_t j = 0; j < node.num_operands; ++j) {
       Node& r = facts[static_cast<size_t>(node.operands[j])];
+      if (r.kind == kOther) continue;  // no decision reads who reads it
       r.other = r.other || !by_gemm;
       r.count = r.count ? 2 : 1;
       r.reader = static_cast<int32_t>(i);
