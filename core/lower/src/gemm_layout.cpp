@@ -27,22 +27,22 @@ bool swaps_last_two(const lt_graph_node& n) {
          perm->ints[n.rank - 1] == static_cast<int64_t>(n.rank) - 2;
 }
 
-enum Kind : uint8_t { kOther, kMatmul, kPermute };
+enum class Named : uint8_t { kOther, kMatmul, kPermute };
 
 // What op each node is, the name compared once per distinct name pointer (graphs from the core
 // name every node of an op with one interned string): a compile asks this of every node.
 struct KindCache {
   static constexpr size_t kSlots = 64;
   const char* names[kSlots] = {};
-  Kind kinds[kSlots] = {};
-  Kind operator()(const char* op) {
+  Named kinds[kSlots] = {};
+  Named operator()(const char* op) {
     const size_t h = (reinterpret_cast<uintptr_t>(op) >> 3) % kSlots;
     if (names[h] != op || !op) {
       names[h] = op;
-      kinds[h] = !op                                               ? kOther
-                 : op[0] == 'm' && std::strcmp(op, "matmul") == 0  ? kMatmul
-                 : op[0] == 'p' && std::strcmp(op, "permute") == 0 ? kPermute
-                                                                   : kOther;
+      kinds[h] = !op                                               ? Named::kOther
+                 : op[0] == 'm' && std::strcmp(op, "matmul") == 0  ? Named::kMatmul
+                 : op[0] == 'p' && std::strcmp(op, "permute") == 0 ? Named::kPermute
+                                                                   : Named::kOther;
     }
     return kinds[h];
   }
@@ -61,42 +61,43 @@ bool is_host_gemm(const lt_graph_node& n) {
 GemmLayouts::GemmLayouts(const lt_graph& g) : in_place(g.num_nodes, 0), transposed(g.num_nodes, 0) {
   const size_t n = g.num_nodes;
   KindCache kind_of;
-  // Per node: its kind (kMatmul only for a host GEMM), the last operand slot's reader, how many
-  // slots and outputs read it (2 for two or more), and whether anything but a host GEMM (or an
-  // output) reads it. Eight bytes a node, one array.
-  struct Node {
-    int32_t reader = -1;
-    uint8_t kind = kOther, count = 0;
-    bool other = false;
-  };
-  std::vector<Node> facts(n);
-  bool any_permute = false;
+  std::vector<Facts> facts(n);
+  bool any_gemm = false, any_permute = false;
   for (size_t i = 0; i < n; ++i) {
     const lt_graph_node& node = g.nodes[i];
-    Kind k = kind_of(node.op);
-    if (k == kMatmul && !is_host_dtype(node.dtype)) k = kOther;
-    facts[i].kind = k;
-    if (k == kMatmul) gemms.push_back(static_cast<int32_t>(i));
-    any_permute = any_permute || k == kPermute;
-    const bool by_gemm = k == kMatmul;
-    for (size_t j = 0; j < node.num_operands; ++j) {
-      Node& r = facts[static_cast<size_t>(node.operands[j])];
-      if (r.kind == kOther) continue;  // no decision reads who reads it
-      r.other = r.other || !by_gemm;
-      r.count = r.count ? 2 : 1;
-      r.reader = static_cast<int32_t>(i);
-    }
+    const Named k = kind_of(node.op);
+    facts[i].kind = k == Named::kMatmul    ? (is_host_dtype(node.dtype) ? kGemm : kOther)
+                    : k == Named::kPermute ? kPermute
+                                           : kOther;
+    any_gemm = any_gemm || facts[i].kind == kGemm;
+    any_permute = any_permute || k == Named::kPermute;
+    for (size_t j = 0; j < node.num_operands; ++j)
+      read(facts[static_cast<size_t>(node.operands[j])], static_cast<int32_t>(i),
+           facts[i].kind == kGemm);
   }
-  if (gemms.empty() || !any_permute) return;  // neither decision can hold
-  for (size_t k = 0; k < g.num_outputs; ++k) {
-    facts[g.outputs[k]].other = true;
-    facts[g.outputs[k]].count = 2;  // an output: never "read once"
+  if (!any_gemm || !any_permute) {  // neither decision can hold
+    for (size_t i = 0; i < n; ++i)
+      if (facts[i].kind == kGemm) gemms.push_back(static_cast<int32_t>(i));
+    return;
   }
-  for (size_t i = 0; i < n; ++i)
+  for (size_t k = 0; k < g.num_outputs; ++k) output(facts[g.outputs[k]]);
+  decide(g, facts);
+}
+
+GemmLayouts::GemmLayouts(const lt_graph& g, const std::vector<Facts>& facts)
+    : in_place(g.num_nodes, 0), transposed(g.num_nodes, 0) {
+  decide(g, facts);
+}
+
+void GemmLayouts::decide(const lt_graph& g, const std::vector<Facts>& facts) {
+  const size_t n = g.num_nodes;
+  for (size_t i = 0; i < n; ++i) {
+    if (facts[i].kind == kGemm) gemms.push_back(static_cast<int32_t>(i));
     if (facts[i].kind == kPermute && !facts[i].other) {
       in_place[i] = transpose_read_in_place(swaps_last_two(g.nodes[i]), facts[i].other);
       any = any || in_place[i];
     }
+  }
   for (const int32_t gm : gemms) {
     const auto m = static_cast<size_t>(gm);
     if (facts[m].count != 1) continue;

@@ -34,10 +34,11 @@ constexpr PassEntry kPasses[] = {{"simplify", opt::simplify},
 // traced GEMM it computes, on its product and on each operand: else the graph is compiled
 // unoptimised. (The seed 819443 of the differential tester: a concat that read a transpose died,
 // and the GEMM beside it would have read the transpose in place.)
-bool gemm_layouts_kept(const lt_graph& g, const lt_graph& out, std::span<const int32_t> origin) {
+bool gemm_layouts_kept(const lt_graph& g, const opt::Work& w, const lt_graph& out,
+                       std::span<const int32_t> origin) {
   const GemmLayouts after(out);
-  if (after.gemms.empty()) return true;  // no GEMM left to round otherwise
-  const GemmLayouts before(g);
+  if (after.gemms.empty()) return true;        // no GEMM left to round otherwise
+  const GemmLayouts before(g, w.gemm_facts);   // noted by load()
   if (!before.any && !after.any) return true;  // every GEMM plain on both sides
   for (const int32_t j : after.gemms) {
     const lt_graph_node& n = out.nodes[j];
@@ -153,7 +154,7 @@ Optimized optimize(const lt_graph& g, const OptimizeOptions& options) {
   out.graph = w.to_graph(&out.origin, &out.constants);
   // Only a graph with both a matmul and a permute can have a GEMM layout to keep.
   if (options.level == OptLevel::kExact && w.matmul_and_permute &&
-      !gemm_layouts_kept(g, out.graph.view(), out.origin)) {
+      !gemm_layouts_kept(g, w, out.graph.view(), out.origin)) {
     out.changed = false;
     out.kept_gemm_layout = true;
     out.graph = OptGraph{};

@@ -161,6 +161,7 @@ void Work::load(const lt_graph& g, const OptimizeOptions& options) {
   w.repl.resize(g.num_nodes);
   w.uses.assign(g.num_nodes, 0);
   bool matmul = false, permute = false;
+  w.gemm_facts.assign(g.num_nodes, GemmLayouts::Facts{});
   size_t at = 0;
   for (size_t i = 0; i < g.num_nodes; ++i) {
     const lt_graph_node& gn = g.nodes[i];
@@ -175,6 +176,12 @@ void Work::load(const lt_graph& g, const OptimizeOptions& options) {
     for (int32_t o : n.operands) ++w.uses[static_cast<size_t>(o)];
     matmul = matmul || n.is(kOpMatmul);
     permute = permute || n.is(kOpPermute);
+    const bool gemm = n.is(kOpMatmul) && (n.dtype == LT_DTYPE_F32 || n.dtype == LT_DTYPE_F64);
+    w.gemm_facts[i].kind = gemm               ? GemmLayouts::kGemm
+                           : n.is(kOpPermute) ? GemmLayouts::kPermute
+                                              : GemmLayouts::kOther;
+    for (int32_t o : n.operands)
+      GemmLayouts::read(w.gemm_facts[static_cast<size_t>(o)], static_cast<int32_t>(i), gemm);
     n.attrs = {gn.attrs, gn.num_attrs};
     if (i < opt.recompute_tags.size()) n.tag = opt.recompute_tags[i];
     n.origin = static_cast<int32_t>(i);
@@ -188,6 +195,7 @@ void Work::load(const lt_graph& g, const OptimizeOptions& options) {
   w.outputs.assign(g.outputs, g.outputs + g.num_outputs);
   for (int32_t o : w.outputs) ++w.uses[static_cast<size_t>(o)];
   w.matmul_and_permute = matmul && permute;
+  for (int32_t o : w.outputs) GemmLayouts::output(w.gemm_facts[static_cast<size_t>(o)]);
   // The caller's order may hold nodes no output reads: they are dead from the start (users
   // come after their operands, so one backward sweep finds them all).
   w.live = g.num_nodes;

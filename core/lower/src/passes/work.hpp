@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "lazytensor/lower/gemm_layout.hpp"
 #include "lazytensor/lower/optimize.hpp"
 
 namespace lt::lower::opt {
@@ -109,6 +110,9 @@ struct Work {
   // The caller's graph has a matmul and a permute: only then may a rewrite change a GEMM's
   // layout (the guard in optimize.cpp).
   bool matmul_and_permute = false;
+  // The caller's graph's GEMM layout facts (lower/gemm_layout.hpp), noted by load() as it reads
+  // every operand: the guard decides from them instead of walking the caller's graph again.
+  std::vector<GemmLayouts::Facts> gemm_facts;
 
   // Scratch arrays the passes reuse; each sizes and
   // clears what it takes, and none is held across passes.

@@ -35,10 +35,39 @@ inline bool gemm_writes_transposed(bool gemm_2d, bool read_once, bool reader_tra
 // Both decisions for every node of a graph (static shapes), as StepProgram takes them for the
 // graph it runs: `in_place[v]` decision 1, `transposed[m]` decision 2 (on the GEMM).
 struct GemmLayouts {
+  // What the decisions read of one node (eight bytes): its kind, and for a GEMM or a permute
+  // the last operand slot reading it, how many slots and outputs read it (2: two or more) and
+  // whether anything but a host GEMM (or an output) reads it.
+  enum Kind : uint8_t { kOther, kGemm, kPermute };
+  struct Facts {
+    int32_t reader = -1;
+    uint8_t kind = kOther, count = 0;
+    bool other = false;
+  };
+  // Operand slot of node `reader` (a host GEMM or not) reads `of`; and `of` is a graph output.
+  static void read(Facts& of, int32_t reader, bool by_gemm) {
+    if (of.kind == kOther) return;  // no decision reads who reads it
+    of.other = of.other || !by_gemm;
+    of.count = of.count ? 2 : 1;
+    of.reader = reader;
+  }
+  static void output(Facts& of) {
+    of.other = true;
+    of.count = 2;  // an output is never "read once"
+  }
+
+  // Gathers the facts of `g` (op kinds by name) and decides.
   explicit GemmLayouts(const lt_graph& g);
+  // Decides from facts a caller gathered while walking `g` anyway (one per node, every read and
+  // output noted with read() and output(), in node order).
+  GemmLayouts(const lt_graph& g, const std::vector<Facts>& facts);
+
   std::vector<char> in_place, transposed;
   std::vector<int32_t> gemms;  // the host GEMMs, in node order
   bool any = false;            // some node has either decision
+
+ private:
+  void decide(const lt_graph& g, const std::vector<Facts>& facts);
 };
 
 }  // namespace lt::lower
