@@ -9,6 +9,7 @@
 
 #include "lazytensor/host/steps.hpp"
 #include "lazytensor/lower/builder.hpp"
+#include "lazytensor/lower/gemm_layout.hpp"
 #include "lazytensor/lower/optimize.hpp"
 
 namespace {
@@ -239,6 +240,65 @@ TEST(OptimizerSimplify, KeepsWhetherAGemmIsWrittenTransposedUnderExact) {
     EXPECT_TRUE(o.changed);
     EXPECT_FALSE(o.kept_gemm_layout);
   }
+}
+
+// The host executor's two GEMM layout decisions (lower/gemm_layout.hpp), which StepProgram
+// takes and the exact guard compares.
+TEST(GemmLayouts, ATransposeOnlyGemmsReadIsReadInPlace) {
+  G t;
+  const Value a = t.input(LT_DTYPE_F32, {2, 3}), w = t.input(LT_DTYPE_F32, {4, 3});
+  const Value wt = t.b.permute(w, {1, 0});   // read by two GEMMs only: in place
+  const Value wt2 = t.b.permute(w, {1, 0});  // read by a GEMM and by neg: materialised
+  const Value wt3 = t.b.permute(w, {1, 0});  // an output too: materialised
+  const Value x = t.input(LT_DTYPE_I32, {2, 3}), v = t.input(LT_DTYPE_I32, {4, 3});
+  const Value vt = t.b.permute(v, {1, 0});  // read by an i32 matmul (no GEMM): materialised
+  const Value m1 = t.b.matmul(a, wt), m2 = t.b.matmul(a, wt), m3 = t.b.matmul(a, wt2);
+  const Value m4 = t.b.matmul(a, wt3), m5 = t.b.matmul(x, vt);
+  const lt_graph& g = t.done({m1, m2, m3, t.b.neg(wt2), m4, wt3, m5});
+  const lt::lower::GemmLayouts l(g);
+  EXPECT_TRUE(l.any);
+  EXPECT_TRUE(l.in_place[wt]);
+  EXPECT_FALSE(l.in_place[wt2]);
+  EXPECT_FALSE(l.in_place[wt3]);
+  EXPECT_FALSE(l.in_place[vt]);
+  EXPECT_FALSE(l.in_place[w]);
+  EXPECT_FALSE(l.transposed[m1]);  // outputs
+}
+
+TEST(GemmLayouts, AGemmReadOnceByAMaterialisedTransposeWritesItTransposed) {
+  G t;
+  const Value a = t.input(LT_DTYPE_F32, {3, 2}), b = t.input(LT_DTYPE_F32, {2, 4});
+  const Value m = t.b.matmul(a, b), mt = t.b.permute(m, {1, 0});  // mt read by exp: materialised
+  const Value n = t.b.matmul(a, b), nt = t.b.permute(n, {1, 0});  // nt read by a GEMM only
+  const Value k = t.b.matmul(a, b), kt = t.b.permute(k, {1, 0});  // k also an output
+  const Value c = t.input(LT_DTYPE_F32, {4, 5});
+  const lt_graph& g = t.done({t.b.exp(mt), t.b.matmul(c, nt), t.b.exp(kt), k});
+  const lt::lower::GemmLayouts l(g);
+  EXPECT_TRUE(l.transposed[m]);
+  EXPECT_FALSE(l.in_place[mt]);
+  EXPECT_FALSE(l.transposed[n]);  // its transpose is read in place by the other GEMM
+  EXPECT_TRUE(l.in_place[nt]);
+  EXPECT_FALSE(l.transposed[k]);
+  G plain;
+  const Value p =
+      plain.b.matmul(plain.input(LT_DTYPE_F32, {3, 2}), plain.input(LT_DTYPE_F32, {2, 4}));
+  const lt::lower::GemmLayouts none(plain.done({plain.b.exp(p)}));
+  EXPECT_FALSE(none.any);
+}
+
+TEST(OptimizerSimplify, KeepsAGemmWrittenPlainWhenARewriteWouldHandItToATranspose) {
+  // difftest exact seeds 1-20000 held three such graphs, which the guard's earlier form (reader
+  // counts of the matmuls a permute read as traced) let through: here the double negation
+  // between the GEMM and the transpose goes, and the GEMM would be written transposed.
+  G t;
+  const Value a = t.input(LT_DTYPE_F32, {3, 2}), b = t.input(LT_DTYPE_F32, {2, 4});
+  const Value r = t.b.neg(t.b.neg(t.b.matmul(a, b)));
+  const lt_graph& g = t.done({t.b.exp(t.b.permute(r, {1, 0}))});
+  auto o = lt::lower::optimize(g, OptimizeOptions{});
+  EXPECT_FALSE(o.changed);
+  EXPECT_TRUE(o.kept_gemm_layout);
+  auto fast = run(g, OptLevel::kFast);
+  EXPECT_EQ(count_op(fast, "neg"), 0u);
 }
 
 TEST(OptimizerDce, KeepsEveryInputInOrderAndDropsUnreadNodes) {

@@ -12,44 +12,34 @@
 #include "kernels.h"
 #include "lazytensor/lower/buffers.hpp"
 #include "lazytensor/lower/error.hpp"
+#include "lazytensor/lower/gemm_layout.hpp"
 #include "lazytensor/lower/ops.hpp"
 
 namespace lt::host {
 namespace {
 
 bool is_gemm(const lt_graph_node& n) {
-  return std::string_view(n.op) == "matmul" && (n.dtype == LT_DTYPE_F32 || n.dtype == LT_DTYPE_F64);
+  return lower::is_host_gemm(n);
 }
 
 }  // namespace
 
 StepProgram::StepProgram(const lt_graph& graph) : g_(graph) {
   const lt_graph& g = g_;
-  gemm_only_.assign(g.num_nodes, 0);
+  // The two GEMM layout decisions (lower/gemm_layout.hpp, which the optimiser's exact guard
+  // compares too): a transpose only GEMMs read is read in place (no step of its own); a 2-D
+  // GEMM read once, by a transpose that is materialised, writes the transposed product straight
+  // into the transpose's buffer.
+  lower::GemmLayouts layouts(g);
+  gemm_only_ = std::move(layouts.in_place);
+  product_t_ = std::move(layouts.transposed);
   transposed_.assign(g.num_nodes, 0);
-  std::vector<char> other_use(g.num_nodes, 0);
-  for (size_t k = 0; k < g.num_outputs; ++k) other_use[g.outputs[k]] = 1;
   reshape_.assign(g.num_nodes, 0);
+  numel_.reserve(g.num_nodes);
   for (size_t i = 0; i < g.num_nodes; ++i) {
     const lt_graph_node& n = g.nodes[i];
     numel_.push_back(lower::DescRef(n).numel());
     reshape_[i] = std::string_view(n.op) == "reshape";
-    if (!is_gemm(n))
-      for (size_t k = 0; k < n.num_operands; ++k) other_use[n.operands[k]] = 1;
-  }
-  for (size_t i = 0; i < g.num_nodes; ++i)
-    gemm_only_[i] = !other_use[i] && is_matrix_transpose(g, static_cast<int32_t>(i));
-  // A 2-D GEMM read once, by a transpose that is materialised (not itself GEMM-only), and not
-  // an output: its step may write the transposed product straight into the transpose's buffer.
-  const Readers readers(g);
-  product_t_.assign(g.num_nodes, 0);
-  for (size_t i = 0; i < g.num_nodes; ++i) {
-    const lt_graph_node& t = g.nodes[i];
-    if (t.rank != 2 || gemm_only_[i] || !is_matrix_transpose(g, static_cast<int32_t>(i))) continue;
-    const int32_t m = t.operands[0];
-    if (readers.only_one(m) && is_gemm(g.nodes[m]) && g.nodes[m].rank == 2 &&
-        g.nodes[g.nodes[m].operands[0]].rank == 2 && g.nodes[g.nodes[m].operands[1]].rank == 2)
-      product_t_[m] = 1;
   }
 }
 

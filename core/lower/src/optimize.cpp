@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "lazytensor/lower/gemm_layout.hpp"
 #include "passes/work.hpp"
 
 namespace lt::lower {
@@ -26,84 +27,30 @@ constexpr PassEntry kPasses[] = {{"simplify", opt::simplify},
                                  {"dce", opt::dce}};
 
 // Under `exact`, the layouts the host executor gives a GEMM must not change, for OpenBLAS's
-// transposed and plain kernels round differently (even the sign of a zero):
-// - it reads a transpose that only GEMMs read in place: so every permute a surviving matmul
-//   reads must keep whether it has readers other than matmuls (a concat reading it became dead,
-//   a slice of a concat now reads it: operands_kept);
-// - it writes a 2-D matmul read once, by a transpose, as the transposed product B^T·A^T: so every
-//   2-D matmul that a permute reads must survive with as many readers, and as many of them
-//   permutes, as it had, outputs counted (CSE merged two transposes of it, a permute chain
-//   through it cancelled: products_kept).
-// When a rewrite changed either, the graph is compiled unoptimised. Linear; nothing is
-// allocated for a graph with neither pattern. `now`: original node -> its live node in w, or -1.
-// Node i < g.num_nodes of w is g's node i: its op (WNode::info) never changes.
-bool operands_kept(const lt_graph& g, opt::Work& w, const std::vector<int32_t>& now) {
-  // Per original node: read by a matmul that survives (read by anything but a matmul: load()).
-  std::vector<uint8_t>& live_gemm = w.flags1;
-  live_gemm.assign(g.num_nodes, 0);
-  for (const opt::Work::GemmRead& m : w.matmuls) {
-    if (now[static_cast<size_t>(m.node)] < 0) continue;
-    const lt_graph_node& u = g.nodes[m.node];
-    for (size_t k = 0; k < u.num_operands; ++k) live_gemm[static_cast<size_t>(u.operands[k])] = 1;
-  }
-  // The same "read by anything but a matmul" in the optimised graph.
-  std::vector<uint8_t>& w_other = w.flags3;
-  w_other.assign(w.nodes.size(), 0);
-  for (size_t u = 0; u < w.nodes.size(); ++u) {
-    const opt::WNode& n = w.nodes[u];
-    if (n.dead || w.repl[u] != static_cast<int32_t>(u) || n.is(kOpMatmul)) continue;
-    for (int32_t o : n.operands) w_other[static_cast<size_t>(w.resolve(o))] = 1;
-  }
-  for (int32_t pi : w.permutes) {
-    const auto p = static_cast<size_t>(pi);
-    if (!live_gemm[p]) continue;
-    const int32_t q = now[p];
-    if (q < 0 || !w.nodes[static_cast<size_t>(q)].is(kOpPermute)) return false;
-    if (!w_other[static_cast<size_t>(q)] != !w.read_by_other[p]) return false;
-  }
-  return true;
-}
-
-bool products_kept(const lt_graph& g, opt::Work& w, const std::vector<int32_t>& now) {
-  // Readers and permute readers per node, outputs counted as readers: in g (load()), then in w.
-  std::vector<int32_t>&w_readers = w.ints4, &w_permutes = w.ints5;
-  w_readers.assign(w.nodes.size(), 0);
-  w_permutes.assign(w.nodes.size(), 0);
-  for (int32_t o : w.outputs) ++w_readers[static_cast<size_t>(w.resolve(o))];
-  for (size_t u = 0; u < w.nodes.size(); ++u) {
-    const opt::WNode& n = w.nodes[u];
-    if (n.dead || w.repl[u] != static_cast<int32_t>(u)) continue;
-    for (int32_t o : n.operands) {
-      const auto p = static_cast<size_t>(w.resolve(o));
-      ++w_readers[p];
-      w_permutes[p] += n.is(kOpPermute);
-    }
-  }
-  for (const opt::Work::GemmRead& m : w.matmuls) {
-    if (!m.permutes || g.nodes[m.node].rank != 2) continue;
-    const int32_t q = now[static_cast<size_t>(m.node)];
-    if (q < 0 || w_readers[static_cast<size_t>(q)] != m.readers ||
-        w_permutes[static_cast<size_t>(q)] != m.permutes)
+// transposed and plain kernels round differently (even the sign of a zero). Its two decisions
+// (lower/gemm_layout.hpp: a transpose only GEMMs read is read in place; a 2-D GEMM read once, by
+// a materialised transpose, writes the transposed product) are taken on the traced graph and on
+// the optimised one, and every GEMM of the optimised graph must meet the same decisions as the
+// traced GEMM it computes, on its product and on each operand: else the graph is compiled
+// unoptimised. (The seed 819443 of the differential tester: a concat that read a transpose died,
+// and the GEMM beside it would have read the transpose in place.)
+bool gemm_layouts_kept(const lt_graph& g, const opt::Work& w, const lt_graph& out,
+                       std::span<const int32_t> origin) {
+  const GemmLayouts after(out);
+  if (after.gemms.empty()) return true;        // no GEMM left to round otherwise
+  const GemmLayouts before(g, w.gemm_facts);   // noted by load()
+  if (!before.any && !after.any) return true;  // every GEMM plain on both sides
+  for (const int32_t j : after.gemms) {
+    const lt_graph_node& n = out.nodes[j];
+    const int32_t o = origin[static_cast<size_t>(j)];
+    if (o < 0 || !is_host_gemm(g.nodes[o])) return false;  // no rewrite makes a GEMM under exact
+    const lt_graph_node& t = g.nodes[o];
+    if (after.transposed[j] != before.transposed[o] || t.num_operands != n.num_operands)
       return false;
+    for (size_t k = 0; k < n.num_operands; ++k)
+      if (after.in_place[n.operands[k]] != before.in_place[t.operands[k]]) return false;
   }
   return true;
-}
-
-bool gemm_layouts_kept(const lt_graph& g, opt::Work& w) {
-  // Which of the two patterns the graph has (load() saw): a matmul reading a permute, a permute
-  // reading a matmul.
-  const bool reads_permute = w.matmul_reads_permute, read_by_permute = w.permute_reads_matmul;
-  if (!reads_permute && !read_by_permute) return true;
-  std::vector<int32_t>& now = w.ints1;
-  now.assign(g.num_nodes, -1);
-  for (size_t i = 0; i < w.nodes.size(); ++i) {
-    const opt::WNode& n = w.nodes[i];
-    if (!n.dead && w.repl[i] == static_cast<int32_t>(i) && n.origin >= 0 &&
-        now[static_cast<size_t>(n.origin)] < 0)
-      now[static_cast<size_t>(n.origin)] = static_cast<int32_t>(i);
-  }
-  return (!reads_permute || operands_kept(g, w, now)) &&
-         (!read_by_permute || products_kept(g, w, now));
 }
 
 }  // namespace
@@ -200,16 +147,21 @@ Optimized optimize(const lt_graph& g, const OptimizeOptions& options) {
     }
     out.stats.push_back(std::move(s));
   }
-  if (options.level == OptLevel::kExact && !gemm_layouts_kept(g, w)) {
-    out.changed = false;
-    out.kept_gemm_layout = true;
-    return out;
-  }
   out.changed = false;
   for (const PassStats& s : out.stats) out.changed |= s.removed || s.rewritten || s.folded;
   out.changed |= w.live != g.num_nodes;
   if (!out.changed) return out;  // the caller compiles `g` itself: no copy
   out.graph = w.to_graph(&out.origin, &out.constants);
+  // Only a graph with both a matmul and a permute can have a GEMM layout to keep.
+  if (options.level == OptLevel::kExact && w.matmul_and_permute &&
+      !gemm_layouts_kept(g, w, out.graph.view(), out.origin)) {
+    out.changed = false;
+    out.kept_gemm_layout = true;
+    out.graph = OptGraph{};
+    out.origin.clear();
+    out.constants.clear();
+    return out;
+  }
   out.graph.hash = g.hash;
   return out;
 }

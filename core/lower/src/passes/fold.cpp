@@ -58,40 +58,41 @@ size_t fold(Work& w, PassStats& s) {
   if (!w.opt || !w.opt->eval) return 0;
   const size_t n = w.nodes.size();
   auto live = [&](size_t i) { return !w.nodes[i].dead && w.repl[i] == static_cast<int32_t>(i); };
-  // Constant: a built-in op whose operands are all constant (full and arange have none). Made
-  // leaves come after their readers, so they are marked first.
+  // Constant: a built-in op whose operands are all constant (full and arange have none).
+  // Candidates are read by a non-constant node or an output (`edge`). One sweep in index order
+  // decides both (a node's operands come before it), after the leaves rewrites made, which
+  // come after their readers (a made node has no operands).
   std::vector<uint8_t>& is_const = w.flags1;
+  std::vector<uint8_t>& edge = w.flags2;
   is_const.assign(n, 0);
-  bool any_source = false;
-  for (size_t i = 0; i < n; ++i) {
+  edge.assign(n, 0);
+  bool any_source = false, any_op = false;
+  auto source = [&](size_t i) {
     const WNode& node = w.nodes[i];
-    if (live(i) && node.operands.empty() && node.info && !w.opaque(node)) {
-      is_const[i] = 1;
-      any_source = true;
-    }
-  }
-  if (!any_source) return 0;  // nothing to fold without a full or arange
-  bool any_op = false;
-  for (size_t i = 0; i < n; ++i) {
+    if (!node.info || w.opaque(node)) return;
+    is_const[i] = 1;
+    any_source = true;
+  };
+  for (size_t i = w.loaded; i < n; ++i)
+    if (live(i)) source(i);
+  for (size_t i = 0; i < w.loaded && i < n; ++i) {
+    if (!live(i)) continue;
     const WNode& node = w.nodes[i];
-    if (!live(i) || node.operands.empty() || node.is_input() || !node.info || w.opaque(node))
+    if (node.operands.empty()) {
+      source(i);
       continue;
-    bool c = true;
+    }
+    bool c = !node.is_input() && node.info && !w.opaque(node);
     for (size_t k = 0; k < node.operands.size() && c; ++k)
       c = is_const[static_cast<size_t>(w.operand(static_cast<int32_t>(i), k))];
     is_const[i] = c;
     any_op = any_op || c;
-  }
-  if (!any_op) return 0;  // only lone leaves: as cheap as their copies
-  // Candidates: constant nodes with operands, read by a non-constant node or an output, and
-  // not already a splat.
-  std::vector<uint8_t>& edge = w.flags2;
-  edge.assign(n, 0);
-  for (int32_t o : w.outputs) edge[static_cast<size_t>(w.resolve(o))] = 1;
-  for (size_t i = 0; i < n; ++i)
-    if (live(i) && !is_const[i])
-      for (size_t k = 0; k < w.nodes[i].operands.size(); ++k)
+    if (!c)
+      for (size_t k = 0; k < node.operands.size(); ++k)
         edge[static_cast<size_t>(w.operand(static_cast<int32_t>(i), k))] = 1;
+  }
+  if (!any_source || !any_op) return 0;  // only lone leaves: as cheap as their copies
+  for (int32_t o : w.outputs) edge[static_cast<size_t>(w.resolve(o))] = 1;
   std::vector<int32_t>& cand = w.ints1;
   cand.clear();
   for (size_t i = 0; i < n; ++i) {

@@ -160,10 +160,8 @@ void Work::load(const lt_graph& g, const OptimizeOptions& options) {
   w.nodes.resize(g.num_nodes);
   w.repl.resize(g.num_nodes);
   w.uses.assign(g.num_nodes, 0);
-  w.matmuls.clear();
-  w.permutes.clear();
-  w.read_by_other.assign(g.num_nodes, 0);
-  w.matmul_reads_permute = w.permute_reads_matmul = false;
+  bool matmul = false, permute = false;
+  w.gemm_facts.assign(g.num_nodes, GemmLayouts::Facts{});
   size_t at = 0;
   for (size_t i = 0; i < g.num_nodes; ++i) {
     const lt_graph_node& gn = g.nodes[i];
@@ -176,15 +174,14 @@ void Work::load(const lt_graph& g, const OptimizeOptions& options) {
     std::copy(gn.operands, gn.operands + gn.num_operands, n.operands.begin());
     at += gn.num_operands;
     for (int32_t o : n.operands) ++w.uses[static_cast<size_t>(o)];
-    const bool mm = n.is(kOpMatmul), perm = n.is(kOpPermute);
-    if (mm) w.matmuls.push_back({static_cast<int32_t>(i), 0, 0});
-    if (perm) w.permutes.push_back(static_cast<int32_t>(i));
-    for (int32_t o : n.operands) {
-      const WNode& on = w.nodes[static_cast<size_t>(o)];
-      if (!mm) w.read_by_other[static_cast<size_t>(o)] = 1;
-      w.matmul_reads_permute = w.matmul_reads_permute || (mm && on.is(kOpPermute));
-      w.permute_reads_matmul = w.permute_reads_matmul || (perm && on.is(kOpMatmul));
-    }
+    matmul = matmul || n.is(kOpMatmul);
+    permute = permute || n.is(kOpPermute);
+    const bool gemm = n.is(kOpMatmul) && (n.dtype == LT_DTYPE_F32 || n.dtype == LT_DTYPE_F64);
+    w.gemm_facts[i].kind = gemm               ? GemmLayouts::kGemm
+                           : n.is(kOpPermute) ? GemmLayouts::kPermute
+                                              : GemmLayouts::kOther;
+    for (int32_t o : n.operands)
+      GemmLayouts::read(w.gemm_facts[static_cast<size_t>(o)], static_cast<int32_t>(i), gemm);
     n.attrs = {gn.attrs, gn.num_attrs};
     if (i < opt.recompute_tags.size()) n.tag = opt.recompute_tags[i];
     n.origin = static_cast<int32_t>(i);
@@ -197,17 +194,8 @@ void Work::load(const lt_graph& g, const OptimizeOptions& options) {
   }
   w.outputs.assign(g.outputs, g.outputs + g.num_outputs);
   for (int32_t o : w.outputs) ++w.uses[static_cast<size_t>(o)];
-  // The matmuls' readers as traced (uses before the unread nodes below lose theirs), and how
-  // many are permutes: only graphs with a permute of a matmul need them.
-  if (w.permute_reads_matmul) {
-    for (Work::GemmRead& m : w.matmuls) m.readers = w.uses[static_cast<size_t>(m.node)];
-    for (int32_t p : w.permutes)
-      for (int32_t o : w.nodes[static_cast<size_t>(p)].operands)
-        if (w.nodes[static_cast<size_t>(o)].is(kOpMatmul))  // matmuls is in node order
-          std::lower_bound(w.matmuls.begin(), w.matmuls.end(), o,
-                           [](const Work::GemmRead& m, int32_t v) { return m.node < v; })
-              ->permutes++;
-  }
+  w.matmul_and_permute = matmul && permute;
+  for (int32_t o : w.outputs) GemmLayouts::output(w.gemm_facts[static_cast<size_t>(o)]);
   // The caller's order may hold nodes no output reads: they are dead from the start (users
   // come after their operands, so one backward sweep finds them all).
   w.live = g.num_nodes;
@@ -342,7 +330,10 @@ bool Work::in_index_order(OptGraph& g, std::vector<int32_t>* origin,
   const_data.clear();
   g.nodes.reserve(live);
   g.operands.resize(operand_store.size());
-  if (origin) origin->clear();
+  if (origin) {
+    origin->clear();
+    origin->reserve(live);
+  }
   size_t at = 0;
   auto push = [&](size_t v, const int32_t* ops) {
     const WNode& n = nodes[v];

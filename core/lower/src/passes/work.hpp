@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "lazytensor/lower/gemm_layout.hpp"
 #include "lazytensor/lower/optimize.hpp"
 
 namespace lt::lower::opt {
@@ -106,22 +107,17 @@ struct Work {
   std::list<std::vector<lt_attr>> attr_views;
   std::list<std::vector<OwnedAttr>> attr_store;
 
-  // What the GEMM layout guard (optimize.cpp) needs of the caller's graph, gathered by load()
-  // as it reads the operands (rather than by walking the graph again after the passes): its
-  // matmuls with their readers (outputs counted) and how many of them are permutes, its
-  // permutes, and per node whether anything but a matmul reads it.
-  struct GemmRead {
-    int32_t node, readers, permutes;
-  };
-  std::vector<GemmRead> matmuls;
-  std::vector<int32_t> permutes;
-  std::vector<uint8_t> read_by_other;
-  bool matmul_reads_permute = false, permute_reads_matmul = false;
+  // The caller's graph has a matmul and a permute: only then may a rewrite change a GEMM's
+  // layout (the guard in optimize.cpp).
+  bool matmul_and_permute = false;
+  // The caller's graph's GEMM layout facts (lower/gemm_layout.hpp), noted by load() as it reads
+  // every operand: the guard decides from them instead of walking the caller's graph again.
+  std::vector<GemmLayouts::Facts> gemm_facts;
 
-  // Scratch arrays the passes (and the GEMM layout guard after them) reuse; each sizes and
+  // Scratch arrays the passes reuse; each sizes and
   // clears what it takes, and none is held across passes.
   std::vector<uint8_t> flags1, flags2, flags3;
-  std::vector<int32_t> ints1, ints2, ints3, ints4, ints5;
+  std::vector<int32_t> ints1, ints2, ints3;
   std::vector<uint64_t> hashes;
 
  private:
