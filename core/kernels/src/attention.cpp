@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "kernels.h"
+#include "lazytensor/lower/gemm_layout.hpp"
 #include "lazytensor/lower/graph.hpp"
 
 namespace lt::host {
@@ -40,7 +41,7 @@ struct Matcher {
   // A GEMM operand read as stored (trans false) or through a single-use matrix transpose.
   bool operand(int32_t v, int32_t* read, bool* trans) {
     *trans = false;
-    if (is_matrix_transpose(g, v)) {
+    if (lower::is_matrix_transpose(g.nodes[v])) {
       // A transpose read by other GEMMs too is folded into them by StepProgram, never stored.
       if (!inner(v)) return false;
       m.interior.push_back(v);
@@ -67,7 +68,8 @@ struct Matcher {
       m.interior.push_back(t);
       bool trans_q = false;
       const int32_t q = tn.operands[0];
-      if (is_matrix_transpose(g, q)) return fail(mark);  // a transposed Q: left to the GEMMs
+      if (lower::is_matrix_transpose(g.nodes[q]))
+        return fail(mark);  // a transposed Q: left to the GEMMs
       if (operand(q, &m.q, &trans_q) && operand(tn.operands[1], &m.k, &m.trans_k)) return true;
     }
     return fail(mark);

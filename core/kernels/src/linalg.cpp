@@ -172,17 +172,6 @@ template void gemm_batched<float>(int64_t, int64_t, int64_t, int64_t, const floa
 template void gemm_batched<double>(int64_t, int64_t, int64_t, int64_t, const double*, const double*,
                                    double*, bool, bool);
 
-bool is_matrix_transpose(const lt_graph& g, int32_t v) {
-  const lt_graph_node& n = g.nodes[v];
-  if (std::string_view(n.op) != "permute" || n.rank < 2) return false;
-  auto perm = lower::Attrs(n).ints("perm");
-  if (perm.size() != n.rank) return false;
-  for (size_t d = 0; d + 2 < n.rank; ++d)
-    if (perm[d] != static_cast<int64_t>(d)) return false;
-  return perm[n.rank - 2] == static_cast<int64_t>(n.rank) - 1 &&
-         perm[n.rank - 1] == static_cast<int64_t>(n.rank) - 2;
-}
-
 // ---- conv2d ----
 
 ConvGeom conv_geom(const lt_graph& g, size_t i) {

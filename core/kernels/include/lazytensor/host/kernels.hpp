@@ -59,9 +59,6 @@ void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, 
 template <class T>
 void gemm_batched(int64_t batch, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c,
                   bool trans_a = false, bool trans_b = false);
-// Whether node v of a validated graph is a permute that swaps the last two dims and keeps the
-// others: a GEMM reading it can read its operand transposed instead of a copy.
-bool is_matrix_transpose(const lt_graph& g, int32_t v);
 
 // conv2d NCHW / OIHW (optional bias [O]): f32 through oneDNN (the batch split over TBB tasks,
 // primitives cached per geometry) where it has the geometry, else (and f64) im2col + gemm per
