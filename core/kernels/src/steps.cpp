@@ -16,13 +16,6 @@
 #include "lazytensor/lower/ops.hpp"
 
 namespace lt::host {
-namespace {
-
-bool is_gemm(const lt_graph_node& n) {
-  return lower::is_host_gemm(n);
-}
-
-}  // namespace
 
 StepProgram::StepProgram(const lt_graph& graph) : g_(graph) {
   const lt_graph& g = g_;
@@ -63,7 +56,7 @@ void StepProgram::add_node(int32_t v) {
     transposed_[v] = 1;
   } else if (op == "reshape") {
     steps_.push_back({Kind::kReshape, v});
-  } else if (is_gemm(n)) {
+  } else if (lower::is_host_gemm(n)) {
     if (product_t_[v])
       held_ = v;
     else

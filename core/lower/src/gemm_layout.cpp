@@ -10,10 +10,6 @@ bool named(const lt_graph_node& n, const char* op) {
   return n.op && std::strcmp(n.op, op) == 0;
 }
 
-bool is_host_dtype(lt_dtype d) {
-  return d == LT_DTYPE_F32 || d == LT_DTYPE_F64;
-}
-
 // The perm of a permute node swaps its last two dims only.
 bool swaps_last_two(const lt_graph_node& n) {
   if (n.rank < 2) return false;
@@ -55,7 +51,7 @@ bool is_matrix_transpose(const lt_graph_node& n) {
 }
 
 bool is_host_gemm(const lt_graph_node& n) {
-  return named(n, "matmul") && is_host_dtype(n.dtype);
+  return named(n, "matmul") && is_host_gemm_dtype(n.dtype);
 }
 
 GemmLayouts::GemmLayouts(const lt_graph& g) : in_place(g.num_nodes, 0), transposed(g.num_nodes, 0) {
@@ -66,7 +62,7 @@ GemmLayouts::GemmLayouts(const lt_graph& g) : in_place(g.num_nodes, 0), transpos
   for (size_t i = 0; i < n; ++i) {
     const lt_graph_node& node = g.nodes[i];
     const Named k = kind_of(node.op);
-    facts[i].kind = k == Named::kMatmul    ? (is_host_dtype(node.dtype) ? kGemm : kOther)
+    facts[i].kind = k == Named::kMatmul    ? (is_host_gemm_dtype(node.dtype) ? kGemm : kOther)
                     : k == Named::kPermute ? kPermute
                                            : kOther;
     any_gemm = any_gemm || facts[i].kind == kGemm;

@@ -176,7 +176,7 @@ void Work::load(const lt_graph& g, const OptimizeOptions& options) {
     for (int32_t o : n.operands) ++w.uses[static_cast<size_t>(o)];
     matmul = matmul || n.is(kOpMatmul);
     permute = permute || n.is(kOpPermute);
-    const bool gemm = n.is(kOpMatmul) && (n.dtype == LT_DTYPE_F32 || n.dtype == LT_DTYPE_F64);
+    const bool gemm = n.is(kOpMatmul) && is_host_gemm_dtype(n.dtype);
     w.gemm_facts[i].kind = gemm               ? GemmLayouts::kGemm
                            : n.is(kOpPermute) ? GemmLayouts::kPermute
                                               : GemmLayouts::kOther;

@@ -114,8 +114,8 @@ struct Work {
   // every operand: the guard decides from them instead of walking the caller's graph again.
   std::vector<GemmLayouts::Facts> gemm_facts;
 
-  // Scratch arrays the passes reuse; each sizes and
-  // clears what it takes, and none is held across passes.
+  // Scratch arrays the passes reuse; each sizes and clears what it takes, and none is held
+  // across passes.
   std::vector<uint8_t> flags1, flags2, flags3;
   std::vector<int32_t> ints1, ints2, ints3;
   std::vector<uint64_t> hashes;

@@ -15,6 +15,9 @@ namespace lt::lower {
 // of matrix transposes).
 bool is_matrix_transpose(const lt_graph_node& n);
 // A matmul the host executor runs as a BLAS GEMM (f32 or f64); other dtypes are plain kernels.
+inline bool is_host_gemm_dtype(lt_dtype d) {
+  return d == LT_DTYPE_F32 || d == LT_DTYPE_F64;
+}
 bool is_host_gemm(const lt_graph_node& n);
 
 // 1. A matrix transpose that nothing but host GEMMs reads (and no graph output) is read in
