@@ -11,7 +11,7 @@
 #include <unordered_map>
 
 #include "error.h"
-#include "lazytensor/lower/bf16.hpp"
+#include "lazytensor/lower/element.hpp"
 #include "op_builders.h"
 
 namespace lt {
@@ -255,47 +255,9 @@ NodeRef make_scalar_leaf(Device* device, lt_dtype dtype, uint64_t raw_bits) {
 }
 
 uint64_t encode_scalar(lt_dtype dtype, double v) {
-  uint64_t bits = 0;
-  auto sat = [&](double lo, double hi) -> double {
-    if (std::isnan(v)) return 0;
-    return std::trunc(std::min(std::max(v, lo), hi));
-  };
-  switch (dtype) {
-    case LT_DTYPE_F32: {
-      float f = static_cast<float>(v);
-      std::memcpy(&bits, &f, 4);
-      break;
-    }
-    case LT_DTYPE_F64:
-      std::memcpy(&bits, &v, 8);
-      break;
-    case LT_DTYPE_I32: {
-      int32_t i = static_cast<int32_t>(sat(-2147483648.0, 2147483647.0));
-      std::memcpy(&bits, &i, 4);
-      break;
-    }
-    case LT_DTYPE_I64: {
-      double s = sat(-9223372036854775808.0, 9223372036854774784.0);
-      int64_t i = static_cast<int64_t>(s);
-      std::memcpy(&bits, &i, 8);
-      break;
-    }
-    case LT_DTYPE_BOOL:
-      bits = v != 0 ? 1 : 0;
-      break;
-    case LT_DTYPE_BF16:  // the one bf16 rounding: a NaN keeps its sign
-      bits = lower::bf16_bits(static_cast<float>(v));
-      break;
-    case LT_DTYPE_F16: {
-      _Float16 h = static_cast<_Float16>(v);
-      uint16_t u;
-      std::memcpy(&u, &h, 2);
-      bits = u;
-      break;
-    }
-    default:
-      fail(LT_STATUS_INVALID_ARGUMENT, "scalar: invalid dtype {}", static_cast<int>(dtype));
-  }
+  uint64_t bits = 0;  // little-endian: the element's bytes are the low bytes of the word
+  if (!lower::store_element(dtype, v, &bits))
+    fail(LT_STATUS_INVALID_ARGUMENT, "scalar: invalid dtype {}", static_cast<int>(dtype));
   return bits;
 }
 

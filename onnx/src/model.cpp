@@ -2,7 +2,7 @@
 // types, graph well-formedness), uploads initializers once, traces runs through the op table
 // of ops.cpp, and implements the C API of lt_onnx.h (no exception crosses it).
 #include "importer.hpp"
-#include "lazytensor/lower/bf16.hpp"
+#include "lazytensor/lower/element.hpp"
 #include "lazytensor/lt_onnx.h"
 
 #include <fcntl.h>
@@ -57,60 +57,9 @@ std::string dir_of(const std::string& path) {
   return s == std::string::npos ? "." : path.substr(0, s);
 }
 
-// f32 to bf16 or f16 bits: the project's one bf16 rounding (lower/bf16.hpp) and the compiler's
-// _Float16, as the core's scalars and the host kernels' casts.
-uint16_t f32_to_half_bits(float f, bool bf16) {
-  if (bf16) return lower::bf16_bits(f);
-  const _Float16 h = static_cast<_Float16>(f);
-  uint16_t bits;
-  std::memcpy(&bits, &h, sizeof bits);
-  return bits;
-}
-
-int64_t sat_i64(double v) {
-  if (std::isnan(v)) return 0;
-  if (v >= 9.2233720368547758e18) return std::numeric_limits<int64_t>::max();
-  if (v <= -9.2233720368547758e18) return std::numeric_limits<int64_t>::min();
-  return static_cast<int64_t>(v);
-}
-
-// One element of carrier dtype dt at p, from a floating value (integers saturate, NaN is 0)
-// or from an integer value (exact where dt holds it): a tensor's values as ONNX stores them
-// and values the importer computed on the host both reach a buffer this way.
-void store_element(DType dt, uint8_t* p, double v) {
-  switch (dt) {
-    case LT_DTYPE_F32: {
-      float f = static_cast<float>(v);
-      std::memcpy(p, &f, 4);
-      break;
-    }
-    case LT_DTYPE_F64:
-      std::memcpy(p, &v, 8);
-      break;
-    case LT_DTYPE_I32: {
-      int32_t x = static_cast<int32_t>(sat_i64(v));
-      std::memcpy(p, &x, 4);
-      break;
-    }
-    case LT_DTYPE_I64: {
-      int64_t x = sat_i64(v);
-      std::memcpy(p, &x, 8);
-      break;
-    }
-    case LT_DTYPE_BOOL:
-      *p = v != 0;
-      break;
-    case LT_DTYPE_F16:
-    case LT_DTYPE_BF16: {
-      uint16_t b = f32_to_half_bits(static_cast<float>(v), dt == LT_DTYPE_BF16);
-      std::memcpy(p, &b, 2);
-      break;
-    }
-    default:
-      break;
-  }
-}
-void store_element(DType dt, uint8_t* p, int64_t v) {
+// One element of carrier dtype dt at p from an integer value, exact where dt holds it (an i64
+// beyond 2^53 keeps its low bits); other dtypes take the value through lower::store_element.
+void store_int(DType dt, uint8_t* p, int64_t v) {
   switch (dt) {
     case LT_DTYPE_I32: {
       int32_t x = static_cast<int32_t>(v);
@@ -124,7 +73,7 @@ void store_element(DType dt, uint8_t* p, int64_t v) {
       *p = v != 0;
       break;
     default:
-      store_element(dt, p, static_cast<double>(v));
+      lower::store_element(dt, static_cast<double>(v), p);
   }
 }
 
@@ -228,9 +177,9 @@ RawTensor decode_tensor(const TensorP& t, const std::string& base_dir, const std
   auto put = [&](size_t i, double v, int64_t iv, bool is_int) {
     uint8_t* p = r.bytes.data() + i * cs;
     if (is_int)
-      store_element(dt, p, iv);
+      store_int(dt, p, iv);
     else
-      store_element(dt, p, v);
+      lower::store_element(dt, v, p);
   };
   if (!raw->empty() || t.external) {
     if (raw->size() != n * esize) {
@@ -368,7 +317,7 @@ Tensor upload(const Device& dev, const HostVals& h, int32_t ot) {
   DType dt = carrier_dtype(ot);
   size_t n = h.v.size(), cs = lt_dtype_size(dt);
   std::vector<uint8_t> bytes(n * cs);
-  for (size_t i = 0; i < n; ++i) store_element(dt, bytes.data() + i * cs, h.v[i]);
+  for (size_t i = 0; i < n; ++i) lower::store_element(dt, h.v[i], bytes.data() + i * cs);
   lt_tensor* out = nullptr;
   check(lt_tensor_from_host(dev.get(), dt, h.shape.data(), h.shape.size(), bytes.data(),
                             bytes.size(), &out));
@@ -401,7 +350,7 @@ std::vector<double> Ctx::doubles(Value& v) {
 std::vector<int64_t> Ctx::ints(Value& v) {
   std::vector<double> d = doubles(v);
   std::vector<int64_t> out(d.size());
-  for (size_t i = 0; i < d.size(); ++i) out[i] = sat_i64(d[i]);
+  for (size_t i = 0; i < d.size(); ++i) out[i] = lower::saturate_to_int<int64_t>(d[i]);
   return out;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -231,6 +232,30 @@ TEST_P(MixedPrecision, ConversionsAreExactOverEveryPattern) {
     }
     EXPECT_EQ(bad, 0u);
   }
+}
+
+// A scalar, a pad's fill and a cast of the same value give the same bits: storage dtypes round
+// through f32 as the casts do (never straight from double), and integer scalars saturate as
+// the casts do.
+TEST_P(MixedPrecision, ScalarsAndFillsRoundLikeCasts) {
+  // 1 + 2^-11 + 2^-40: above f16's tie between 1 and 1 + 2^-10 as a double, exactly on it (and
+  // so rounded to even, to 1) once rounded to f32.
+  const double v = 1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40);
+  ASSERT_EQ(round_to(LT_DTYPE_F16, v), 0x3C00);
+  for (lt_dtype d : {LT_DTYPE_BF16, LT_DTYPE_F16}) {
+    SCOPED_TRACE(lt_dtype_name(d));
+    const uint16_t want = round_to(d, v), two = round_to(d, 2.0);
+    lt::Tensor f = lt::Tensor::from<float>(dev_, {static_cast<float>(v)}, {1});
+    EXPECT_EQ(bits_of(f.cast(d)), std::vector<uint16_t>{want});
+    EXPECT_EQ(bits_of(lt::Tensor::scalar(dev_, v, d)), std::vector<uint16_t>{want});
+    lt::Tensor x = bits_tensor(dev_, d, {two}, {1});
+    EXPECT_EQ(bits_of(x.pad({1}, {2}, v)), (std::vector<uint16_t>{want, two, want, want}));
+  }
+  const int64_t top = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(lt::Tensor::scalar(dev_, 1e19, LT_DTYPE_I64).to_vector<int64_t>(),
+            std::vector<int64_t>{top});
+  EXPECT_EQ(lt::Tensor::from<float>(dev_, {1e19f}, {1}).cast(LT_DTYPE_I64).to_vector<int64_t>(),
+            std::vector<int64_t>{top});
 }
 
 // Gradients flow through casts: a bf16 computation inside an f32 model gives f32 gradients

@@ -57,46 +57,6 @@ void parallel_for(int64_t n, int64_t work_per_item, void (*body)(void*, int64_t,
                     [&](const tbb::blocked_range<int64_t>& r) { body(ctx, r.begin(), r.end()); });
 }
 
-template <class I>
-static I saturate_to_int(double v) {
-  if (std::isnan(v)) return 0;
-  // 2^31 and 2^63 are exact in double; everything strictly inside truncates safely.
-  constexpr double hi = -static_cast<double>(std::numeric_limits<I>::min());
-  if (v >= hi) return std::numeric_limits<I>::max();
-  if (v <= -hi) return std::numeric_limits<I>::min();
-  return static_cast<I>(v);
-}
-
-void store_double_as(lt_dtype d, double v, void* dst) {
-  switch (d) {
-    case LT_DTYPE_F32: {
-      float x = static_cast<float>(v);
-      std::memcpy(dst, &x, 4);
-      break;
-    }
-    case LT_DTYPE_F64:
-      std::memcpy(dst, &v, 8);
-      break;
-    case LT_DTYPE_I32: {
-      int32_t x = saturate_to_int<int32_t>(v);
-      std::memcpy(dst, &x, 4);
-      break;
-    }
-    case LT_DTYPE_I64: {
-      int64_t x = saturate_to_int<int64_t>(v);
-      std::memcpy(dst, &x, 8);
-      break;
-    }
-    case LT_DTYPE_BOOL: {
-      uint8_t x = v != 0.0 ? 1 : 0;
-      std::memcpy(dst, &x, 1);
-      break;
-    }
-    default:
-      break;  // bf16/f16 are stored by the cast kernels themselves
-  }
-}
-
 namespace {
 
 // Walks flat positions [b, e) of a dense output over loop `l` (view 0 is the output) in inner

@@ -131,9 +131,6 @@ inline void dense_strides(const int64_t* shape, int rank, int64_t* strides) {
   }
 }
 
-// Converts a double to dtype d with cast semantics (saturating, NaN -> 0 for ints) into dst.
-void store_double_as(lt_dtype d, double v, void* dst);
-
 // Generic strided copy: out (dense, out_shape) <- src viewed with element strides (any sign,
 // 0 for broadcast) starting at src. broadcast_to, permute, slice.
 void strided_copy(char* out, const int64_t* out_shape, int rank, const char* src,

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels.h"
+#include "lazytensor/lower/element.hpp"
 #include "lazytensor/lower/view.hpp"
 
 namespace lt::host {
@@ -113,7 +114,7 @@ void fill_elements(char* dst, int64_t count, const char* v, size_t es) {
 void pad_kernel(const KernelCall& c) {
   const size_t es = esize(c.out);
   alignas(8) char v[8];
-  store_double_as(c.out.dtype, read_double(c.params), v);
+  lower::store_element(c.out.dtype, read_double(c.params), v);
   if (c.out.numel == 0) return;
   const TensorArg& a = c.in[0];
   const int r = c.out.rank;

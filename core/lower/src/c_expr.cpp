@@ -5,11 +5,10 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <ostream>
 #include <unordered_map>
 
-#include "lazytensor/lower/bf16.hpp"
+#include "lazytensor/lower/element.hpp"
 #include "lazytensor/lower/error.hpp"
 #include "lazytensor/lower/ops.hpp"
 
@@ -42,15 +41,6 @@ std::string int_literal(double v, lt_dtype d, const Dialect& c) {
   char buf[32];
   std::snprintf(buf, sizeof buf, d == LT_DTYPE_I64 ? "%lldL" : "%lld", static_cast<long long>(v));
   return "((" + t + ")" + buf + ")";
-}
-
-// The bits of v rounded to bf16 / f16 (to nearest even).
-unsigned storage_bits(double v, lt_dtype d) {
-  if (d == LT_DTYPE_BF16) return lower::bf16_bits(static_cast<float>(v));
-  _Float16 h = static_cast<_Float16>(static_cast<float>(v));
-  uint16_t u;
-  std::memcpy(&u, &h, sizeof u);
-  return u;
 }
 
 }  // namespace
@@ -129,7 +119,7 @@ std::string literal(double v, lt_dtype d, const Dialect& c) {
   const std::string t = type(d, c);
   if (d == LT_DTYPE_BF16 || d == LT_DTYPE_F16) {  // the bits of v rounded to the storage type
     char buf[32];
-    std::snprintf(buf, sizeof buf, "0x%04X", storage_bits(v, d));
+    std::snprintf(buf, sizeof buf, "0x%04X", lower::half_bits(static_cast<float>(v), d));
     return "((" + t + ")" + buf + ")";
   }
   if (d == LT_DTYPE_BOOL) return "((" + t + ")" + (v != 0 ? "1" : "0") + ")";
