@@ -292,6 +292,43 @@ void BM_RowSum(benchmark::State& st) {
 }
 BENCHMARK(BM_RowSum)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+// The other reductions of the same 16 MB input, one read each: the column sum (axis 0: the
+// kernels' "innermost kept" loop), the row mean (the row sum's loop and a divide) and the row max
+// (the vector max with its NaN check). PyTorch eager runs the same ops (benchmarks/pytorch/).
+enum class Red { kColSum, kRowMean, kRowMax };
+void reduce_16mb(benchmark::State& st, Red kind) {
+  lt_device* d = dev(kDev[st.range(0)]);
+  lt_tensor* x = host(d, {4096, 1024}, -1, 1);
+  const int64_t ax = kind == Red::kColSum ? 0 : 1;
+  const double outs = kind == Red::kColSum ? 1024 : 4096;
+  for (auto _ : st) {
+    lt_tensor* y;
+    if (kind == Red::kRowMax)
+      check(lt_max(x, &ax, 1, 0, &y));
+    else if (kind == Red::kRowMean)
+      check(lt_mean(x, &ax, 1, 0, &y));
+    else
+      check(lt_sum(x, &ax, 1, 0, &y));
+    check(lt_tensor_materialize(y));
+    lt_tensor_free(y);
+  }
+  st.SetLabel(kDev[st.range(0)]);
+  lt::bench::report(st, 4096.0 * 1024, 4.0 * 4096 * 1024 + 4.0 * outs);
+  lt_tensor_free(x);
+}
+void BM_ColSum(benchmark::State& st) {
+  reduce_16mb(st, Red::kColSum);
+}
+void BM_RowMean(benchmark::State& st) {
+  reduce_16mb(st, Red::kRowMean);
+}
+void BM_RowMax(benchmark::State& st) {
+  reduce_16mb(st, Red::kRowMax);
+}
+BENCHMARK(BM_ColSum)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RowMean)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RowMax)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 // MLP inference 784-512-512-10 (relu), batch = arg 1, one forward per iteration: the
 // small-batch matmul/GEMV case (weights 2.6 MB read once per forward).
 // MLP inference 784-512-512-10, relu between layers. BM_MlpInfer stores each weight [in, out]

@@ -55,6 +55,9 @@ def workloads(torch):
     s = data(4096, 1024, lo=-5, hi=5)
     out.append(("BM_Softmax", lambda: torch.softmax(s, 1)))
     out.append(("BM_RowSum", lambda: s.sum(1)))
+    out.append(("BM_ColSum", lambda: s.sum(0)))
+    out.append(("BM_RowMean", lambda: s.mean(1)))
+    out.append(("BM_RowMax", lambda: s.amax(1)))
     ln = data(1024, 768, lo=-2, hi=3)
     g, b = data(768, lo=0.5, hi=1.5), data(768, lo=-0.1, hi=0.1)
 

@@ -113,15 +113,77 @@ TEST_P(Vec, UnaryMathKeepsSpecialValues) {
       tb.log, [](double v) { return static_cast<double>(std::log(static_cast<float>(v))); }, "log");
 }
 
-TEST_P(Vec, SumAccumulatesInDouble) {
+// The blocked sum's bound (vec_simd.inc): a block of at most 64 vectors sums in float, each lane
+// adding at most 8 values and then a tree of three adds, so its error is within 12 roundings
+// (2^-24 each) of the block's sum of magnitudes, and blocks add in double. The tolerance below
+// is 16 roundings of the whole input's sum of magnitudes, against a plain double loop.
+double blocked_sum_tolerance(const std::vector<float>& x) {
+  double mag = 0;
+  for (float v : x) mag += std::fabs(static_cast<double>(v));
+  return 16 * std::ldexp(mag, -24) + 1e-30;
+}
+
+TEST_P(Vec, SumIsWithinTheBlockedBoundOfADoubleLoop) {
   if (!t()) GTEST_SKIP() << "this CPU lacks " << isas()[GetParam()].name;
   const Table& tb = *t();
-  for (int n : {0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000, 100003}) {
+  for (int n : {0,   1,   7,   8,   15,  16,  17,  31,   32,   33,   63,   64,   65,   127,   128,
+                129, 255, 256, 257, 511, 512, 513, 1000, 1023, 1024, 1025, 2048, 4099, 100003}) {
     std::vector<float> x = ramp(n, -3, 5);
-    if (n > 3) x[n / 2] = 1e8f;  // a float accumulator would lose the small terms
+    if (n > 3) x[n / 2] = 1e8f;  // the small terms of its block round away, no others
     double want = 0;
     for (float v : x) want += v;
-    EXPECT_NEAR(tb.sum(x.data(), n), want, 1e-9 * (std::fabs(want) + 1)) << "n=" << n;
+    EXPECT_NEAR(tb.sum(x.data(), n), want, blocked_sum_tolerance(x)) << "n=" << n;
+  }
+}
+
+// The point of the double between blocks: 2^20 copies of 0.1 in one float accumulator drift by
+// about 1% (each add rounds at the running total's scale); blocked, every block makes the same
+// error here, so the total's relative error is a block's: within the 16 roundings stated above.
+TEST_P(Vec, SumDoesNotDriftLikeOneFloatAccumulator) {
+  if (!t()) GTEST_SKIP() << "this CPU lacks " << isas()[GetParam()].name;
+  const Table& tb = *t();
+  const std::vector<float> x(1 << 20, 0.1f);
+  const double want = static_cast<double>(0.1f) * x.size();
+  float naive = 0;
+  for (float v : x) naive += v;
+  ASSERT_GT(std::fabs(naive - want), 1e-3 * want);  // the drift this guards against is real
+  EXPECT_NEAR(tb.sum(x.data(), static_cast<int64_t>(x.size())), want, 16 * std::ldexp(want, -24));
+}
+
+// Values whose float partial overflows though the double sum does not: that block is summed again
+// in double, so the result is the double loop's (here exactly 0 or one value).
+TEST_P(Vec, SumDoesNotOverflowWhereTheDoubleLoopDoesNot) {
+  if (!t()) GTEST_SKIP() << "this CPU lacks " << isas()[GetParam()].name;
+  const Table& tb = *t();
+  for (int n : {16, 64, 100, 1024, 1030, 5000}) {
+    std::vector<float> x(n);
+    // +big on even lanes of every vector and -big on odd ones: each lane's float sum overflows.
+    for (int i = 0; i < n; ++i) x[i] = (i % 2 ? -3e38f : 3e38f);
+    double want = 0;
+    for (float v : x) want += v;
+    EXPECT_EQ(tb.sum(x.data(), n), want) << "n=" << n;
+    x.push_back(3e38f);
+    EXPECT_EQ(tb.sum(x.data(), n + 1), want + 3e38f) << "n=" << n + 1;
+  }
+}
+
+TEST_P(Vec, SumPropagatesNaNAndInfinity) {
+  if (!t()) GTEST_SKIP() << "this CPU lacks " << isas()[GetParam()].name;
+  const Table& tb = *t();
+  for (int n : {1, 9, 100, 1024, 3000}) {
+    for (int at : {0, n / 2, n - 1}) {
+      std::vector<float> x = ramp(n, -3, 5);
+      x[at] = kNaN;
+      EXPECT_TRUE(std::isnan(tb.sum(x.data(), n))) << "NaN at " << at << " of " << n;
+      x[at] = kInf;
+      EXPECT_EQ(tb.sum(x.data(), n), kInf) << "+inf at " << at << " of " << n;
+      x[at] = -kInf;
+      EXPECT_EQ(tb.sum(x.data(), n), -kInf) << "-inf at " << at << " of " << n;
+      if (n > 1) {
+        x[(at + 1) % n] = kInf;  // inf - inf
+        EXPECT_TRUE(std::isnan(tb.sum(x.data(), n))) << "+inf and -inf in " << n;
+      }
+    }
   }
 }
 

@@ -16,7 +16,8 @@ namespace {
 
 enum RedOp : int64_t { kSum = 0, kMean = 1, kMax = 2, kMin = 3 };
 
-// Float sums accumulate in double; int sums wrap in the unsigned type of T.
+// Float sums accumulate in double (contiguous f32 runs: float vector sums over blocks of a few
+// hundred values, the blocks added in double; vec.h); int sums wrap in the unsigned type of T.
 template <class T>
 struct SumTraits {
   using Acc = std::make_unsigned_t<T>;

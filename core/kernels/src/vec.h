@@ -15,7 +15,8 @@ struct Table {
   const char* isa = "scalar";  // "avx512", "avx2" or "scalar"
   UnaryF32 exp = nullptr, log = nullptr, tanh = nullptr, sigmoid = nullptr, gelu = nullptr,
            sin = nullptr, cos = nullptr;
-  // Sum of p[0..n) accumulated in double (the scalar kernels' precision).
+  // Sum of p[0..n): blocks of a few hundred floats summed in float vectors, the blocks'
+  // partials in double (vec_simd.inc states the bound; the scalar loop sums in double).
   double (*sum)(const float* p, int64_t n) = nullptr;
   // Max / min of p[0..n), n >= 1; false when a NaN is present (the caller's scalar loop then
   // finds which NaN, as before).
