@@ -16,8 +16,9 @@ PKGS=(
   libdnnl-dev
   # cpu_jit: LLVM ORC
   llvm-19-dev libzstd-dev zlib1g-dev libxml2-dev libedit-dev libffi-dev
-  # gpu_opencl: ICD loader, headers and PoCL (OpenCL on the CPU)
-  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
+  # gpu_opencl: ICD loader, headers and PoCL (OpenCL on the CPU); Khronos' C++ bindings
+  # (CL/opencl.hpp) for the plugin's handles and info queries
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd opencl-clhpp-headers
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev valgrind
   # tests/interop: a second library's view of DLPack-exported memory (Eigen::Map)

@@ -127,8 +127,9 @@ TEST(CExpr, RendersExactlyThePrimitivesItNames) {
 }
 
 TEST(CExpr, ReductionsStartAtTheIdentityAndAccumulateWithTheIrRules) {
-  EXPECT_EQ(cx::reduce_init("sum", LT_DTYPE_F32, kC), "0");
-  EXPECT_EQ(cx::reduce_init("mean", LT_DTYPE_F64, kC), "0");
+  EXPECT_EQ(cx::reduce_init("sum", LT_DTYPE_F32, kC), "(0.0f)");
+  EXPECT_EQ(cx::reduce_init("mean", LT_DTYPE_F64, kC), "(0.0)");
+  EXPECT_EQ(cx::reduce_init("sum", LT_DTYPE_I32, kC), "((int)0)");
   // max starts at -inf; for integers the infinity saturates to the type's limit.
   EXPECT_EQ(cx::reduce_init("max", LT_DTYPE_F32, kCl), "(-(float)INFINITY)");
   EXPECT_EQ(cx::reduce_init("min", LT_DTYPE_I32, kCl), "((int)2147483647)");

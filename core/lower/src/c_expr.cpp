@@ -11,6 +11,7 @@
 #include "lazytensor/lower/element.hpp"
 #include "lazytensor/lower/error.hpp"
 #include "lazytensor/lower/ops.hpp"
+#include "lazytensor/lower/reduce_formula.hpp"
 
 namespace lt::lower::c_expr {
 namespace {
@@ -217,18 +218,21 @@ bool lane_wise(std::string_view op, lt_dtype d) {
          op == "div" || op == "pow" || op == "maximum" || op == "minimum";
 }
 
+namespace {
+const ReduceFormula& reduce_formula_of(std::string_view op) {
+  const ReduceFormula* f = reduce_formula(op);
+  if (!f) fail(LT_STATUS_UNSUPPORTED, "no C accumulator for reduction " + std::string(op));
+  return *f;
+}
+}  // namespace
+
 std::string reduce_init(std::string_view op, lt_dtype d, const Dialect& c) {
-  if (op == "sum" || op == "mean") return "0";
-  if (op == "max" || op == "min") return literal(op == "max" ? -INFINITY : INFINITY, d, c);
-  fail(LT_STATUS_UNSUPPORTED, "no C accumulator for reduction " + std::string(op));
+  return literal(reduce_formula_of(op).identity, d, c);
 }
 
 std::string reduce_step(std::string_view op, const std::string& acc, const std::string& x,
                         lt_dtype d, const Dialect& c) {
-  const bool sum = op == "sum" || op == "mean";
-  if (!sum && op != "max" && op != "min")
-    fail(LT_STATUS_UNSUPPORTED, "no C accumulator for reduction " + std::string(op));
-  return binary(sum ? "add" : op == "max" ? "maximum" : "minimum", acc, x, d, c);
+  return binary(reduce_formula_of(op).combine, acc, x, d, c);
 }
 
 std::string rename_params(const std::string& text, char prefix,

@@ -13,6 +13,7 @@
 
 #include "codegen.h"
 #include "lazytensor/lower/loop_kernel.hpp"
+#include "lazytensor/lower/reduce_formula.hpp"
 #include "lazytensor/lower/view.hpp"
 
 namespace lt::cpujit {
@@ -314,22 +315,22 @@ class Emitter {
     return llvm::UndefValue::get(t);  // unreachable for supported nodes
   }
 
-  // Reduction r's identity; acc combined with x (float sums reassociable: docs/ops.md).
+  // Reduction r's identity (lower::reduce_formula: 0 or ±inf, saturated for integers); acc
+  // combined with x by its primitive (float sums reassociable: docs/ops.md).
   llvm::Value* identity(const lt_graph_node& r) {
     llvm::Type* t = reg_type(r.dtype);
-    std::string_view op = r.op;
-    if (op == "sum" || op == "mean") return llvm::Constant::getNullValue(t);
-    if (!t->isIntegerTy()) return llvm::ConstantFP::getInfinity(t, op == "max");
+    const double v = lower::reduce_formula(r.op)->identity;
+    if (v == 0) return llvm::Constant::getNullValue(t);
+    if (!t->isIntegerTy()) return llvm::ConstantFP::get(t, v);
     unsigned bits = t->getIntegerBitWidth();
-    return llvm::ConstantInt::get(t, op == "max" ? llvm::APInt::getSignedMinValue(bits)
-                                                 : llvm::APInt::getSignedMaxValue(bits));
+    return llvm::ConstantInt::get(
+        t, v < 0 ? llvm::APInt::getSignedMinValue(bits) : llvm::APInt::getSignedMaxValue(bits));
   }
   llvm::Value* combine(const lt_graph_node& r, llvm::Value* acc, llvm::Value* x) {
-    std::string_view op = r.op;
-    if (op == "max" || op == "min")
-      return arith(op == "max" ? "maximum" : "minimum", r.dtype, {acc, x});
-    llvm::Value* v = arith("add", r.dtype, {acc, x});
-    if (is_float(r.dtype)) llvm::cast<llvm::Instruction>(v)->setHasAllowReassoc(true);
+    const lower::ReduceFormula& f = *lower::reduce_formula(r.op);
+    llvm::Value* v = arith(f.combine, r.dtype, {acc, x});
+    if (is_float(r.dtype) && f.combine == "add")
+      llvm::cast<llvm::Instruction>(v)->setHasAllowReassoc(true);
     return v;
   }
   void emit_reductions(Offsets& offs);
@@ -469,7 +470,7 @@ bool Emitter::emit_column_reductions(Offsets& offs) {
   k_.work_per_index = 256;
   const double count = static_cast<double>(lk_.row_length());
   for (int32_t r : reductions) {
-    if (std::string_view(g_.nodes[r].op) != "mean") continue;
+    if (!lower::reduce_formula(g_.nodes[r].op)->mean) continue;
     loop(lo, hi, true, [&](llvm::Value* j) {
       Offsets o = at(offs, 0, j);
       llvm::Value* v = load(lk_.access(r, r), o, g_.nodes[r].dtype);
@@ -513,7 +514,7 @@ void Emitter::emit_reductions(Offsets& offs) {
       });
       for (int32_t r : rs) {
         llvm::Value* v = b_.CreateLoad(reg_type(g_.nodes[r].dtype), accs[r]);
-        if (std::string_view(g_.nodes[r].op) == "mean")
+        if (lower::reduce_formula(g_.nodes[r].op)->mean)
           v = b_.CreateFDiv(v, fconst(v->getType(), static_cast<double>(lk_.row_length())));
         outer[r] = v;
       }

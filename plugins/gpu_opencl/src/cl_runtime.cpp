@@ -42,29 +42,6 @@ std::string cl_error_name(cl_int err) {
   return err == -1001 ? "CL_PLATFORM_NOT_FOUND_KHR" : "CL error (unknown code)";
 }
 
-// A string property from clGetPlatformInfo / clGetDeviceInfo.
-template <class Id, class Info>
-std::string info_str(cl_int (*get)(Id, Info, size_t, void*, size_t*), Id id, Info what) {
-  size_t n = 0;
-  if (get(id, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
-  std::string s(n, '\0');
-  get(id, what, n, s.data(), nullptr);
-  return s.c_str();
-}
-std::string platform_str(cl_platform_id p, cl_platform_info what) {
-  return info_str(clGetPlatformInfo, p, what);
-}
-std::string device_str(cl_device_id d, cl_device_info what) {
-  return info_str(clGetDeviceInfo, d, what);
-}
-
-template <typename T>
-T device_val(cl_device_id d, cl_device_info what) {
-  T v{};
-  clGetDeviceInfo(d, what, sizeof(T), &v, nullptr);
-  return v;
-}
-
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -93,15 +70,13 @@ std::unique_ptr<Device> Device::create(kit::Options& options, const kit::Log& lo
   dev->disk_ = kit::take_disk_cache(options, log, "gpu_opencl");
   dev->inject_build_error_ = options.take_flag("inject_build_error", false);
 
-  cl_uint np = 0;
-  cl_int err = clGetPlatformIDs(0, nullptr, &np);
-  if (err == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (err == CL_SUCCESS && np == 0))
+  std::vector<cl::Platform> all, platforms;
+  const cl_int err = cl::Platform::get(&all);
+  if (err == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (err == CL_SUCCESS && all.empty()))
     fail(LT_STATUS_NOT_FOUND,
          "no OpenCL platform found (install an OpenCL ICD such as pocl-opencl-icd or the GPU "
          "vendor's driver)");
   check(err, "clGetPlatformIDs");
-  std::vector<cl_platform_id> all(np), platforms;
-  check(clGetPlatformIDs(np, all.data(), nullptr), "clGetPlatformIDs");
 
   // Platform filter: an all-digit string is an index, anything else a name/vendor substring.
   if (want.empty()) {
@@ -113,28 +88,22 @@ std::unique_ptr<Device> Device::create(kit::Options& options, const kit::Log& lo
                                     std::to_string(all.size()) + " OpenCL platform(s) exist");
     platforms.push_back(all[i]);
   } else {
-    for (cl_platform_id p : all)
-      if ((lower(platform_str(p, CL_PLATFORM_NAME)) + "\n" +
-           lower(platform_str(p, CL_PLATFORM_VENDOR)))
+    for (const cl::Platform& p : all)
+      if (lower(p.getInfo<CL_PLATFORM_NAME>() + "\n" + p.getInfo<CL_PLATFORM_VENDOR>())
               .find(lower(want)) != std::string::npos)
         platforms.push_back(p);
     if (platforms.empty())
       fail(LT_STATUS_NOT_FOUND, "no OpenCL platform name contains '" + want + "'");
   }
   auto list = [&](cl_device_type type) {
-    std::vector<cl_device_id> out;
-    for (cl_platform_id p : platforms) {
-      cl_uint nd = 0;
-      if (clGetDeviceIDs(p, type, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) continue;
-      std::vector<cl_device_id> ds(nd);
-      clGetDeviceIDs(p, type, nd, ds.data(), nullptr);
-      out.insert(out.end(), ds.begin(), ds.end());
-    }
+    std::vector<cl::Device> out, ds;
+    for (const cl::Platform& p : platforms)
+      if (p.getDevices(type, &ds) == CL_SUCCESS) out.insert(out.end(), ds.begin(), ds.end());
     return out;
   };
-  std::vector<cl_device_id> devices = list(type == "cpu"   ? CL_DEVICE_TYPE_CPU
-                                           : type == "all" ? CL_DEVICE_TYPE_ALL
-                                                           : CL_DEVICE_TYPE_GPU);
+  std::vector<cl::Device> devices = list(type == "cpu"   ? CL_DEVICE_TYPE_CPU
+                                         : type == "all" ? CL_DEVICE_TYPE_ALL
+                                                         : CL_DEVICE_TYPE_GPU);
   if (devices.empty() && type == "auto") devices = list(CL_DEVICE_TYPE_ALL);
   if (devices.empty())
     fail(LT_STATUS_NOT_FOUND, "no OpenCL device of type '" + type + "' on the chosen platform(s)");
@@ -142,30 +111,28 @@ std::unique_ptr<Device> Device::create(kit::Options& options, const kit::Log& lo
     fail(LT_STATUS_NOT_FOUND, "option device = " + std::to_string(index) + " but only " +
                                   std::to_string(devices.size()) + " matching device(s) exist");
 
-  cl_device_id id = dev->device_ = devices[index];
+  const cl::Device& id = dev->device_ = devices[index];
   cl_int e = CL_SUCCESS;
-  dev->context_ = clCreateContext(nullptr, 1, &id, nullptr, nullptr, &e);
+  dev->context_ = cl::Context(id, nullptr, nullptr, nullptr, &e);
   check(e, "clCreateContext");
-  dev->queue_ = clCreateCommandQueue(dev->context_, id, 0, &e);
+  dev->queue_ = cl::CommandQueue(dev->context_, id, 0, &e);
   check(e, "clCreateCommandQueue");
 
-  std::string pname =
-      platform_str(device_val<cl_platform_id>(id, CL_DEVICE_PLATFORM), CL_PLATFORM_NAME);
-  std::string dname = device_str(id, CL_DEVICE_NAME), driver = device_str(id, CL_DRIVER_VERSION),
-              version = device_str(id, CL_DEVICE_VERSION);
-  auto kind = device_val<cl_device_type>(id, CL_DEVICE_TYPE);
+  std::string pname = cl::Platform(id.getInfo<CL_DEVICE_PLATFORM>()).getInfo<CL_PLATFORM_NAME>();
+  std::string dname = id.getInfo<CL_DEVICE_NAME>(), driver = id.getInfo<CL_DRIVER_VERSION>(),
+              version = id.getInfo<CL_DEVICE_VERSION>();
+  auto kind = id.getInfo<CL_DEVICE_TYPE>();
   kit::Device& info = dev->info;
   info.kind = (kind & CL_DEVICE_TYPE_GPU)   ? "gpu"
               : (kind & CL_DEVICE_TYPE_CPU) ? "cpu"
                                             : "accelerator";
-  info.memory_bytes = device_val<cl_ulong>(id, CL_DEVICE_GLOBAL_MEM_SIZE);
+  info.memory_bytes = id.getInfo<CL_DEVICE_GLOBAL_MEM_SIZE>();
   info.host_addressable = false;
-  dev->max_work_group = device_val<size_t>(id, CL_DEVICE_MAX_WORK_GROUP_SIZE);
-  dev->native_float_width = device_val<cl_uint>(id, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT);
+  dev->max_work_group = id.getInfo<CL_DEVICE_MAX_WORK_GROUP_SIZE>();
+  dev->native_float_width = id.getInfo<CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT>();
   // In bits; the arena's sub-buffers start at multiples of it (and of 64 bytes).
-  dev->base_align =
-      std::max<size_t>(64, device_val<cl_uint>(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8);
-  dev->fp64 = device_str(id, CL_DEVICE_EXTENSIONS).find("cl_khr_fp64") != std::string::npos;
+  dev->base_align = std::max<size_t>(64, id.getInfo<CL_DEVICE_MEM_BASE_ADDR_ALIGN>() / 8);
+  dev->fp64 = id.getInfo<CL_DEVICE_EXTENSIONS>().find("cl_khr_fp64") != std::string::npos;
   // Short name: "pocl-cpu" style — the platform's first word + kind.
   std::string first = lower(pname.substr(0, pname.find(' ')));
   info.name = (first == "portable" ? "pocl" : first) + "-" + info.kind;
@@ -177,12 +144,6 @@ std::unique_ptr<Device> Device::create(kit::Options& options, const kit::Log& lo
   return dev;
 }
 
-Device::~Device() {
-  for (auto& [h, p] : programs_) clReleaseProgram(p);
-  if (queue_) clReleaseCommandQueue(queue_);
-  if (context_) clReleaseContext(context_);
-}
-
 void Device::stats(const kit::Stats& emit) const {
   std::lock_guard<std::mutex> lock(mutex_);
   emit("programs_built", static_cast<double>(built_));
@@ -192,7 +153,7 @@ void Device::stats(const kit::Stats& emit) const {
   emit("compile_ms", compile_ms_);
 }
 
-cl_program Device::program(const std::string& source_in) {
+cl::Program Device::program(const std::string& source_in) {
   std::string source = source_in;
   if (inject_build_error_) source += "\n#error lazytensor test hook inject_build_error\n";
   uint64_t hash = fnv1a(source.data(), source.size());
@@ -200,16 +161,15 @@ cl_program Device::program(const std::string& source_in) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = programs_.find(hash); it != programs_.end()) {
       ++memory_hits_;
-      clRetainProgram(it->second);
       return it->second;
     }
   }
   const std::string key = cache_key_ + "\n" + source;  // the whole source: no collision loads
   auto t0 = std::chrono::steady_clock::now();
   std::optional<std::vector<char>> binary = disk_.load(key);
-  cl_program prog = binary ? load(*binary) : nullptr;
-  const bool from_disk = prog != nullptr;
-  if (!prog) {
+  cl::Program prog = binary ? load(*binary) : cl::Program();
+  const bool from_disk = prog() != nullptr;
+  if (!from_disk) {
     prog = build(source, hash);
     store(key, prog);
   }
@@ -217,58 +177,40 @@ cl_program Device::program(const std::string& source_in) {
   compile_ms_ +=
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ++(from_disk ? disk_hits_ : built_);
-  auto [it, inserted] = programs_.emplace(hash, prog);
-  if (!inserted) {  // another thread built the same source meanwhile
-    clReleaseProgram(prog);
-    prog = it->second;
-  }
-  clRetainProgram(prog);
-  return prog;
+  return programs_.emplace(hash, prog).first->second;  // another thread's build if it went first
 }
 
-cl_program Device::build(const std::string& source, uint64_t hash) {
-  const char* src = source.c_str();
-  size_t len = source.size();
+cl::Program Device::build(const std::string& source, uint64_t hash) {
   cl_int e = CL_SUCCESS;
-  cl_program prog = clCreateProgramWithSource(context_, 1, &src, &len, &e);
+  cl::Program prog(context_, source, false, &e);
   check(e, "clCreateProgramWithSource");
-  e = clBuildProgram(prog, 1, &device_, "-cl-std=CL1.2", nullptr, nullptr);
+  e = prog.build({device_}, "-cl-std=CL1.2");
   if (e == CL_SUCCESS) return prog;
-  size_t n = 0;
-  clGetProgramBuildInfo(prog, device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
-  std::string build_log(n, '\0');
-  if (n) clGetProgramBuildInfo(prog, device_, CL_PROGRAM_BUILD_LOG, n, build_log.data(), nullptr);
-  clReleaseProgram(prog);
+  const std::string build_log = prog.getBuildInfo<CL_PROGRAM_BUILD_LOG>(device_);
   log_(1, "gpu_opencl: generated source of program " + hex(hash) + " that failed to build:\n" +
               source);
   fail(LT_STATUS_PLUGIN_ERROR, std::string("clBuildProgram failed: ") + cl_error_name(e) +
                                    "; build log:\n" + build_log.c_str());
 }
 
-// A program from a cached binary, or nullptr when the driver rejects it (then rebuilt).
-cl_program Device::load(const std::vector<char>& binary) {
-  const auto* ptr = reinterpret_cast<const unsigned char*>(binary.data());
-  size_t len = binary.size();
-  cl_int status = CL_SUCCESS, e = CL_SUCCESS;
-  cl_program prog = clCreateProgramWithBinary(context_, 1, &device_, &len, &ptr, &status, &e);
-  if (e == CL_SUCCESS && status == CL_SUCCESS &&
-      clBuildProgram(prog, 1, &device_, nullptr, nullptr, nullptr) == CL_SUCCESS)
+// A program from a cached binary, or an empty one when the driver rejects it (then rebuilt).
+cl::Program Device::load(const std::vector<char>& binary) {
+  std::vector<cl_int> status;
+  cl_int e = CL_SUCCESS;
+  const cl::Program::Binaries binaries{{binary.begin(), binary.end()}};
+  cl::Program prog(context_, {device_}, binaries, &status, &e);
+  if (e == CL_SUCCESS && status[0] == CL_SUCCESS && prog.build({device_}) == CL_SUCCESS)
     return prog;
-  if (prog) clReleaseProgram(prog);
   log_(2, "gpu_opencl: a cached program binary was rejected by the driver; rebuilding");
-  return nullptr;
+  return {};
 }
 
-void Device::store(const std::string& key, cl_program prog) {
-  size_t size = 0;
-  if (!disk_.enabled() ||
-      clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) != CL_SUCCESS ||
-      size == 0)
+void Device::store(const std::string& key, const cl::Program& prog) {
+  cl::Program::Binaries bins;
+  if (!disk_.enabled() || prog.getInfo(CL_PROGRAM_BINARIES, &bins) != CL_SUCCESS || bins.empty())
     return;
-  std::vector<char> bin(size);
-  auto* ptr = reinterpret_cast<unsigned char*>(bin.data());
-  if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof ptr, &ptr, nullptr) == CL_SUCCESS)
-    disk_.store(key, bin);
+  const std::vector<char> bin(bins[0].begin(), bins[0].end());
+  if (!bin.empty()) disk_.store(key, bin);
 }
 
 }  // namespace lt::ocl

@@ -21,7 +21,7 @@ cl_mem mem_of(const kit::Buffer* b) {
 cl_mem create_buffer(const Device& dev, size_t nbytes) {
   cl_int e = CL_SUCCESS;
   // OpenCL refuses zero-sized buffers; empty tensors still get a handle.
-  cl_mem m = clCreateBuffer(dev.context(), CL_MEM_READ_WRITE, nbytes ? nbytes : 1, nullptr, &e);
+  cl_mem m = clCreateBuffer(dev.context()(), CL_MEM_READ_WRITE, nbytes ? nbytes : 1, nullptr, &e);
   if (e == CL_INVALID_BUFFER_SIZE)
     fail(LT_STATUS_OUT_OF_MEMORY,
          "buffer of " + std::to_string(nbytes) + " bytes exceeds the device's maximum allocation");
@@ -46,22 +46,14 @@ class OclExecutable : public kit::Executable {
     return std::make_shared<const lower::ArenaLayout>(
         lower::pack_temporaries(g, gen.plan, lower::value_bytes(g), dev.base_align));
   }
-  // Separate from the constructor so that the destructor releases what a failure leaves.
   void build() {
     program_ = dev_.program(gen_.source);
     gen_.source.clear();
     for (size_t k = 0; k < gen_.distinct_kernels; ++k) {
       cl_int e = CL_SUCCESS;
-      kernels_.push_back(clCreateKernel(program_, ("k" + std::to_string(k)).c_str(), &e));
+      kernels_.emplace_back(program_, ("k" + std::to_string(k)).c_str(), &e);
       check(e, "clCreateKernel");
     }
-  }
-  ~OclExecutable() override {
-    for (cl_kernel k : kernels_)
-      if (k) clReleaseKernel(k);
-    release_views();
-    if (arena_) clReleaseMemObject(arena_);
-    if (program_) clReleaseProgram(program_);
   }
 
   void run(std::span<kit::Buffer* const> in, std::span<kit::Buffer* const> out) override {
@@ -79,22 +71,21 @@ class OclExecutable : public kit::Executable {
     for (size_t k = 0; k < out.size(); ++k)
       if (!mem[outputs_[k]]) mem[outputs_[k]] = mem_of(out[k]);
     bind_arena(layout);
-    for (size_t i = 0; i < layout->values.size(); ++i) mem[layout->values[i]] = views_[i];
-    cl_command_queue q = dev_.queue();
+    for (size_t i = 0; i < layout->values.size(); ++i) mem[layout->values[i]] = views_[i]();
+    cl_command_queue q = dev_.queue()();
     for (size_t i = 0; i < launches.size(); ++i) {
       const KernelLaunch& l = launches[i];
       auto span = kit::current_spans().time("k" + std::to_string(l.kernel), [q] { clFinish(q); });
+      cl::Kernel& kernel = kernels_[l.kernel];
       for (size_t a = 0; a < l.args.size(); ++a)
-        check(clSetKernelArg(kernels_[l.kernel], static_cast<cl_uint>(a), sizeof(cl_mem),
-                             &mem[l.args[a]]),
+        check(kernel.setArg(static_cast<cl_uint>(a), sizeof(cl_mem), &mem[l.args[a]]),
               "clSetKernelArg");
       // A dynamic program's size arguments (`long`s after the buffers) are per kernel:
       // launches sharing a kernel share its text, numbers included, at every size.
       for (size_t a = 0; l.kernel < sizes.size() && a < sizes[l.kernel].size(); ++a)
-        check(clSetKernelArg(kernels_[l.kernel], static_cast<cl_uint>(l.args.size() + a),
-                             sizeof(cl_long), &sizes[l.kernel][a]),
+        check(kernel.setArg(static_cast<cl_uint>(l.args.size() + a), cl_long{sizes[l.kernel][a]}),
               "clSetKernelArg");
-      check(clEnqueueNDRangeKernel(q, kernels_[l.kernel], l.dims, nullptr, l.global,
+      check(clEnqueueNDRangeKernel(q, kernel(), l.dims, nullptr, l.global,
                                    l.local[0] ? l.local : nullptr, 0, nullptr, nullptr),
             "clEnqueueNDRangeKernel(k" + std::to_string(l.kernel) + ")");
     }
@@ -125,41 +116,35 @@ class OclExecutable : public kit::Executable {
   // each temporary is a sub-buffer at its offset, made again when a run brings another layout.
   void bind_arena(const Layout& layout) {
     if (layout == bound_) return;
-    release_views();
+    views_.clear();
+    bound_.reset();
     if (arena_bytes_ < layout->arena.bytes) {
-      if (arena_) clReleaseMemObject(arena_);
-      arena_ = nullptr;  // a failed create leaves none
+      arena_ = cl::Buffer();  // a failed create leaves none
       arena_bytes_ = 0;
-      arena_ = create_buffer(dev_, layout->arena.bytes);
+      arena_ = cl::Buffer(create_buffer(dev_, layout->arena.bytes));
       arena_bytes_ = layout->arena.bytes;
     }
     for (size_t i = 0; i < layout->values.size(); ++i) {
       cl_buffer_region r{layout->arena.offsets[i], layout->ranges[i].bytes};
       cl_int e = CL_SUCCESS;
       views_.push_back(
-          clCreateSubBuffer(arena_, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &e));
+          arena_.createSubBuffer(CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &e));
       check(e, "clCreateSubBuffer");
     }
     bound_ = layout;
   }
-  void release_views() {
-    for (cl_mem m : views_)
-      if (m) clReleaseMemObject(m);
-    views_.clear();
-    bound_.reset();
-  }
 
   Device& dev_;
   GeneratedProgram gen_;
-  cl_program program_ = nullptr;
-  std::vector<cl_kernel> kernels_;
+  cl::Program program_;
+  std::vector<cl::Kernel> kernels_;
   std::vector<int32_t> inputs_, outputs_;
   std::vector<size_t> bytes_;  // of each node's value
   Layout layout_;              // of the temporaries at the graph's own sizes
   std::mutex mutex_;           // guards kernel arguments and the arena
-  cl_mem arena_ = nullptr;
+  cl::Buffer arena_;
   size_t arena_bytes_ = 0;
-  std::vector<cl_mem> views_;  // sub-buffers of arena_ for bound_'s values
+  std::vector<cl::Buffer> views_;  // sub-buffers of arena_ for bound_'s values
   Layout bound_;
 };
 
@@ -231,14 +216,14 @@ class OpenclBackend : public kit::Backend {
     delete b;
   }
   void upload(kit::Buffer* b, size_t offset, const void* src, size_t n) override {
-    check(clEnqueueWriteBuffer(dev_->queue(), mem_of(b), CL_TRUE, offset, n, src, 0, nullptr,
+    check(clEnqueueWriteBuffer(dev_->queue()(), mem_of(b), CL_TRUE, offset, n, src, 0, nullptr,
                                nullptr),
           "clEnqueueWriteBuffer");
   }
   void download(const kit::Buffer* b, size_t offset, void* dst, size_t n) override {
-    check(
-        clEnqueueReadBuffer(dev_->queue(), mem_of(b), CL_TRUE, offset, n, dst, 0, nullptr, nullptr),
-        "clEnqueueReadBuffer");
+    check(clEnqueueReadBuffer(dev_->queue()(), mem_of(b), CL_TRUE, offset, n, dst, 0, nullptr,
+                              nullptr),
+          "clEnqueueReadBuffer");
   }
   void* host_ptr(kit::Buffer*) override { return nullptr; }
 

@@ -61,9 +61,10 @@ std::string unary(std::string_view op, const std::string& a, lt_dtype d, const D
 std::string binary(std::string_view op, const std::string& a, const std::string& b, lt_dtype d,
                    const Dialect& c);
 
-// The reductions sum, mean, max and min of a C-family loop: the accumulator's start (0, or the
-// type's extreme: -inf/+inf, saturated to the integer limits by literal()) and one accumulation
-// step (add, or maximum/minimum with the IR's NaN rule) of `x` into `acc`, both of dtype d.
+// The reductions of lower::reduce_formula (reduce_formula.hpp) in a C-family loop: the
+// accumulator's start (its identity as a literal: -inf/+inf saturate to the integer limits) and
+// one accumulation step (its combining primitive, maximum/minimum with the IR's NaN rule) of `x`
+// into `acc`, both of dtype d.
 std::string reduce_init(std::string_view op, lt_dtype d, const Dialect& c);
 std::string reduce_step(std::string_view op, const std::string& acc, const std::string& x,
                         lt_dtype d, const Dialect& c);
