@@ -38,7 +38,8 @@ lt_graph_node node_view(const Node* n, bool as_input) {
 struct Noted {
   uint64_t word;
   uint64_t hash;
-  int32_t operands_end;
+  uint64_t seq;          // an op's Node::seq (program order)
+  int32_t operands_end;  // an op's: its operands end here in the walk's operand list
 };
 
 // Per-thread scratch of collect (it runs under a device's exec mutex; a thread collects one
@@ -47,59 +48,16 @@ struct CollectScratch {
   std::vector<std::pair<Node*, uint32_t>> stack;
   std::vector<Node*> ops;
   std::vector<Noted> in_noted, op_noted;
-  std::vector<std::pair<int32_t, uint32_t>> tags;  // (op rank, recompute tag)
+  std::vector<std::pair<int32_t, uint32_t>> tags;   // (op rank, recompute tag)
+  std::vector<std::pair<uint64_t, int32_t>> order;  // (seq, walk rank) of the ops, sorted
+  std::vector<int32_t> place;                       // walk rank -> place among the ops
+  std::vector<int32_t> operands;                    // operand_idx in the walk's order
   std::vector<uint8_t> seen;
 };
 
 uint64_t program_word(const Node* n, bool input) {
   return (static_cast<uint64_t>(input ? kOpInput : n->op) << 32) ^
          (static_cast<uint64_t>(n->dtype) << 8) ^ n->shape.size();
-}
-
-// Stages 2 and 3 of collect for a walk whose ops are not in program order: sorted, then every
-// node read again for the keys (the walk's notes assumed the walk's order).
-void collect_sorted(std::vector<Node*>& walk, Collected& c) {
-  {
-    std::vector<Node*> ops;
-    std::vector<Node*> nodes;
-    nodes.reserve(walk.size());
-    for (size_t i = 0; i < walk.size(); ++i) (c.input_flag[i] ? nodes : ops).push_back(walk[i]);
-    const size_t num_inputs = nodes.size();
-    auto older = [](const Node* a, const Node* b) { return a->seq < b->seq; };
-    std::sort(ops.begin(), ops.end(), older);
-    nodes.insert(nodes.end(), ops.begin(), ops.end());
-    c.nodes = std::move(nodes);
-    std::fill(c.input_flag.begin(), c.input_flag.begin() + static_cast<ptrdiff_t>(num_inputs), 1);
-    std::fill(c.input_flag.begin() + static_cast<ptrdiff_t>(num_inputs), c.input_flag.end(), 0);
-  }
-  for (size_t i = 0; i < c.nodes.size(); ++i) c.nodes[i]->visit_index = static_cast<int32_t>(i);
-  c.op_begin.push_back(0);
-  uint64_t h = hash_mix(0x4c54475241504855ULL);
-  uint64_t prog = hash_mix(0x50524f4752414dULL);  // the program: h without the numbers
-  for (size_t i = 0; i < c.nodes.size(); ++i) {
-    Node* n = c.nodes[i];
-    const bool input = c.input_flag[i] != 0;
-    if (n->recompute_tag && !input) {
-      c.tags.resize(c.nodes.size(), 0);
-      c.tags[i] = n->recompute_tag;
-    }
-    prog = hash_combine(prog, program_word(n, input));
-    if (input) {
-      c.inputs.push_back(static_cast<int32_t>(i));
-      h = hash_combine(h, input_hash(n));
-    } else {
-      h = hash_combine(h, n->hash);
-      for (uint32_t k = 0; k < n->num_operands; ++k) {
-        int32_t oi = n->operand(k)->visit_index;
-        c.operand_idx.push_back(oi);
-        h = hash_combine(h, static_cast<uint64_t>(oi));
-        prog = hash_combine(prog, static_cast<uint64_t>(oi));
-      }
-    }
-    c.op_begin.push_back(static_cast<int32_t>(c.operand_idx.size()));
-  }
-  c.key = h;
-  c.program = prog;
 }
 
 }  // namespace
@@ -113,11 +71,11 @@ void collect_sorted(std::vector<Node*>& walk, Collected& c) {
 // ops in the program's own order (Node::seq: operands before users), not the walk's. A walk from
 // the roots places values long before their last readers (every activation and weight gradient
 // of a training step waited for the last root), and would put a recompute region's
-// recomputation right next to the forward it replaces. Mostly the walk meets the ops in program
-// order already: then one walk notes all the keys need (a node's place among the inputs or the
-// ops is final, only the ops' offset, the number of inputs, comes at the end), and the nodes are
-// not read again; a cache hit of a 100-node graph paid ~10% of its time for a second pass over
-// the nodes and the arrays of the reordering. Otherwise collect_sorted sorts and reads again.
+// recomputation right next to the forward it replaces. The walk notes all the keys need (a
+// node's place among the inputs or the ops; the ops' offset, the number of inputs, comes at
+// the end), and the nodes are not read again: a cache hit of a 100-node graph paid ~5% of its
+// time for a second pass over the nodes and the arrays of the reordering. Mostly the walk meets
+// the ops in program order already; else (a training step's backward) its notes are sorted.
 void collect(const std::vector<Node*>& roots, Collected& c) {
   uint64_t epoch = g_epoch.fetch_add(1, std::memory_order_relaxed) + 1;
   thread_local CollectScratch t;
@@ -150,7 +108,7 @@ void collect(const std::vector<Node*>& roots, Collected& c) {
       if (input) {
         n->visit_index = static_cast<int32_t>(c.nodes.size());
         c.nodes.push_back(n);
-        sc.in_noted.push_back({program_word(n, true), input_hash(n), 0});
+        sc.in_noted.push_back({program_word(n, true), input_hash(n), 0, 0});
       } else {
         in_order = in_order && (sc.ops.empty() || n->seq >= last_seq);
         last_seq = n->seq;
@@ -161,65 +119,86 @@ void collect(const std::vector<Node*>& roots, Collected& c) {
         for (uint32_t k = 0; k < n->num_operands; ++k)
           c.operand_idx.push_back(n->operand(k)->visit_index);
         sc.op_noted.push_back(
-            {program_word(n, false), n->hash, static_cast<int32_t>(c.operand_idx.size())});
+            {program_word(n, false), n->hash, n->seq, static_cast<int32_t>(c.operand_idx.size())});
       }
       sc.stack.pop_back();
     }
   }
   const size_t num_inputs = c.nodes.size();
-  const size_t total = num_inputs + sc.ops.size();
+  const size_t num_ops = sc.ops.size(), total = num_inputs + num_ops;
   c.input_flag.assign(total, 0);
   std::fill(c.input_flag.begin(), c.input_flag.begin() + static_cast<ptrdiff_t>(num_inputs), 1);
-  auto final_index = [&](int32_t v) {  // the walk's visit_index -> the node's index in c
-    return v >= 0 ? v : static_cast<int32_t>(num_inputs) - 1 - v;
-  };
+  // 2. The ops in program order: mostly the walk's already; else sorted by seq (from the
+  // walk's copy of each seq, not the nodes), and each op's place noted for its readers.
+  std::vector<int32_t>& place = sc.place;
   if (!in_order) {
-    std::vector<Node*> walk;  // inputs first is all collect_sorted needs of the walk's order
-    walk.reserve(total);
-    walk.insert(walk.end(), c.nodes.begin(), c.nodes.end());
-    walk.insert(walk.end(), sc.ops.begin(), sc.ops.end());
-    c.nodes.clear();
+    sc.order.resize(num_ops);
+    for (size_t r = 0; r < num_ops; ++r)
+      sc.order[r] = {sc.op_noted[r].seq, static_cast<int32_t>(r)};
+    std::sort(sc.order.begin(), sc.order.end());
+    place.resize(num_ops);
+    for (size_t p = 0; p < num_ops; ++p)
+      place[static_cast<size_t>(sc.order[p].second)] = static_cast<int32_t>(p);
+    std::swap(sc.operands, c.operand_idx);  // re-laid out in program order below
     c.operand_idx.clear();
-    collect_sorted(walk, c);
-  } else {
-    // 2. Indices, operands and keys in that order, from the walk's notes.
-    c.nodes.insert(c.nodes.end(), sc.ops.begin(), sc.ops.end());
-    c.op_begin.reserve(total + 1);
-    c.op_begin.assign(num_inputs + 1, 0);
-    c.inputs.resize(num_inputs);
-    uint64_t h = hash_mix(0x4c54475241504855ULL);
-    uint64_t prog = hash_mix(0x50524f4752414dULL);  // the program: h without the numbers
-    for (size_t i = 0; i < num_inputs; ++i) {
-      c.inputs[i] = static_cast<int32_t>(i);
-      prog = hash_combine(prog, sc.in_noted[i].word);
-      h = hash_combine(h, sc.in_noted[i].hash);
-    }
-    int32_t at = 0;
-    for (const Noted& o : sc.op_noted) {
-      prog = hash_combine(prog, o.word);
-      h = hash_combine(h, o.hash);
-      for (; at < o.operands_end; ++at) {
+    c.operand_idx.reserve(sc.operands.size());
+  }
+  auto final_index = [&](int32_t v) {  // the walk's visit_index -> the node's index in c
+    if (v >= 0) return v;
+    const int32_t rank = -1 - v;
+    return static_cast<int32_t>(num_inputs) + (in_order ? rank : place[static_cast<size_t>(rank)]);
+  };
+  // 3. Indices, operands and keys in that order, from the walk's notes.
+  c.nodes.resize(total);
+  c.op_begin.reserve(total + 1);
+  c.op_begin.assign(num_inputs + 1, 0);
+  c.inputs.resize(num_inputs);
+  uint64_t h = hash_mix(0x4c54475241504855ULL);
+  uint64_t prog = hash_mix(0x50524f4752414dULL);  // the program: h without the numbers
+  for (size_t i = 0; i < num_inputs; ++i) {
+    c.inputs[i] = static_cast<int32_t>(i);
+    prog = hash_combine(prog, sc.in_noted[i].word);
+    h = hash_combine(h, sc.in_noted[i].hash);
+  }
+  for (size_t p = 0; p < num_ops; ++p) {
+    const size_t r = in_order ? p : static_cast<size_t>(sc.order[p].second);
+    const Noted& o = sc.op_noted[r];
+    c.nodes[num_inputs + p] = sc.ops[r];
+    prog = hash_combine(prog, o.word);
+    h = hash_combine(h, o.hash);
+    if (in_order) {
+      for (int32_t at = c.op_begin.back(); at < o.operands_end; ++at) {
         const int32_t oi = c.operand_idx[static_cast<size_t>(at)] =
             final_index(c.operand_idx[static_cast<size_t>(at)]);
         h = hash_combine(h, static_cast<uint64_t>(oi));
         prog = hash_combine(prog, static_cast<uint64_t>(oi));
       }
-      c.op_begin.push_back(at);
+      c.op_begin.push_back(o.operands_end);
+    } else {
+      const int32_t from = r ? sc.op_noted[r - 1].operands_end : 0;
+      for (int32_t at = from; at < o.operands_end; ++at) {
+        const int32_t oi = final_index(sc.operands[static_cast<size_t>(at)]);
+        c.operand_idx.push_back(oi);
+        h = hash_combine(h, static_cast<uint64_t>(oi));
+        prog = hash_combine(prog, static_cast<uint64_t>(oi));
+      }
+      c.op_begin.push_back(static_cast<int32_t>(c.operand_idx.size()));
     }
-    if (!sc.tags.empty()) {
-      c.tags.assign(total, 0);
-      for (const auto& [rank, tag] : sc.tags) c.tags[num_inputs + static_cast<size_t>(rank)] = tag;
-    }
-    c.key = h;
-    c.program = prog;
   }
+  if (!sc.tags.empty()) {
+    c.tags.assign(total, 0);
+    for (const auto& [rank, tag] : sc.tags)
+      c.tags[static_cast<size_t>(final_index(-1 - rank))] = tag;
+  }
+  c.key = h;
+  c.program = prog;
   // Duplicate roots are dropped (outputs never alias); order stays deterministic. Linear: a
   // 100,000-wide lt_sync has as many roots.
   std::vector<uint8_t>& seen = sc.seen;
   seen.assign(total, 0);
   c.outputs.reserve(roots.size());
   for (Node* root : roots) {
-    const int32_t o = in_order ? final_index(root->visit_index) : root->visit_index;
+    const int32_t o = final_index(root->visit_index);
     if (!seen[static_cast<size_t>(o)]) seen[static_cast<size_t>(o)] = 1, c.outputs.push_back(o);
   }
   for (int32_t o : c.outputs) {
