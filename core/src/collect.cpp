@@ -206,7 +206,8 @@ void collect(const std::vector<Node*>& roots, Collected& c) {
     c.program = hash_combine(c.program, 0x0u + static_cast<uint64_t>(o) + (1ull << 40));
   }
   if (!c.tags.empty()) c.tags.resize(total, 0);
-  if (sc.ops.capacity() > (size_t{1} << 18)) sc = CollectScratch{};  // after a huge graph
+  // A thread keeps its scratch for the next sync, but not a huge graph's (as lower's Work).
+  if (sc.ops.capacity() + sc.in_noted.capacity() > (size_t{1} << 16)) sc = CollectScratch{};
 }
 
 void full_graph(const Collected& c, GraphBuf& gb) {
