@@ -133,3 +133,42 @@ TEST(CompileCache, DumpDirGetsReadableGraphs) {
   std::string cmd = "grep -l 'relu(' " + dir + "/lt_graph_*_partial.txt > /dev/null";
   EXPECT_EQ(std::system(cmd.c_str()), 0);
 }
+
+namespace {
+// exp(x) is traced before tanh(x); `swapped` reads tanh first, so the collect stage's walk from
+// the root meets the ops out of program order and takes its sorting path, else its one-walk path.
+std::vector<float> two_ops(lt_device* d, const std::vector<float>& xv, bool swapped) {
+  lt_tensor* x = from_host(d, xv, {static_cast<int64_t>(xv.size())});
+  lt_tensor *e = nullptr, *t = nullptr, *y = nullptr;
+  EXPECT_EQ(lt_exp(x, &e), nullptr);
+  EXPECT_EQ(lt_tanh(x, &t), nullptr);
+  EXPECT_EQ(swapped ? lt_sub(t, e, &y) : lt_sub(e, t, &y), nullptr);
+  auto out = to_host(y);
+  for (auto* v : {x, e, t, y}) lt_tensor_free(v);
+  return out;
+}
+}  // namespace
+
+TEST(CompileCache, OpsMetOutOfProgramOrderComputeAndHitAsInOrder) {
+  RuntimeHandle h{make_runtime(plugin_dir("partial"), "partial")};
+  ASSERT_NE(h.rt, nullptr);
+  lt_device* d = lt_runtime_default_device(h.rt);
+  const std::vector<float> xv{-1.5f, 0.f, 2.f};
+  std::vector<float> in_order, swapped;
+  for (float v : xv) {
+    in_order.push_back(std::exp(v) - std::tanh(v));
+    swapped.push_back(std::tanh(v) - std::exp(v));
+  }
+  for (int round = 0; round < 2; ++round) {
+    auto a = two_ops(d, xv, false), b = two_ops(d, xv, true);
+    ASSERT_EQ(a.size(), xv.size());
+    ASSERT_EQ(b.size(), xv.size());
+    for (size_t i = 0; i < xv.size(); ++i) {
+      EXPECT_NEAR(a[i], in_order[i], 1e-5f * (1 + std::fabs(in_order[i])));
+      EXPECT_NEAR(b[i], swapped[i], 1e-5f * (1 + std::fabs(swapped[i])));
+    }
+  }
+  // Two programs (the operands of sub differ in order), each compiled once and hit once.
+  EXPECT_EQ(metric(h.rt, "compiles"), 2);
+  EXPECT_EQ(metric(h.rt, "cache_hits"), 2);
+}

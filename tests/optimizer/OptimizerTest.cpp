@@ -391,6 +391,38 @@ TEST(OptimizerFold, EvaluatesConstantSubgraphsOnce) {
   EXPECT_EQ(folded, 2u);
 }
 
+// Equal constant cones (a GPT step's causal mask, twice) are evaluated once, and each folded
+// node still gets its own constant with the bytes (CSE, after fold, keeps the two inputs).
+TEST(OptimizerFold, EvaluatesEqualConesOnceAndGivesEachItsBytes) {
+  G t;
+  const Value x = t.input(LT_DTYPE_F32, {4});
+  auto ramp = [&] {
+    return t.b.mul(t.b.arange(4, 0, 1, LT_DTYPE_F32), t.b.scalar(2, LT_DTYPE_F32));
+  };
+  const Value a = ramp(), b = ramp();
+  OptimizeOptions opt;
+  size_t cone_nodes = 0, cone_outputs = 0;
+  opt.eval = [&](const lt_graph& cone) {
+    cone_nodes = cone.num_nodes;
+    cone_outputs = cone.num_outputs;
+    return lt::host::evaluate(cone);
+  };
+  auto o = lt::lower::optimize(t.done({t.b.add(x, a), t.b.mul(x, b)}), opt);
+  EXPECT_EQ(cone_outputs, 1u);
+  EXPECT_EQ(cone_nodes, 3u);  // arange, the scalar 2, mul: not each twice
+  ASSERT_EQ(o.constants.size(), 2u);
+  for (const auto& c : o.constants) {
+    float v[4];
+    ASSERT_EQ(c.size(), sizeof v);
+    std::memcpy(v, c.data(), sizeof v);
+    EXPECT_EQ(v[0], 0.0f);
+    EXPECT_EQ(v[3], 6.0f);
+  }
+  size_t folded = 0;
+  for (auto& s : o.stats) folded += s.folded;
+  EXPECT_EQ(folded, 2u);
+}
+
 TEST(OptimizerLevels, NoneLeavesTheGraphAsTraced) {
   G t;
   const Value x = t.input(LT_DTYPE_F32, {3});

@@ -3,7 +3,9 @@
 // shared host kernels in the core). A result whose elements are all one value becomes a `full`
 // node; any other becomes a constant input whose bytes the executable keeps. Bitwise exact:
 // the host kernels are the reference semantics every backend matches.
+#include <algorithm>
 #include <cstring>
+#include <unordered_map>
 
 #include "work.hpp"
 
@@ -113,21 +115,66 @@ size_t fold(Work& w, PassStats& s) {
     in_cone[static_cast<size_t>(v)] = 1;
     for (int32_t o : w.nodes[static_cast<size_t>(v)].operands) stack.push_back(w.resolve(o));
   }
+  // Equal nodes of the cones are evaluated once (the same op, dtype, shape and attributes of
+  // the same operands computes the same bytes: the host kernels are deterministic, a random
+  // op's value is its attributes' and seed's): a GPT step holds its causal mask twice, and
+  // CSE, which would merge the two, runs after fold. Each candidate still gets its own bytes.
   OwnedGraph cone;
   std::vector<int32_t>& index = w.ints3;
   index.assign(n, -1);
+  std::vector<int32_t> rep;        // per cone node: the working graph's node it was made from
+  std::vector<int32_t> cone_ops;   // every cone node's operands (cone indices), node after node
+  std::vector<uint32_t> ops_from;  // where each cone node's operands start in cone_ops
+  std::unordered_multimap<uint64_t, int32_t> made;  // a cone node's hash -> the cone node
+  std::vector<int32_t> ops;
+  auto same = [&](const WNode& a, int32_t j) {
+    const WNode& b = w.nodes[static_cast<size_t>(rep[static_cast<size_t>(j)])];
+    const size_t at = ops_from[static_cast<size_t>(j)];
+    const size_t num =
+        (static_cast<size_t>(j) + 1 < ops_from.size() ? ops_from[static_cast<size_t>(j) + 1]
+                                                      : cone_ops.size()) -
+        at;
+    if (a.info != b.info || a.dtype != b.dtype || !same_shape(a.shape, b.shape) ||
+        num != ops.size() || a.attrs.size() != b.attrs.size() ||
+        !std::equal(ops.begin(), ops.end(), cone_ops.begin() + static_cast<ptrdiff_t>(at)))
+      return false;
+    for (size_t k = 0; k < a.attrs.size(); ++k)
+      if (!same_attr(a.attrs[k], b.attrs[k])) return false;
+    return true;
+  };
   auto add_to_cone = [&](size_t i) {
     const WNode& node = w.nodes[i];
-    std::vector<int32_t> ops;
+    ops.clear();
     for (int32_t o : node.operands) ops.push_back(index[static_cast<size_t>(w.resolve(o))]);
+    uint64_t h = reinterpret_cast<uintptr_t>(node.info) * 0x9E3779B97F4A7C15ULL;
+    auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001B3ULL + (h >> 29); };
+    mix(static_cast<uint64_t>(node.dtype));
+    for (int64_t d : node.shape) mix(static_cast<uint64_t>(d));
+    for (int32_t o : ops) mix(static_cast<uint64_t>(o) + 0x51);
+    mix(node.attrs.size());
+    for (auto [it, end] = made.equal_range(h); it != end; ++it)
+      if (same(node, it->second)) {
+        index[i] = it->second;
+        return;
+      }
     index[i] = cone.add_borrowed(node.op, node.dtype, node.shape, ops, node.attrs);
+    rep.push_back(static_cast<int32_t>(i));
+    ops_from.push_back(static_cast<uint32_t>(cone_ops.size()));
+    cone_ops.insert(cone_ops.end(), ops.begin(), ops.end());
+    made.emplace(h, index[i]);
   };
   for (size_t i = 0; i < n; ++i)  // leaves first (made ones come after their readers)
     if (in_cone[i] && w.nodes[i].operands.empty()) add_to_cone(i);
   for (size_t i = 0; i < n; ++i)
     if (in_cone[i] && !w.nodes[i].operands.empty()) add_to_cone(i);
-  std::vector<int32_t> outs;
-  for (int32_t c : cand) outs.push_back(index[static_cast<size_t>(c)]);
+  std::vector<int32_t> outs;  // the cone's outputs, each once
+  std::vector<size_t> slot;   // per candidate: its value's place in outs
+  for (int32_t c : cand) {
+    const int32_t o = index[static_cast<size_t>(c)];
+    const auto at = std::find(outs.begin(), outs.end(), o);
+    slot.push_back(static_cast<size_t>(at - outs.begin()));
+    if (at == outs.end()) outs.push_back(o);
+  }
   cone.set_inputs({});
   cone.set_outputs(outs);
   std::vector<std::vector<unsigned char>> values;
@@ -136,21 +183,25 @@ size_t fold(Work& w, PassStats& s) {
   } catch (...) {
     return 0;  // the evaluator lacks an op: nothing is folded
   }
-  if (values.size() != cand.size()) return 0;
+  if (values.size() != outs.size()) return 0;
+  std::vector<size_t> uses_left(outs.size(), 0);  // the last candidate of a value takes it
+  for (size_t k : slot) ++uses_left[k];
   size_t folded = 0;
   for (size_t k = 0; k < cand.size(); ++k) {
     const WNode& c = w.nodes[static_cast<size_t>(cand[k])];
-    if (values[k].size() != static_cast<size_t>(c.numel()) * lt_dtype_size(c.dtype)) continue;
+    std::vector<unsigned char> bytes =
+        --uses_left[slot[k]] ? values[slot[k]] : std::move(values[slot[k]]);
+    if (bytes.size() != static_cast<size_t>(c.numel()) * lt_dtype_size(c.dtype)) continue;
     double v = 0;
     WNode f;
-    if (splat_value(values[k], c.dtype, &v)) {
+    if (splat_value(bytes, c.dtype, &v)) {
       f = make_full(w, c.dtype, c.shape, v);
     } else {
       f.op = "input";
       f.dtype = c.dtype;
       f.shape = c.shape;
       f.constant = static_cast<int32_t>(w.constants.size());
-      w.constants.push_back(std::move(values[k]));
+      w.constants.push_back(std::move(bytes));
     }
     f.tag = c.tag;
     f.origin = c.origin;
