@@ -24,6 +24,11 @@ namespace {
 
 // Stashes pay while a row of the stashed value stays in L2 with the row it is computed from.
 constexpr lower::LoopOptions kLoops{.stash_row_bytes = 64 << 10};
+// Vector iterations in flight in a row reduction's loop: four accumulators cover the latency
+// of an add (3-4 cycles) or of max's compare-and-select sequence at one vector per cycle.
+constexpr unsigned kReductionInterleave = 4;
+// Rows of a column reduction combined per load and store of its accumulators.
+constexpr int64_t kColumnRows = 8;
 
 using Offsets = std::vector<llvm::Value*>;  // per access: the element offset at this point
 
@@ -67,8 +72,11 @@ class Emitter {
   bool in_kernel(int32_t v) const { return lk_.in_kernel(v); }
 
   // fold_tail: the vectoriser masks the last iteration instead of adding a scalar loop.
+  // interleave: vector iterations in flight; a loop that carries a reduction takes several
+  // (independent accumulators: max's NaN-propagating compare and select, or an add, then waits
+  // on its own latency, not on the previous vector's).
   template <class Body>
-  void loop(llvm::Value* lo, llvm::Value* hi, bool fold_tail, Body body) {
+  void loop(llvm::Value* lo, llvm::Value* hi, bool fold_tail, Body body, unsigned interleave = 1) {
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx_, "loop", fn_);
     llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "exit", fn_);
@@ -86,7 +94,7 @@ class Emitter {
     llvm::Metadata* pred[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.predicate.enable"),
                               llvm::ConstantAsMetadata::get(b_.getInt1(fold_tail))};
     llvm::Metadata* il[] = {llvm::MDString::get(ctx_, "llvm.loop.interleave.count"),
-                            llvm::ConstantAsMetadata::get(b_.getInt32(1))};
+                            llvm::ConstantAsMetadata::get(b_.getInt32(interleave))};
     llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(ctx_, pred), llvm::MDNode::get(ctx_, il)};
     llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, ops);
     id->replaceOperandWith(0, id);
@@ -117,6 +125,10 @@ class Emitter {
     // vectoriser turns into one unmasked vector step with no remainder or trip-count check)
     // and the rest as one tail-folded loop (alone below two chunks: half the code to compile).
     int64_t extent = loop_dims_[first];
+    // The innermost loop of a row reduction; rows shorter than a few interleaved steps would
+    // only run more masked vectors.
+    if (!chunk && first + 1 == loop_dims_.size() && extent >= 8 * lanes_)
+      return loop(lo, hi, true, level, kReductionInterleave);
     if (!chunk || first + 1 != last || extent < 2 * lanes_) return loop(lo, hi, true, level);
     llvm::Value* chunks = b_.CreateSDiv(b_.CreateSub(hi, lo, "", true, true), b_.getInt64(lanes_));
     loop(b_.getInt64(0), chunks, true, [&](llvm::Value* c) {
@@ -447,21 +459,38 @@ bool Emitter::emit_column_reductions(Offsets& offs) {
   std::vector<int32_t> srcs = full_out;
   for (int32_t r : reductions)
     if (in_kernel(g_.nodes[r].operands[0])) srcs.push_back(g_.nodes[r].operands[0]);
+  // The innermost reduced dim runs `rows` rows per step: each kept index's accumulators are
+  // loaded once, combined with the rows in order (the order of one row at a time, so the sums
+  // are the same) and stored once. One row per step reloads every accumulator right after
+  // storing it, and at a 4 KB row stride those loads wait on 4K-aliased stores.
+  const size_t last = loop_dims_.size() - 1;
+  int64_t rows = kColumnRows;
+  while (loop_dims_[last] % rows) rows /= 2;
   std::function<void(size_t, const Offsets&)> over = [&](size_t d, const Offsets& o) {
-    if (d < loop_dims_.size())
+    if (d < last)
       return loop(b_.getInt64(0), b_.getInt64(loop_dims_[d]), true,
                   [&](llvm::Value* i) { over(d + 1, at(o, d, i)); });
-    loop(lo, hi, true, [&](llvm::Value* j) {
-      Offsets io = at(o, 0, j);
-      std::map<int32_t, llvm::Value*> memo;
-      eval(srcs, memo, io);
-      for (int32_t v : full_out) store(v, io, memo.at(v));
-      for (int32_t r : reductions) {
-        const lt_graph_node& n = g_.nodes[r];
-        int32_t src = n.operands[0];
-        llvm::Value* x = in_kernel(src) ? memo.at(src) : load(lk_.access(src, r), io, n.dtype);
-        store(r, io, combine(n, load(lk_.access(r, r), io, n.dtype), x));
-      }
+    loop(b_.getInt64(0), b_.getInt64(loop_dims_[last] / rows), true, [&](llvm::Value* i) {
+      // The kept indices as nest() runs an innermost map loop: unmasked vector chunks, then
+      // one masked tail (a mask on every vector costs a compare and masked loads and stores).
+      Offsets oo = at(o, last, b_.CreateMul(i, b_.getInt64(rows), "", true, true));
+      nest(0, 1, oo, true, [&](Offsets& io) {
+        std::map<int32_t, llvm::Value*> acc;
+        for (int32_t r : reductions) acc[r] = load(lk_.access(r, r), io, g_.nodes[r].dtype);
+        for (int64_t k = 0; k < rows; ++k) {
+          Offsets ik = at(io, last, b_.getInt64(k));
+          std::map<int32_t, llvm::Value*> memo;
+          eval(srcs, memo, ik);
+          for (int32_t v : full_out) store(v, ik, memo.at(v));
+          for (int32_t r : reductions) {
+            const lt_graph_node& n = g_.nodes[r];
+            int32_t src = n.operands[0];
+            llvm::Value* x = in_kernel(src) ? memo.at(src) : load(lk_.access(src, r), ik, n.dtype);
+            acc[r] = combine(n, acc[r], x);
+          }
+        }
+        for (int32_t r : reductions) store(r, io, acc[r]);
+      });
     });
   };
   over(1, offs);
