@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "lazytensor/lower/error.hpp"
+
 namespace lt::lower::opt {
 
 const lt_attr* WNode::attr(std::string_view name) const {
@@ -47,6 +49,11 @@ WNode make_full(Work& w, lt_dtype d, std::span<const int64_t> shape, double v) {
 }
 
 int32_t Work::add(WNode n) {
+  // Passes make only leaves here (a full, a folded constant): a made node with operands would
+  // leave their use counts short, and release would then free nodes it still reads.
+  if (!n.operands.empty())
+    fail(LT_STATUS_INTERNAL, std::string("optimize: a pass made a ") + n.op +
+                                 " node with operands through Work::add (a bug: please report)");
   n.dead = true;  // until something reads it (replace, set_operand)
   n.opaque = !n.is_input() && op_opaque(n.op, n.info);
   nodes.push_back(n);
