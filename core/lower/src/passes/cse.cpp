@@ -61,14 +61,10 @@ int32_t key_operand(const WNode& n, size_t k) {
 }
 
 bool equal(const WNode& a, const WNode& b) {
-  if (a.info != b.info || a.dtype != b.dtype || a.tag != b.tag ||
-      a.operands.size() != b.operands.size() || a.attrs.size() != b.attrs.size() ||
-      !same_shape(a.shape, b.shape) || (!a.info && std::strcmp(a.op, b.op) != 0))
+  if (a.tag != b.tag || a.operands.size() != b.operands.size() || !same_op_and_attrs(a, b))
     return false;
   for (size_t k = 0; k < a.operands.size(); ++k)
     if (key_operand(a, k) != key_operand(b, k)) return false;
-  for (size_t k = 0; k < a.attrs.size(); ++k)
-    if (!same_attr(a.attrs[k], b.attrs[k])) return false;
   return true;
 }
 

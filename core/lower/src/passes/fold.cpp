@@ -134,13 +134,8 @@ size_t fold(Work& w, PassStats& s) {
         (static_cast<size_t>(j) + 1 < ops_from.size() ? ops_from[static_cast<size_t>(j) + 1]
                                                       : cone_ops.size()) -
         at;
-    if (a.info != b.info || a.dtype != b.dtype || !same_shape(a.shape, b.shape) ||
-        num != ops.size() || a.attrs.size() != b.attrs.size() ||
-        !std::equal(ops.begin(), ops.end(), cone_ops.begin() + static_cast<ptrdiff_t>(at)))
-      return false;
-    for (size_t k = 0; k < a.attrs.size(); ++k)
-      if (!same_attr(a.attrs[k], b.attrs[k])) return false;
-    return true;
+    return num == ops.size() && same_op_and_attrs(a, b) &&
+           std::equal(ops.begin(), ops.end(), cone_ops.begin() + static_cast<ptrdiff_t>(at));
   };
   auto add_to_cone = [&](size_t i) {
     const WNode& node = w.nodes[i];

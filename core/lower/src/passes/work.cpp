@@ -26,6 +26,15 @@ bool same_shape(std::span<const int64_t> a, std::span<const int64_t> b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end());
 }
 
+bool same_op_and_attrs(const WNode& a, const WNode& b) {
+  if (a.info != b.info || a.dtype != b.dtype || a.attrs.size() != b.attrs.size() ||
+      !same_shape(a.shape, b.shape) || (!a.info && std::strcmp(a.op, b.op) != 0))
+    return false;
+  for (size_t k = 0; k < a.attrs.size(); ++k)
+    if (!same_attr(a.attrs[k], b.attrs[k])) return false;
+  return true;
+}
+
 bool full_value(const WNode& n, double* v) {
   if (!n.is(kOpFull)) return false;
   const lt_attr* a = n.attr("value");

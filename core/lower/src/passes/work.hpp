@@ -46,6 +46,9 @@ struct WNode {
 static_assert(sizeof(void*) != 8 || sizeof(WNode) == 88, "WNode's layout: see the note above");
 
 bool same_shape(std::span<const int64_t> a, std::span<const int64_t> b);
+// The same op (by name when not built in), dtype, shape and attributes; operands not compared:
+// what CSE's equality and fold's sharing of equal cone nodes both ask of two nodes.
+bool same_op_and_attrs(const WNode& a, const WNode& b);
 
 // The working graph. Node indices never change while the passes run: a pass appends nodes
 // (operands before users: a made node has no operands) and redirects uses with replace(); a
